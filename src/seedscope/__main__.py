@@ -1,0 +1,3 @@
+from seedscope.cli import main
+
+main()

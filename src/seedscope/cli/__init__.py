@@ -1,0 +1,52 @@
+"""The ``seedscope`` command line: thin commands over the Python API.
+
+Each sub-module adds its commands through ``register(app)``. :func:`main` turns a
+:class:`~seedscope.errors.SeedscopeError` into one message on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+import typer
+from rich.console import Console
+
+from seedscope.cli import analyze, factors, report, subsets, sweep
+from seedscope.errors import SeedscopeError
+
+app = typer.Typer(
+    name="seedscope",
+    help=(
+        "How much do your language-model results depend on the random seed?\n\n"
+        "sweep: fine-tune with several seeds and keep every prediction. "
+        "analyze: macro (mean, VAR, std, CV, CI) and micro (CON, CCON) seed effects of any predictions. "
+        "factors: which randomness factor matters. subsets / compare: evaluation-subset seed variance "
+        "and seed-robust comparison of systems. report: tables, figures and an HTML report."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+for module in (analyze, sweep, factors, subsets, report):
+    module.register(app)
+
+err_console = Console(stderr=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of the console script."""
+    try:
+        app(args=argv, standalone_mode=False)
+    except SeedscopeError as error:
+        err_console.print(f"[bold red]error:[/] {error}", highlight=False, soft_wrap=True)
+        sys.exit(2)
+    except click.exceptions.Exit as done:
+        sys.exit(done.exit_code)
+    except click.ClickException as error:
+        error.show()
+        sys.exit(2)
+    except click.exceptions.Abort:
+        err_console.print("aborted")
+        sys.exit(130)

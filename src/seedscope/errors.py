@@ -1,0 +1,10 @@
+"""User-facing errors.
+
+Every mistake a user can make (a missing file, an unknown task, mismatched example ids …)
+raises :class:`SeedscopeError` with one sentence that names the problem. The CLI turns it
+into that sentence on stderr and exit status 2; the Python API lets it propagate.
+"""
+
+
+class SeedscopeError(Exception):
+    """A problem with the user's input or configuration, explained in one message."""

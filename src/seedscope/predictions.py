@@ -1,0 +1,246 @@
+"""The prediction table: the one currency between runs and analysis.
+
+A prediction table is a long pandas DataFrame with one row per (run, example):
+
+========== ==============================================================
+column     meaning
+========== ==============================================================
+run        run identifier (for a plain sweep: the seed), stored as str
+example_id stable identifier of the evaluation example, stored as str
+prediction predicted label (int or str) or value (float, regression)
+label      gold label / value; optional (then only CON, no CCON)
+prob_<c>   optional, one column per class c: the predicted probability
+========== ==============================================================
+
+:func:`align_runs` checks a table and turns it into :class:`AlignedRuns`, dense S×N arrays
+that every metric works on, so that no metric re-implements id matching or label coding.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+from seedscope.errors import SeedscopeError
+
+RUN, EXAMPLE_ID, PREDICTION, LABEL = "run", "example_id", "prediction", "label"
+PROB_PREFIX = "prob_"
+REQUIRED_COLUMNS = (RUN, EXAMPLE_ID, PREDICTION)
+TaskType = Literal["classification", "regression"]
+
+#: how far a row of probabilities may be from summing to one
+PROB_SUM_TOLERANCE = 1e-3
+
+
+@dataclass(frozen=True)
+class AlignedRuns:
+    """S runs over the same N examples, as dense arrays (row s = run ``runs[s]``).
+
+    For classification ``predictions`` and ``labels`` hold integer codes into ``classes``
+    (label −1 = missing); for regression they hold floats (label NaN = missing).
+    """
+
+    runs: list[str]
+    example_ids: np.ndarray
+    task_type: TaskType
+    predictions: np.ndarray
+    labels: np.ndarray | None
+    classes: list = field(default_factory=list)
+    probabilities: np.ndarray | None = None  # S × N × C, classes in ``classes`` order
+    n_dropped: int = 0  # examples dropped by ``intersect=True``
+
+    @property
+    def n_runs(self) -> int:
+        return len(self.runs)
+
+    @property
+    def n_examples(self) -> int:
+        return len(self.example_ids)
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.classes)
+
+    @property
+    def has_labels(self) -> bool:
+        return self.labels is not None
+
+
+def prob_columns(table: pd.DataFrame) -> list[str]:
+    """The ``prob_<class>`` columns of a table, in table order."""
+    return [c for c in table.columns if str(c).startswith(PROB_PREFIX)]
+
+
+def infer_task_type(values: pd.Series) -> TaskType:
+    """Regression when the predictions are floats that are not all whole numbers."""
+    numeric = pd.to_numeric(values, errors="coerce")
+    if numeric.isna().any() or not pd.api.types.is_float_dtype(values.dtype):
+        return "classification"
+    return "classification" if np.all(np.mod(numeric.to_numpy(), 1) == 0) else "regression"
+
+
+def validate_table(table: pd.DataFrame, source: str = "prediction table") -> pd.DataFrame:
+    """Check columns, types and duplicates; return a normalised copy (run/example_id as str)."""
+    missing = [c for c in REQUIRED_COLUMNS if c not in table.columns]
+    if missing:
+        raise SeedscopeError(
+            f"{source}: missing column(s) {', '.join(missing)}; found {', '.join(map(str, table.columns))}"
+        )
+    if table.empty:
+        raise SeedscopeError(f"{source}: no rows")
+    table = table.copy()
+    table[RUN] = table[RUN].astype(str)
+    table[EXAMPLE_ID] = table[EXAMPLE_ID].astype(str)
+    if table[PREDICTION].isna().any():
+        bad = table.loc[table[PREDICTION].isna(), [RUN, EXAMPLE_ID]].head(3)
+        where = ", ".join(f"run {r} example {e}" for r, e in bad.itertuples(index=False))
+        raise SeedscopeError(f"{source}: missing prediction ({where})")
+    dup = table.duplicated([RUN, EXAMPLE_ID], keep=False)
+    if dup.any():
+        first = table.loc[dup, [RUN, EXAMPLE_ID]].drop_duplicates().head(3)
+        where = ", ".join(f"run {r} example {e}" for r, e in first.itertuples(index=False))
+        raise SeedscopeError(f"{source}: duplicate example id within a run ({where})")
+    return table
+
+
+def _check_coverage(table: pd.DataFrame, intersect: bool) -> tuple[pd.DataFrame, np.ndarray, int]:
+    """Make every run cover the same example ids, or explain which do not."""
+    ids_by_run = {run: set(group) for run, group in table.groupby(RUN, sort=False)[EXAMPLE_ID]}
+    all_ids = set().union(*ids_by_run.values())
+    common = set.intersection(*ids_by_run.values())
+    if len(common) == len(all_ids):
+        return table, np.array(sorted(all_ids), dtype=object), 0
+    if not intersect:
+        problems = []
+        for run, ids in ids_by_run.items():
+            lacking = sorted(all_ids - ids)
+            if lacking:
+                problems.append(f"run {run} lacks {len(lacking)} (e.g. {', '.join(lacking[:3])})")
+        raise SeedscopeError(
+            "runs cover different example ids: "
+            + "; ".join(problems[:5])
+            + " — fix the inputs or pass --intersect to use the common ids"
+        )
+    if not common:
+        raise SeedscopeError("runs share no example id, so there is nothing to compare")
+    kept = table[table[EXAMPLE_ID].isin(common)]
+    return kept, np.array(sorted(common), dtype=object), len(all_ids) - len(common)
+
+
+def align_runs(
+    table: pd.DataFrame,
+    *,
+    task_type: TaskType | None = None,
+    intersect: bool = False,
+    source: str = "prediction table",
+) -> AlignedRuns:
+    """Validate a prediction table and return its runs as aligned S×N arrays.
+
+    Runs keep their first-appearance order; examples are sorted by id. Runs that cover
+    different ids are an error unless ``intersect`` is set, in which case only the common
+    ids are kept and :attr:`AlignedRuns.n_dropped` tells how many were dropped.
+    """
+    table = validate_table(table, source)
+    table, example_ids, n_dropped = _check_coverage(table, intersect)
+    runs = list(dict.fromkeys(table[RUN]))
+    task_type = task_type or infer_task_type(table[PREDICTION])
+    position = pd.Index(example_ids)
+    table = table.assign(_row=pd.Index(runs).get_indexer(table[RUN]), _col=position.get_indexer(table[EXAMPLE_ID]))
+    shape = (len(runs), len(example_ids))
+
+    labels_by_example = _labels_by_example(table, position, source) if LABEL in table.columns else None
+    if task_type == "regression":
+        predictions = np.full(shape, np.nan)
+        predictions[table["_row"], table["_col"]] = _as_float(table[PREDICTION], f"{source}: prediction")
+        labels = None
+        if labels_by_example is not None:
+            labels = _as_float(labels_by_example, f"{source}: label")
+            if np.isnan(labels).all():
+                labels = None
+        return AlignedRuns(runs, example_ids, task_type, predictions, labels, n_dropped=n_dropped)
+
+    probs = prob_columns(table)
+    prob_classes = [c[len(PROB_PREFIX):] for c in probs]
+    values = [table[PREDICTION]] + ([labels_by_example.dropna()] if labels_by_example is not None else [])
+    classes = _class_list(pd.concat(values, ignore_index=True), prob_classes)
+    codes = {_key(c): i for i, c in enumerate(classes)}
+    predictions = np.full(shape, -1, dtype=np.int64)
+    predictions[table["_row"], table["_col"]] = [codes[_key(v)] for v in table[PREDICTION]]
+    labels = None
+    if labels_by_example is not None and labels_by_example.notna().any():
+        labels = np.array([codes[_key(v)] if pd.notna(v) else -1 for v in labels_by_example], dtype=np.int64)
+    probabilities = _probabilities(table, probs, prob_classes, classes, shape, source) if probs else None
+    return AlignedRuns(runs, example_ids, task_type, predictions, labels, classes, probabilities, n_dropped)
+
+
+def _key(value) -> str:
+    """Compare labels across files by text, so 1, 1.0 and "1" are one class."""
+    if isinstance(value, (bool, np.bool_)):
+        return str(bool(value)).lower()
+    if isinstance(value, (float, np.floating)) and float(value).is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _class_list(values: pd.Series, prob_classes: list[str]) -> list:
+    """Classes in probability-column order when given, else sorted (numerically if possible)."""
+    seen = {_key(v): v for v in values}
+    if prob_classes:
+        unknown = sorted(set(seen) - set(prob_classes))
+        if unknown:
+            raise SeedscopeError(
+                f"label(s) {', '.join(unknown[:5])} have no probability column (have {', '.join(prob_classes)})"
+            )
+        return [seen.get(c, c) for c in prob_classes]
+    keys = list(seen)
+    try:
+        keys.sort(key=float)
+    except ValueError:
+        keys.sort()
+    return [seen[k] for k in keys]
+
+
+def _labels_by_example(table: pd.DataFrame, position: pd.Index, source: str) -> pd.Series:
+    """One gold label per example; runs that disagree about a gold label are an error."""
+    gold = table[[EXAMPLE_ID, LABEL]].dropna()
+    keyed = gold.assign(_k=gold[LABEL].map(_key)).drop_duplicates([EXAMPLE_ID, "_k"])
+    conflict = keyed[EXAMPLE_ID].duplicated(keep=False)
+    if conflict.any():
+        ids = ", ".join(keyed.loc[conflict, EXAMPLE_ID].unique()[:3])
+        raise SeedscopeError(f"{source}: runs give different gold labels for example(s) {ids}")
+    by_id = keyed.drop_duplicates(EXAMPLE_ID).set_index(EXAMPLE_ID)[LABEL]
+    return by_id.reindex(position)
+
+
+def _as_float(values: pd.Series, what: str) -> np.ndarray:
+    numeric = pd.to_numeric(values, errors="coerce")
+    bad = numeric.isna() & values.notna()
+    if bad.any():
+        raise SeedscopeError(f"{what} is not numeric: {values[bad].iloc[0]!r}")
+    out = numeric.to_numpy(dtype=float)
+    if what.endswith("prediction") and np.isnan(out).any():
+        raise SeedscopeError(f"{what} is NaN")
+    return out
+
+
+def _probabilities(table, probs, prob_classes, classes, shape, source) -> np.ndarray:
+    matrix = table[probs].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
+    if np.isnan(matrix).any():
+        raise SeedscopeError(f"{source}: probability columns hold missing or non-numeric values")
+    if (matrix < 0).any():
+        raise SeedscopeError(f"{source}: negative probabilities")
+    sums = matrix.sum(axis=1)
+    off = np.abs(sums - 1) > PROB_SUM_TOLERANCE
+    if off.any():
+        i = int(np.argmax(off))
+        raise SeedscopeError(
+            f"{source}: probabilities of run {table[RUN].iloc[i]} example {table[EXAMPLE_ID].iloc[i]} "
+            f"sum to {sums[i]:.4f}, not 1"
+        )
+    order = [prob_classes.index(_key(c)) for c in classes]
+    out = np.zeros((*shape, len(classes)))
+    out[table["_row"].to_numpy(), table["_col"].to_numpy()] = matrix[:, order]
+    return out
