@@ -1,7 +1,157 @@
-"""CLI commands: analyze (filled in by its issue)."""
+"""``seedscope analyze``: macro and micro seed effects of predictions you already have."""
+
+from __future__ import annotations
+
+import json
+from enum import Enum
+from pathlib import Path
+from typing import Optional
 
 import typer
+from rich.console import Console
+
+from seedscope.atomic import atomic_write_text
+
+HELP = """Macro (mean, VAR, sample std, CV, bootstrap CI) and micro (CON, CCON) seed effects of
+the predictions of several runs of one model on the same examples.
+
+PATH is one file per run (CSV, TSV, JSONL, Parquet; the run is named after the file), one long
+table with a run column, a seed directory, an lm-evaluation-harness --log_samples output, or an
+experiment directory from `seedscope sweep`. Every number is a fraction in [0, 1].
+
+\b
+Examples:
+  seedscope analyze examples/rte/*.csv
+  seedscope analyze predictions.csv --run-column seed --label-column gold --json result.json
+  seedscope analyze runs/ --intersect --markdown table.md --latex table.tex
+  seedscope analyze stsb_seed*.jsonl --task-type regression --primary-metric spearman
+"""
+
+
+class TaskTypeChoice(str, Enum):
+    classification = "classification"
+    regression = "regression"
+
+
+def analyze_command(
+    paths: list[Path] = typer.Argument(..., help="Prediction files or directories (one run each, or one long table)."),
+    run_column: Optional[str] = typer.Option(None, help="Column naming the run (long tables); default: auto-detected."),
+    id_column: Optional[str] = typer.Option(None, help="Column with the example id; default: auto-detected."),
+    prediction_column: Optional[str] = typer.Option(None, help="Column with the prediction; default: auto-detected."),
+    label_column: Optional[str] = typer.Option(None, help="Column with the gold label; default: auto-detected."),
+    input_format: Optional[str] = typer.Option(
+        None, "--format", help="Input format when the file extension does not tell (csv, tsv, jsonl, parquet, lm-eval, run-glue)."
+    ),
+    task: Optional[str] = typer.Option(None, help="Task name (e.g. rte, sst2), to join gold labels to run_glue.py predictions."),
+    data_dir: Optional[Path] = typer.Option(None, help="Folder with the task's labelled files (default $SEEDSCOPE_DATA_DIR)."),
+    task_type: Optional[TaskTypeChoice] = typer.Option(
+        None, help="classification or regression; default: regression when predictions are non-integer floats."
+    ),
+    intersect: bool = typer.Option(False, help="Use only the example ids that every run covers, and report how many were dropped."),
+    primary_metric: Optional[str] = typer.Option(
+        None, help="ζ of the summary (and of regression CCON): accuracy, f1_macro, mcc, pearson, spearman …"
+    ),
+    top: int = typer.Option(10, min=0, help="How many of the most unstable examples to list."),
+    n_boot: int = typer.Option(10_000, min=1, help="Bootstrap resamples for the CI of the mean."),
+    confidence: float = typer.Option(0.95, min=0.0, max=1.0, help="Confidence level of the bootstrap CI."),
+    seed: int = typer.Option(0, help="Seed of the bootstrap resampling."),
+    json_file: Optional[Path] = typer.Option(None, "--json", help="Write every number as JSON (schema: docs/analyze.md)."),
+    markdown_file: Optional[Path] = typer.Option(None, "--markdown", help="Write the tables as Markdown."),
+    latex_file: Optional[Path] = typer.Option(None, "--latex", help="Write the tables as LaTeX (booktabs)."),
+    csv_file: Optional[Path] = typer.Option(None, "--csv", help="Write every number as a tidy CSV (group, section, name, statistic, value)."),
+) -> None:
+    from seedscope.analysis.summary import summarize_tasks
+    from seedscope.api import analyze_groups
+    from seedscope.io import read_predictions
+    from seedscope.report import tables
+
+    console = Console()
+    with console.status("reading predictions…"):
+        table = read_predictions(
+            [str(p) for p in paths],
+            format=input_format,
+            run_column=run_column,
+            id_column=id_column,
+            prediction_column=prediction_column,
+            label_column=label_column,
+            task=task,
+            data_dir=data_dir,
+        )
+    options = dict(
+        task_type=task_type.value if task_type else None,
+        intersect=intersect,
+        primary_metric=primary_metric,
+        n_boot=n_boot,
+        confidence=confidence,
+        seed=seed,
+    )
+    with console.status("analysing…"):
+        results = analyze_groups(table, **options)
+        summary = summarize_tasks(
+            {_label(key): result for key, result in results.items()}
+        ) if len(results) > 1 else None
+
+    sections: dict = {}
+    for key, result in results.items():
+        prefix = f"{_label(key)}: " if len(results) > 1 else ""
+        sections.update({prefix + title: frame for title, frame in tables.analysis_sections(result, top).items()})
+    if summary is not None:
+        sections.update(tables.summary_sections(summary))
+
+    # Render everything before writing anything, so an error leaves no file behind.
+    outputs = {}
+    if json_file:
+        outputs[json_file] = json.dumps(_json(results, summary, top), indent=2, allow_nan=False) + "\n"
+    if markdown_file:
+        outputs[markdown_file] = tables.render_markdown(sections)
+    if latex_file:
+        outputs[latex_file] = tables.render_latex(sections)
+    if csv_file:
+        outputs[csv_file] = tables.to_csv(_long(results).set_index("group"))
+
+    for title, frame in sections.items():
+        console.print(tables.to_rich(frame, title=title))
+    for result in results.values():
+        if result.aligned.n_dropped:
+            console.print(f"--intersect dropped {result.aligned.n_dropped} example(s) not covered by every run")
+    for path, text in outputs.items():
+        atomic_write_text(path, text)
+        console.print(f"wrote {path}")
+
+
+def _label(key: tuple) -> str:
+    """'task / model' for a group key, leaving out parts that are absent."""
+    parts = [str(part) for part in key if part is not None]
+    return " / ".join(parts) or "predictions"
+
+
+def _json(results: dict, summary, top: int) -> dict:
+    if len(results) == 1:
+        return next(iter(results.values())).to_dict(top)
+    from seedscope.api import json_ready
+
+    groups = [{"task": key[0], "model": key[1], **result.to_dict(top)} for key, result in results.items()]
+    out = {"groups": groups}
+    if summary is not None:
+        out["summary"] = json_ready(
+            {
+                "table1": summary.table1.to_dict(),
+                "size_correlation": summary.correlation.to_dict(orient="index"),
+            }
+        )
+    return out
+
+
+def _long(results: dict):
+    import pandas as pd
+
+    from seedscope.report.tables import analysis_long
+
+    frames = [analysis_long(result).assign(group=_label(key)) for key, result in results.items()]
+    return pd.concat(frames, ignore_index=True)[["group", "section", "name", "statistic", "value"]]
 
 
 def register(app: typer.Typer) -> None:
     """Add this module's commands to the main app."""
+    app.command("analyze", help=HELP, no_args_is_help=True)(analyze_command)
+

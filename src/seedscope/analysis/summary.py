@@ -1,0 +1,156 @@
+"""Several tasks side by side, laid out like the paper (Tables 1 and 7), plus the
+correlation of training-set size with VAR, CON and CCON across tasks (paper §5.3).
+
+Values are fractions (the paper prints percentages). Table 1: rows ζ (the task's primary
+metric: MCC for CoLA, accuracy otherwise), VAR (population std of ζ), CON, CCON; one
+column per task. Table 7: one row per task; P, R, F1 (macro), Accuracy, CON and CCON, each
+with its ± spread (VAR for the macro metrics, the population std of the pairwise values for
+CON and CCON).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from seedscope.api import Analysis, analyze_groups
+from seedscope.errors import SeedscopeError
+
+TABLE7_COLUMNS = {
+    "P": "precision_macro",
+    "R": "recall_macro",
+    "F1": "f1_macro",
+    "Accuracy": "accuracy",
+}
+#: fewest tasks for which a correlation across tasks is reported
+MIN_TASKS_FOR_CORRELATION = 3
+
+
+@dataclass
+class TaskSummary:
+    """``table1`` (rows ζ, VAR, CON, CCON × task columns), ``table7`` (task rows × (quantity,
+    mean/±) columns), ``correlation`` (rows VAR, CON, CCON; columns r, p_value, n_tasks) and
+    the per-task ``analyses``."""
+
+    table1: pd.DataFrame
+    table7: pd.DataFrame
+    correlation: pd.DataFrame
+    analyses: dict[str, Analysis]
+
+
+def _task_spec(name: str):
+    """The registry's TaskSpec for a task name, or None for a task it does not know."""
+    from seedscope.tasks import get_task
+
+    try:
+        return get_task(name)
+    except SeedscopeError:
+        return None
+
+
+def _group_label(key: tuple, several_models: bool) -> str:
+    task, model = key
+    if several_models:
+        return f"{task} ({model})"
+    return str(task)
+
+
+def summarize_tasks(
+    predictions: pd.DataFrame | Mapping[str, Analysis],
+    *,
+    train_sizes: Mapping[str, float] | None = None,
+    log_size: bool = False,
+    **options,
+) -> TaskSummary:
+    """Paper-style multi-task summary of several prediction sets.
+
+    ``predictions`` is a long prediction table with a ``task`` column (and optionally
+    ``model``), analysed per group with the registry's primary metric for each known task,
+    or a mapping task name → :class:`~seedscope.api.Analysis`. ``train_sizes`` maps task
+    name → training-set size; tasks missing from it are looked up in the task registry.
+    ``log_size`` correlates log10(size) instead of the size (the paper plots a log scale).
+    ``options`` go to :func:`seedscope.analyze`.
+    """
+    if isinstance(predictions, pd.DataFrame):
+        if "task" not in predictions.columns:
+            raise SeedscopeError("a multi-task summary needs a 'task' column naming each prediction's task")
+        analyses = _analyze_tasks(predictions, options)
+    else:
+        analyses = dict(predictions)
+    if not analyses:
+        raise SeedscopeError("a multi-task summary needs at least one task")
+    sizes = {name: _train_size(name, train_sizes) for name in analyses}
+    table1 = pd.DataFrame({name: _table1_column(a) for name, a in analyses.items()})
+    table7 = pd.DataFrame.from_dict({name: _table7_row(a) for name, a in analyses.items()}, orient="index")
+    table7.columns = pd.MultiIndex.from_tuples(table7.columns, names=["quantity", "statistic"])
+    table7.index.name = "task"
+    correlation = _size_correlation(table1, sizes, log_size)
+    return TaskSummary(table1, table7, correlation, analyses)
+
+
+def _analyze_tasks(table: pd.DataFrame, options: dict) -> dict[str, Analysis]:
+    several_models = "model" in table.columns and table["model"].nunique(dropna=False) > 1
+    analyses = {}
+    for task, group in table.groupby("task", sort=False):
+        spec = _task_spec(str(task))
+        task_options = dict(options)
+        if spec is not None and spec.task_type != "multiple_choice":
+            task_options.setdefault("task_type", spec.task_type)
+        if spec is not None:
+            task_options.setdefault("primary_metric", spec.primary_metric)
+        for key, analysis in analyze_groups(group, **task_options).items():
+            analyses[_group_label(key, several_models)] = analysis
+    return analyses
+
+
+def _train_size(name: str, train_sizes: Mapping[str, float] | None) -> float:
+    if train_sizes and name in train_sizes:
+        return float(train_sizes[name])
+    spec = _task_spec(name.split(" (")[0])
+    return float(spec.train_size) if spec is not None else np.nan
+
+
+def _table1_column(analysis: Analysis) -> pd.Series:
+    micro = analysis.micro.iloc[0]
+    if analysis.primary_metric is None:
+        zeta = var = np.nan
+    else:
+        zeta, var = analysis.macro.loc[analysis.primary_metric, ["mean", "var_published"]]
+    return pd.Series({"zeta": zeta, "VAR": var, "CON": micro["con"], "CCON": micro["ccon"]})
+
+
+def _table7_row(analysis: Analysis) -> dict:
+    row = {}
+    for label, metric in TABLE7_COLUMNS.items():
+        found = metric in analysis.macro.index
+        row[(label, "mean")] = analysis.macro.loc[metric, "mean"] if found else np.nan
+        row[(label, "pm")] = analysis.macro.loc[metric, "var_published"] if found else np.nan
+    micro = analysis.micro.iloc[0]
+    for label, column in (("CON", "con"), ("CCON", "ccon")):
+        row[(label, "mean")] = micro[column]
+        row[(label, "pm")] = micro[f"{column}_pair_std"]
+    return row
+
+
+def _size_correlation(table1: pd.DataFrame, sizes: dict[str, float], log_size: bool) -> pd.DataFrame:
+    """Pearson r (and its p-value) of training-set size with VAR, CON and CCON across tasks."""
+    size = pd.Series(sizes, dtype=float)
+    if log_size:
+        size = np.log10(size)
+    rows = {}
+    for quantity in ("VAR", "CON", "CCON"):
+        values = table1.loc[quantity]
+        usable = size.notna() & values.notna()
+        n = int(usable.sum())
+        if n >= MIN_TASKS_FOR_CORRELATION and size[usable].nunique() > 1 and values[usable].nunique() > 1:
+            result = stats.pearsonr(size[usable], values[usable])
+            rows[quantity] = {"r": float(result.statistic), "p_value": float(result.pvalue), "n_tasks": n}
+        else:
+            rows[quantity] = {"r": np.nan, "p_value": np.nan, "n_tasks": n}
+    frame = pd.DataFrame.from_dict(rows, orient="index")
+    frame.index.name = "quantity"
+    return frame

@@ -1,0 +1,143 @@
+"""Macro seed effects: each run's metric values, and their spread across runs.
+
+Per run (vectorised over runs): accuracy, macro precision / recall / F1 and Matthews
+correlation for classification, from one confusion matrix per run built with a single
+``bincount``; Pearson and Spearman for regression (scipy). Across runs: mean, VAR exactly
+as published (the population standard deviation, divisor S), the sample standard
+deviation (divisor S−1), CV = sample std / |mean|, min, max and a bootstrap CI of the mean.
+
+Macro averages follow scikit-learn's ``average="macro"`` semantics with ``zero_division=0``:
+the average runs over the classes that occur in that run's gold labels or predictions, and a
+class with no predictions (or no gold examples) scores 0 precision (recall).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from seedscope.metrics.bootstrap import bootstrap_mean_ci
+from seedscope.predictions import AlignedRuns
+
+CLASSIFICATION_METRICS = ("accuracy", "precision_macro", "recall_macro", "f1_macro", "mcc")
+REGRESSION_METRICS = ("pearson", "spearman")
+SUMMARY_COLUMNS = ("mean", "var_published", "std_sample", "cv", "min", "max", "ci_low", "ci_high")
+
+
+def confusion_matrices(predictions: np.ndarray, labels: np.ndarray, n_classes: int) -> np.ndarray:
+    """S × C × C confusion matrices (row = gold class, column = predicted class).
+
+    Examples whose gold label is missing (code −1) are left out.
+    """
+    predictions = np.asarray(predictions)
+    keep = labels >= 0
+    pred = predictions[:, keep].astype(np.int64)
+    gold = labels[keep].astype(np.int64)
+    n_runs = pred.shape[0]
+    offset = (np.arange(n_runs, dtype=np.int64) * n_classes * n_classes)[:, None]
+    codes = offset + gold[None, :] * n_classes + pred
+    counts = np.bincount(codes.ravel(), minlength=n_runs * n_classes * n_classes)
+    return counts.reshape(n_runs, n_classes, n_classes)
+
+
+def _divide(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
+    """numerator / denominator, 0 where the denominator is 0 (scikit-learn's zero_division=0)."""
+    numerator = np.asarray(numerator, dtype=float)
+    denominator = np.asarray(denominator, dtype=float)
+    out = np.zeros(np.broadcast(numerator, denominator).shape)
+    np.divide(numerator, denominator, out=out, where=denominator != 0)
+    return out
+
+
+def classification_scores(confusion: np.ndarray) -> pd.DataFrame:
+    """Accuracy, macro P/R/F1 and MCC for each run's confusion matrix (S × C × C)."""
+    confusion = confusion.astype(float)
+    tp = np.diagonal(confusion, axis1=1, axis2=2)
+    gold = confusion.sum(axis=2)  # per class: examples whose gold label is c
+    predicted = confusion.sum(axis=1)  # per class: examples predicted as c
+    total = confusion.sum(axis=(1, 2))
+    present = (gold + predicted) > 0
+    n_present = present.sum(axis=1)
+
+    def macro(per_class: np.ndarray) -> np.ndarray:
+        return _divide((per_class * present).sum(axis=1), n_present)
+
+    correct = tp.sum(axis=1)
+    # Gorodkin's multi-class MCC; 0 when either marginal is constant (as scikit-learn does).
+    covariance = correct * total - (predicted * gold).sum(axis=1)
+    spread = np.sqrt((total**2 - (predicted**2).sum(axis=1)) * (total**2 - (gold**2).sum(axis=1)))
+    return pd.DataFrame(
+        {
+            "accuracy": _divide(correct, total),
+            "precision_macro": macro(_divide(tp, predicted)),
+            "recall_macro": macro(_divide(tp, gold)),
+            "f1_macro": macro(_divide(2 * tp, predicted + gold)),  # 2TP / (2TP + FP + FN)
+            "mcc": _divide(covariance, spread),
+        }
+    )
+
+
+def regression_scores(predictions: np.ndarray, labels: np.ndarray) -> pd.DataFrame:
+    """Pearson and Spearman correlation of each run's predictions with the gold values.
+
+    Examples without a gold value (NaN) are left out; a run with constant predictions has an
+    undefined correlation and gets NaN.
+    """
+    keep = ~np.isnan(labels)
+    pred, gold = predictions[:, keep], labels[keep]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # constant input: scipy warns and returns NaN
+        pearson = [stats.pearsonr(row, gold).statistic for row in pred]
+        spearman = [stats.spearmanr(row, gold).statistic for row in pred]
+    return pd.DataFrame({"pearson": np.asarray(pearson, float), "spearman": np.asarray(spearman, float)})
+
+
+def per_run_scores(aligned: AlignedRuns) -> pd.DataFrame:
+    """One row per run (index = run name) with every macro metric of the task type.
+
+    Empty (no columns) when the runs carry no gold labels.
+    """
+    if not aligned.has_labels:
+        scores = pd.DataFrame(index=range(aligned.n_runs))
+    elif aligned.task_type == "regression":
+        scores = regression_scores(aligned.predictions, aligned.labels)
+    else:
+        scores = classification_scores(confusion_matrices(aligned.predictions, aligned.labels, aligned.n_classes))
+    scores.index = pd.Index(aligned.runs, name="run")
+    return scores
+
+
+def summarize_runs(
+    per_run: pd.DataFrame, *, n_boot: int = 10_000, confidence: float = 0.95, seed: int = 0
+) -> pd.DataFrame:
+    """Spread of each metric across runs: index = metric, columns = :data:`SUMMARY_COLUMNS`.
+
+    ``var_published`` is the paper's VAR (population std, divisor S); ``std_sample`` divides
+    by S−1 (NaN for a single run); ``cv`` = std_sample / |mean| (NaN when the mean is 0).
+    """
+    if per_run.shape[1] == 0:
+        return pd.DataFrame(columns=list(SUMMARY_COLUMNS), index=pd.Index([], name="metric"), dtype=float)
+    values = per_run.to_numpy(dtype=float)
+    n_runs = values.shape[0]
+    mean = values.mean(axis=0)
+    std_sample = values.std(axis=0, ddof=1) if n_runs > 1 else np.full(values.shape[1], np.nan)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cv = np.where(mean != 0, std_sample / np.abs(mean), np.nan)
+    low, high = bootstrap_mean_ci(values, n_boot=n_boot, confidence=confidence, seed=seed)
+    summary = pd.DataFrame(
+        {
+            "mean": mean,
+            "var_published": values.std(axis=0, ddof=0),
+            "std_sample": std_sample,
+            "cv": cv,
+            "min": values.min(axis=0),
+            "max": values.max(axis=0),
+            "ci_low": low,
+            "ci_high": high,
+        },
+        index=pd.Index(per_run.columns, name="metric"),
+    )
+    return summary

@@ -1,0 +1,158 @@
+"""Micro seed effects: do individual predictions stay the same across runs?
+
+For runs A, B over N examples (DESIGN.md, paper Eq. 2–3):
+
+- CON(A, B)  = (1/N) Σ_t 1[y^A_t = y^B_t]
+- CCON(A, B) = (1/N) Σ_t 1[y^A_t = y^B_t = r_t]
+
+The published number is the mean over the S(S−1)/2 unordered pairs. It is computed with the
+closed form over class counts n_{t,c} (how many runs predict class c for example t), which
+costs O(S·N·C) instead of O(S²·N):
+
+    mean CON  = (1/N) Σ_t Σ_c n_{t,c}(n_{t,c} − 1) / (S(S − 1))
+    mean CCON = (1/N) Σ_t n_{t,r_t}(n_{t,r_t} − 1) / (S(S − 1))
+
+The S×S matrices (needed for the spread of the pairwise values) are sums over classes of
+indicator-matrix products, computed in example chunks with one matrix product per chunk.
+Regression: CON(A, B) = Pearson(y^A, y^B), CCON(A, B) = ½(ζ(y^A, r) + ζ(y^B, r)).
+Probabilistic: π(A, B) = (1/N) Σ_t Σ_c min(p^A_{t,c}, p^B_{t,c}).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from seedscope.errors import SeedscopeError
+
+#: examples per chunk when building S×S matrices (bounds the one-hot block's memory)
+MATRIX_CHUNK = 1 << 16
+
+
+def require_pairs(n_runs: int) -> None:
+    """Micro metrics compare runs pairwise: refuse fewer than two runs."""
+    if n_runs < 2:
+        raise SeedscopeError(
+            f"micro metrics (CON, CCON) compare pairs of runs, but only {n_runs} run was given; "
+            "pass the predictions of at least two seeds"
+        )
+
+
+def _count_dtype(n_runs: int) -> type:
+    return np.int16 if n_runs < np.iinfo(np.int16).max else np.int32
+
+
+def class_counts(predictions: np.ndarray, n_classes: int) -> np.ndarray:
+    """n_{t,c}: for each example t (rows) how many runs predict class c (columns), N × C.
+
+    Accumulates one run at a time into small integer counts, so no S×N×C array is built.
+    """
+    n_runs, n_examples = predictions.shape
+    counts = np.zeros((n_classes, n_examples), dtype=_count_dtype(n_runs))
+    for row in predictions:
+        for c in range(n_classes):
+            np.add(counts[c], row == c, out=counts[c], casting="unsafe")
+    return counts.T
+
+
+def correct_counts(predictions: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """n_{t,r_t}: for each example how many runs predict its gold label (0 where unlabelled)."""
+    counts = np.zeros(predictions.shape[1], dtype=_count_dtype(predictions.shape[0]))
+    for row in predictions:
+        np.add(counts, row == labels, out=counts, casting="unsafe")
+    return counts
+
+
+def _pair_share(counts: np.ndarray, n_runs: int, n_examples: int) -> float:
+    """(1/N) Σ n(n−1) / (S(S−1)) over all entries of ``counts``."""
+    n = counts.astype(np.float64).ravel()
+    return float((n @ n - n.sum()) / (n_examples * n_runs * (n_runs - 1)))
+
+
+def mean_con(predictions: np.ndarray, n_classes: int) -> float:
+    """Mean CON over all unordered run pairs (closed form)."""
+    n_runs, n_examples = predictions.shape
+    require_pairs(n_runs)
+    return _pair_share(class_counts(predictions, n_classes), n_runs, n_examples)
+
+
+def mean_ccon(predictions: np.ndarray, labels: np.ndarray) -> float:
+    """Mean CCON over all unordered run pairs (closed form), over the labelled examples."""
+    n_runs = predictions.shape[0]
+    require_pairs(n_runs)
+    labelled = labels >= 0
+    return _pair_share(correct_counts(predictions[:, labelled], labels[labelled]), n_runs, int(labelled.sum()))
+
+
+def _gram(indicators_by_chunk, n_runs: int, n_examples: int) -> np.ndarray:
+    """(1/N) Σ over chunks of X Xᵀ, X an S × k 0/1 block (float32 per chunk, float64 total)."""
+    total = np.zeros((n_runs, n_runs))
+    for block in indicators_by_chunk:
+        block = block.reshape(n_runs, -1).astype(np.float32)
+        total += block @ block.T
+    return total / n_examples
+
+
+def con_matrix(predictions: np.ndarray, n_classes: int) -> np.ndarray:
+    """S×S matrix of CON(A, B) = Σ_c (1/N) X_c X_cᵀ with X_c the indicator of predicting c."""
+    n_runs, n_examples = predictions.shape
+    classes = np.arange(n_classes)
+    chunks = (
+        predictions[:, start : start + MATRIX_CHUNK, None] == classes
+        for start in range(0, n_examples, MATRIX_CHUNK)
+    )
+    return _gram(chunks, n_runs, n_examples)
+
+
+def ccon_matrix(predictions: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """S×S matrix of CCON(A, B) = (1/N) K Kᵀ with K the indicator of a correct prediction."""
+    labelled = labels >= 0
+    predictions, labels = predictions[:, labelled], labels[labelled]
+    n_runs, n_examples = predictions.shape
+    chunks = (
+        predictions[:, start : start + MATRIX_CHUNK] == labels[start : start + MATRIX_CHUNK]
+        for start in range(0, n_examples, MATRIX_CHUNK)
+    )
+    return _gram(chunks, n_runs, n_examples)
+
+
+def regression_con_matrix(predictions: np.ndarray) -> np.ndarray:
+    """S×S matrix of Pearson correlations between runs' predictions (NaN for a constant run)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.corrcoef(predictions)
+
+
+def regression_ccon_matrix(scores: np.ndarray) -> np.ndarray:
+    """S×S matrix of ½(ζ_A + ζ_B), ζ each run's primary metric against the gold values."""
+    scores = np.asarray(scores, dtype=float)
+    return (scores[:, None] + scores[None, :]) / 2
+
+
+def mean_probabilistic_consistency(probabilities: np.ndarray) -> float:
+    """Mean over run pairs of π(A, B) = (1/N) Σ_t Σ_c min(p^A, p^B), without a pair loop.
+
+    Sorting the S values of each (t, c) ascending, the i-th smallest (0-based) is the minimum
+    of exactly S−1−i pairs, so Σ_pairs min = Σ_i x_(i)·(S−1−i): O(S log S · N · C).
+    """
+    n_runs, n_examples = probabilities.shape[:2]
+    require_pairs(n_runs)
+    ordered = np.sort(probabilities, axis=0)
+    weights = np.arange(n_runs - 1, -1, -1, dtype=float)
+    total = np.tensordot(weights, ordered, axes=(0, 0)).sum()
+    return float(total / (n_examples * n_runs * (n_runs - 1) / 2))
+
+
+def probabilistic_matrix(probabilities: np.ndarray) -> np.ndarray:
+    """S×S matrix of π(A, B): one vectorised row per run (O(S²·N·C))."""
+    n_runs, n_examples = probabilities.shape[:2]
+    return np.stack(
+        [np.minimum(probabilities[a], probabilities).sum(axis=(1, 2)) / n_examples for a in range(n_runs)]
+    )
+
+
+def pair_values(matrix: np.ndarray) -> np.ndarray:
+    """The S(S−1)/2 unordered-pair values of an S×S matrix (its strict upper triangle)."""
+    return matrix[np.triu_indices(matrix.shape[0], k=1)]

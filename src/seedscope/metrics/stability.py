@@ -1,0 +1,92 @@
+"""Per-example stability: which examples flip from seed to seed.
+
+For classification, with n_{t,c} the number of runs predicting class c for example t:
+
+- ``agreement`` = Σ_c n_{t,c}(n_{t,c}−1) / (S(S−1)): the share of run pairs that agree on t
+  (its mean over examples is the mean CON);
+- ``correct_rate`` = n_{t,r_t} / S: the share of runs that get t right;
+- ``category``: ``robust`` (every run correct), ``consistently_wrong`` (every run gives the
+  same wrong answer), ``unstable`` (some runs right, some wrong), ``wrong_varying`` (never
+  right, but the wrong answers differ). Without gold labels: ``stable`` / ``unstable``.
+
+For regression: the spread (population std and range) of the S predicted values and the mean
+absolute error.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from seedscope.metrics.micro import class_counts, require_pairs
+from seedscope.predictions import AlignedRuns
+
+CATEGORIES = ("robust", "consistently_wrong", "unstable", "wrong_varying", "stable")
+
+
+def example_stability(aligned: AlignedRuns) -> pd.DataFrame:
+    """One row per example (index = example_id) describing how stable its prediction is."""
+    require_pairs(aligned.n_runs)
+    if aligned.task_type == "regression":
+        return _regression_stability(aligned)
+    n_runs = aligned.n_runs
+    counts = class_counts(aligned.predictions, aligned.n_classes).astype(np.int64)
+    classes = np.asarray(aligned.classes, dtype=object)
+    majority = counts.argmax(axis=1)
+    n_distinct = (counts > 0).sum(axis=1)
+    frame = pd.DataFrame(
+        {
+            "agreement": (counts * (counts - 1)).sum(axis=1) / (n_runs * (n_runs - 1)),
+            "majority_prediction": classes[majority],
+            "majority_share": counts.max(axis=1) / n_runs,
+            "n_distinct": n_distinct,
+        },
+        index=pd.Index(aligned.example_ids, name="example_id"),
+    )
+    if aligned.has_labels:
+        labelled = aligned.labels >= 0
+        correct = np.where(labelled, counts[np.arange(len(counts)), np.maximum(aligned.labels, 0)], 0)
+        frame["label"] = np.where(labelled, classes[np.maximum(aligned.labels, 0)], None)
+        frame["correct_rate"] = np.where(labelled, correct / n_runs, np.nan)
+        category = np.select(
+            [correct == n_runs, n_distinct == 1, correct > 0],
+            ["robust", "consistently_wrong", "unstable"],
+            default="wrong_varying",
+        )
+        frame["category"] = np.where(labelled, category, np.where(n_distinct == 1, "stable", "unstable"))
+    else:
+        frame["correct_rate"] = np.nan
+        frame["category"] = np.where(n_distinct == 1, "stable", "unstable")
+    return frame
+
+
+def _regression_stability(aligned: AlignedRuns) -> pd.DataFrame:
+    predictions = aligned.predictions
+    frame = pd.DataFrame(
+        {
+            "prediction_mean": predictions.mean(axis=0),
+            "prediction_std": predictions.std(axis=0),
+            "prediction_range": predictions.max(axis=0) - predictions.min(axis=0),
+        },
+        index=pd.Index(aligned.example_ids, name="example_id"),
+    )
+    if aligned.has_labels:
+        frame["label"] = aligned.labels
+        frame["abs_error_mean"] = np.abs(predictions - aligned.labels).mean(axis=0)
+    return frame
+
+
+def most_unstable(stability: pd.DataFrame, k: int = 10) -> pd.DataFrame:
+    """The ``k`` least stable examples: lowest agreement (classification) or widest spread.
+
+    Ties are broken by a correct rate closest to ½ (most contested), then by example id.
+    """
+    if "agreement" in stability.columns:
+        keys = stability.assign(
+            _contest=(stability["correct_rate"] - 0.5).abs().fillna(0), _id=stability.index
+        ).sort_values(["agreement", "_contest", "_id"], kind="stable")
+    else:
+        keys = stability.assign(_id=stability.index).sort_values(
+            ["prediction_std", "_id"], ascending=[False, True], kind="stable"
+        )
+    return stability.loc[keys.index[:k]]

@@ -1,0 +1,183 @@
+"""Tables in four renderings: Rich (terminal), Markdown, LaTeX (booktabs) and CSV.
+
+The renderers take any DataFrame; :func:`analysis_sections` and :func:`summary_sections`
+turn analysis results into the titled display frames that ``seedscope analyze`` and
+``seedscope report`` print. Headers say which spread is which (population vs sample std),
+and every value is a fraction in [0, 1], never a percentage.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import pandas as pd
+from rich.table import Table
+
+from seedscope.analysis.summary import TaskSummary
+from seedscope.api import Analysis
+
+MISSING = "—"
+MACRO_HEADERS = {
+    "mean": "mean",
+    "var_published": "VAR (population std, ÷S)",
+    "std_sample": "std (sample, ÷S−1)",
+    "cv": "CV (sample std / |mean|)",
+    "min": "min",
+    "max": "max",
+    "ci_low": "CI low",
+    "ci_high": "CI high",
+}
+MICRO_ROWS = {"con": "CON", "ccon": "CCON", "prob_con": "probabilistic consistency π"}
+UNSTABLE_COLUMNS = ("agreement", "correct_rate", "category", "majority_prediction", "label", "prediction_std", "text")
+
+
+def format_value(value, digits: int = 4, missing: str = MISSING) -> str:
+    """One cell: integers as integers, floats with ``digits`` decimals, NaN / None as ``missing``."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return missing
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, numbers.Integral):
+        return str(int(value))
+    if isinstance(value, numbers.Real):
+        return f"{float(value):.{digits}f}"
+    return str(value)
+
+
+def _cells(frame: pd.DataFrame, digits: int, missing: str = MISSING) -> tuple[list[str], list[list[str]]]:
+    header = [str(frame.index.name or "")] + [str(c) for c in frame.columns]
+    rows = [[str(index)] + [format_value(v, digits, missing) for v in row] for index, row in zip(frame.index, frame.itertuples(index=False))]
+    return header, rows
+
+
+def to_markdown(frame: pd.DataFrame, digits: int = 4) -> str:
+    """A GitHub-flavoured Markdown table (index as the first column)."""
+
+    def escape(text: str) -> str:
+        return text.replace("|", "\\|").replace("\n", " ")
+
+    header, rows = _cells(frame, digits)
+    lines = ["| " + " | ".join(escape(h) for h in header) + " |", "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|"]
+    lines += ["| " + " | ".join(escape(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+_LATEX_SPECIAL = {"&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}",
+                  "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "\\": r"\textbackslash{}",
+                  "÷": r"$\div$", "−": "$-$", "±": r"$\pm$", "π": r"$\pi$", "ζ": r"$\zeta$", "—": "--"}
+
+
+def latex_escape(text: str) -> str:
+    """Escape LaTeX's special characters (and the few Unicode signs our headers use)."""
+    return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in text)
+
+
+def to_latex(frame: pd.DataFrame, digits: int = 4, caption: str | None = None, label: str | None = None) -> str:
+    """A booktabs ``table`` environment (needs ``\\usepackage{booktabs}``)."""
+    header, rows = _cells(frame, digits)
+    lines = [r"\begin{table}[t]", r"\centering"]
+    if caption:
+        lines.append(rf"\caption{{{latex_escape(caption)}}}")
+    if label:
+        lines.append(rf"\label{{{label}}}")
+    lines += [
+        r"\begin{tabular}{l" + "r" * (len(header) - 1) + "}",
+        r"\toprule",
+        " & ".join(latex_escape(h) for h in header) + r" \\",
+        r"\midrule",
+    ]
+    lines += [" & ".join(latex_escape(c) for c in row) + r" \\" for row in rows]
+    lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
+    return "\n".join(lines) + "\n"
+
+
+def to_csv(frame: pd.DataFrame) -> str:
+    """CSV with full float precision (empty cell for a missing value)."""
+    return frame.to_csv(float_format="%.17g")
+
+
+def to_rich(frame: pd.DataFrame, title: str | None = None, digits: int = 4) -> Table:
+    """A Rich table for the terminal."""
+    header, rows = _cells(frame, digits)
+    table = Table(title=title, title_justify="left", header_style="bold")
+    table.add_column(header[0], style="bold")
+    for name in header[1:]:
+        table.add_column(name, justify="right")
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
+def analysis_sections(analysis: Analysis, top_k: int = 10) -> dict[str, pd.DataFrame]:
+    """Titled display frames of one analysis: macro, micro, per run, most unstable examples."""
+    micro = analysis.micro.iloc[0]
+    n_runs, n_examples, n_pairs = (int(micro[c]) for c in ("n_runs", "n_examples", "n_pairs"))
+    level = f"{analysis.confidence:.0%}".replace("%", " %")
+    sections = {}
+    if len(analysis.macro):
+        macro = analysis.macro.rename(columns=MACRO_HEADERS | {"ci_low": f"{level} CI low", "ci_high": f"{level} CI high"})
+        sections[f"Macro: spread across {n_runs} runs (fractions; bootstrap CI of the mean)"] = macro
+    micro_frame = pd.DataFrame(
+        {
+            "mean over pairs": [micro[c] for c in MICRO_ROWS],
+            "pair std (population)": [micro[f"{c}_pair_std"] for c in MICRO_ROWS],
+        },
+        index=pd.Index(list(MICRO_ROWS.values()), name="micro"),
+    )
+    dropped = f"; {int(micro['n_dropped'])} examples dropped by --intersect" if micro["n_dropped"] else ""
+    sections[f"Micro: {n_pairs} run pairs over {n_examples} examples (fractions{dropped})"] = micro_frame
+    if len(analysis.per_run.columns):
+        sections["Per run"] = analysis.per_run
+    unstable = analysis.most_unstable(top_k)
+    sections[f"Most unstable examples (top {len(unstable)})"] = unstable[[c for c in UNSTABLE_COLUMNS if c in unstable.columns]]
+    return sections
+
+
+def analysis_long(analysis: Analysis) -> pd.DataFrame:
+    """Every number of an analysis as tidy rows: section, name, statistic, value."""
+    macro = analysis.macro.rename_axis("name").reset_index().melt(id_vars="name", var_name="statistic")
+    macro.insert(0, "section", "macro")
+    micro = analysis.micro.melt(var_name="statistic")
+    micro.insert(0, "name", "all_pairs")
+    micro.insert(0, "section", "micro")
+    per_run = analysis.per_run.rename_axis("name").reset_index().melt(id_vars="name", var_name="statistic")
+    per_run.insert(0, "section", "per_run")
+    return pd.concat([macro, micro, per_run], ignore_index=True)
+
+
+def _with_spread(mean, spread, digits: int) -> str:
+    if mean is None or (isinstance(mean, float) and math.isnan(mean)):
+        return MISSING
+    return f"{format_value(mean, digits)} (±{format_value(spread, digits)})"
+
+
+def summary_sections(summary: TaskSummary, digits: int = 4) -> dict[str, pd.DataFrame]:
+    """The paper's Table 1 and Table 7 layouts and the training-size correlation."""
+    table7 = pd.DataFrame(
+        {
+            quantity: [
+                _with_spread(summary.table7.loc[task, (quantity, "mean")], summary.table7.loc[task, (quantity, "pm")], digits)
+                for task in summary.table7.index
+            ]
+            for quantity in summary.table7.columns.get_level_values(0).unique()
+        },
+        index=summary.table7.index,
+    )
+    return {
+        "Table 1 layout: ζ (primary metric), VAR (population std), CON, CCON (fractions)": summary.table1.rename(
+            index={"zeta": "ζ"}
+        ),
+        "Table 7 layout: mean (± VAR; for CON/CCON ± pair std), fractions": table7,
+        "Pearson correlation of training-set size with VAR, CON, CCON across tasks": summary.correlation,
+    }
+
+
+def render_markdown(sections: dict[str, pd.DataFrame], digits: int = 4) -> str:
+    """Titled sections as one Markdown document."""
+    return "\n".join(f"### {title}\n\n{to_markdown(frame, digits)}" for title, frame in sections.items())
+
+
+def render_latex(sections: dict[str, pd.DataFrame], digits: int = 4) -> str:
+    """Titled sections as consecutive booktabs tables (captions = titles)."""
+    return "\n".join(to_latex(frame, digits, caption=title) for title, frame in sections.items())
