@@ -1,0 +1,147 @@
+"""`seedscope factors analyze` and `simulate-adaptive`: outputs, and exit status 2 on bad input."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from seedscope.cli import main
+
+S = [[80, 82, 84], [75, 79, 77], [85, 85, 88], [70, 74, 78]]
+GM = [78, 82, 75, 88, 71, 80, 84, 77, 73, 86, 79, 81]
+
+
+def worked_table(tmp_path, drop=None, golden=GM, name="scores.csv"):
+    rows = [("golden", None, None, g / 100) for g in golden]
+    rows += [("order", k + 1, j + 1, s / 100) for j, row in enumerate(S) for k, s in enumerate(row)]
+    frame = pd.DataFrame(rows, columns=["experiment", "order", "run", "score"])
+    if drop is not None:
+        frame = frame.drop(index=drop)
+    path = tmp_path / name
+    frame.to_csv(path, index=False)
+    return path
+
+
+def fail(argv, capsys) -> str:
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
+    return " ".join(capsys.readouterr().err.split())
+
+
+def test_analyze_writes_json_and_markdown(tmp_path, capsys):
+    path = worked_table(tmp_path)
+    out_json, out_md = tmp_path / "out" / "f.json", tmp_path / "f.md"
+    main(["factors", "analyze", str(path), "--num-classes", "2", "--bootstrap", "500", "--seed", "3",
+          "--json", str(out_json), "--markdown", str(out_md)])
+    printed = capsys.readouterr().out
+    assert "order" in printed and "-0.535" in printed
+    payload = json.loads(out_json.read_text())
+    entry = payload["factors"]["order"]
+    assert entry["c_std"] == pytest.approx(0.01986547, abs=1e-8)
+    assert entry["m_std"] == pytest.approx(0.04602988, abs=1e-8)
+    assert entry["golden_std"] == pytest.approx(0.04890467, abs=1e-8)
+    assert entry["importance"] == pytest.approx(-0.535009, abs=1e-6)
+    assert (entry["n_runs"], entry["n_groups"], entry["failed_count"]) == (12, 4, 0)
+    assert entry["importance_ci_low"] < entry["importance"] < entry["importance_ci_high"]
+    assert payload["settings"]["n_boot"] == 500 and payload["settings"]["seed"] == 3
+    assert payload["golden"]["n_runs"] == 12
+    markdown = out_md.read_text()
+    assert markdown.count("| order |") == 2 and "-0.535" in markdown
+
+
+def test_analyze_real_scores(tmp_path, data_dir, capsys):
+    out = tmp_path / "cola.json"
+    main(["factors", "analyze", str(data_dir / "factor-runs" / "cola_bert.csv"), "--num-classes", "2",
+          "--bootstrap", "1000", "--factor", "label", "--factor", "order", "--json", str(out)])
+    factors = json.loads(out.read_text())["factors"]
+    assert list(factors) == ["label", "order"]
+    assert round(factors["label"]["importance"], 4) == 0.5713
+    assert factors["order"]["failed_count"] == 144
+
+
+def test_allow_missing_reports_the_ragged_example(tmp_path, capsys):
+    path = worked_table(tmp_path, drop=len(GM) + 11)  # run (row 4, column 3)
+    out = tmp_path / "r.json"
+    main(["factors", "analyze", str(path), "--allow-missing", "--bootstrap", "100", "--json", str(out)])
+    assert "1 missing run" in capsys.readouterr().out
+    entry = json.loads(out.read_text())["factors"]["order"]
+    assert entry["importance"] == pytest.approx(-0.734458, abs=1e-6)
+    assert entry["n_missing"] == 1 and entry["n_runs"] == 11
+
+
+def test_simulate_adaptive_on_real_scores(tmp_path, data_dir, capsys):
+    out = tmp_path / "adaptive.json"
+    main(["factors", "simulate-adaptive", str(data_dir / "factor-runs" / "sst2_bert.csv"),
+          "--tolerance", "0.05", "--repeats", "50", "--json", str(out)])
+    assert "Adaptive run count, tolerance 0.05" in capsys.readouterr().out
+    payload = json.loads(out.read_text())
+    assert payload["schedule"]["tolerance"] == 0.05
+    assert set(payload["factors"]) == {"split", "label", "initialisation", "order"}
+    assert all(0 < f["saved_share"] < 1 for f in payload["factors"].values())
+
+
+def test_unknown_factor(tmp_path, capsys):
+    message = fail(["factors", "analyze", str(worked_table(tmp_path)), "--factor", "label"], capsys)
+    assert "unknown factor 'label'; this study has 'order'" in message
+
+
+def test_ragged_group_without_allow_missing(tmp_path, capsys):
+    path = worked_table(tmp_path, drop=len(GM) + 11)
+    message = fail(["factors", "analyze", str(path)], capsys)
+    assert "factor 'order' has 1 missing run(s) (first: group run=4, investigation run 3)" in message
+
+
+def test_group_with_one_run(tmp_path, capsys):
+    path = worked_table(tmp_path, drop=[len(GM) + 10, len(GM) + 11])
+    message = fail(["factors", "analyze", str(path), "--allow-missing"], capsys)
+    assert "group run=4 has 1 run(s), fewer than 2" in message
+
+
+def test_mitigation_runs_below_two(tmp_path, capsys):
+    path = worked_table(tmp_path, drop=list(range(len(GM) + 3, len(GM) + 12)))
+    assert "(M ≥ 2)" in fail(["factors", "analyze", str(path)], capsys)
+
+
+def test_investigation_runs_below_two(tmp_path, capsys):
+    frame = pd.read_csv(worked_table(tmp_path))
+    frame = frame[(frame["experiment"] == "golden") | (frame["order"] == 1)]
+    frame.to_csv(tmp_path / "n1.csv", index=False)
+    assert "(N ≥ 2)" in fail(["factors", "analyze", str(tmp_path / "n1.csv")], capsys)
+
+
+def test_structurally_ragged_rows(tmp_path, capsys):
+    frame = pd.read_csv(worked_table(tmp_path))
+    frame.loc[len(GM), "run"] = None
+    frame.to_csv(tmp_path / "ragged.csv", index=False)
+    assert "experiment 'order' has ragged groups" in fail(["factors", "analyze", str(tmp_path / "ragged.csv")], capsys)
+
+
+def test_missing_columns(tmp_path, capsys):
+    frame = pd.read_csv(worked_table(tmp_path)).drop(columns="score")
+    frame.to_csv(tmp_path / "noscore.csv", index=False)
+    assert "no 'score' column" in fail(["factors", "analyze", str(tmp_path / "noscore.csv")], capsys)
+    assert "no 'f1' column" in fail(["factors", "analyze", str(worked_table(tmp_path)), "--metric", "f1"], capsys)
+
+
+def test_empty_table(tmp_path, capsys):
+    (tmp_path / "empty.csv").write_text("experiment,order,run,score\n")
+    assert "score table is empty" in fail(["factors", "analyze", str(tmp_path / "empty.csv")], capsys)
+
+
+def test_missing_file_and_bad_options(tmp_path, capsys):
+    assert "does not exist" in fail(["factors", "analyze", str(tmp_path / "none.csv")], capsys)
+    path = str(worked_table(tmp_path))
+    assert "not both" in fail(["factors", "analyze", path, "--num-classes", "2", "--chance", "0"], capsys)
+    assert "at least 2" in fail(["factors", "analyze", path, "--num-classes", "1"], capsys)
+    assert "bootstrap resamples" in fail(["factors", "analyze", path, "--bootstrap", "0"], capsys)
+    assert "tolerance must be positive" in fail(["factors", "simulate-adaptive", path, "--tolerance", "0"], capsys)
+    assert "only 4 mitigation runs" in fail(["factors", "simulate-adaptive", path], capsys)
+
+
+def test_nothing_written_on_error(tmp_path, capsys):
+    out = tmp_path / "f.json"
+    fail(["factors", "analyze", str(worked_table(tmp_path)), "--factor", "x", "--json", str(out)], capsys)
+    assert not out.exists()
