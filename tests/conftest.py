@@ -28,3 +28,77 @@ def shared_dir() -> Path:
 def data_dir(shared_dir: Path) -> Path:
     """Real GLUE / SuperGLUE files in their original distribution format."""
     return shared_dir / "data"
+
+
+def _corpus(data_dir: Path, rows: int = 3000) -> list[str]:
+    """Real sentences from several tasks, to train the tiny models' tokenizers on."""
+    from seedscope.tasks import load_examples
+
+    texts: list[str] = []
+    for task in ("sst2", "rte", "copa", "stsb", "cola"):
+        frame = load_examples(task, "train", data_dir).head(rows)
+        texts += frame["text"].tolist() + frame["text_pair"].dropna().tolist()
+        if "choices" in frame:
+            texts += [choice for choices in frame["choices"] for choice in choices]
+    return texts
+
+
+@pytest.fixture(scope="session")
+def tiny_bert(tmp_path_factory, data_dir: Path) -> Path:
+    """A randomly initialised 2-layer, hidden-32 BERT with a WordPiece tokenizer trained on real rows."""
+    import torch
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+    from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
+
+    folder = tmp_path_factory.mktemp("tiny-bert")
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    tokenizer = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    tokenizer.normalizer = normalizers.BertNormalizer(lowercase=True)
+    tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tokenizer.decoder = decoders.WordPiece()
+    tokenizer.train_from_iterator(_corpus(data_dir), trainers.WordPieceTrainer(vocab_size=2000, special_tokens=specials))
+    cls, sep = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
+    tokenizer.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", cls), ("[SEP]", sep)]
+    )
+    PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]",
+        mask_token="[MASK]", model_input_names=["input_ids", "token_type_ids", "attention_mask"],
+    ).save_pretrained(folder)
+    config = BertConfig(
+        vocab_size=tokenizer.get_vocab_size(), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+        intermediate_size=64, max_position_embeddings=256,
+    )
+    torch.manual_seed(0)
+    BertModel(config).save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_llama(tmp_path_factory, data_dir: Path) -> Path:
+    """A randomly initialised 2-layer Llama-style decoder with a BPE tokenizer that has no pad token."""
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    folder = tmp_path_factory.mktemp("tiny-llama")
+    tokenizer = Tokenizer(models.BPE(unk_token="<unk>"))
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    tokenizer.train_from_iterator(
+        _corpus(data_dir, 1000), trainers.BpeTrainer(vocab_size=1000, special_tokens=["<unk>", "<s>", "</s>"])
+    )
+    bos = tokenizer.token_to_id("<s>")
+    tokenizer.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", bos)])
+    PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer, unk_token="<unk>", bos_token="<s>", eos_token="</s>",
+        model_input_names=["input_ids", "attention_mask"],
+    ).save_pretrained(folder)
+    config = LlamaConfig(
+        vocab_size=tokenizer.get_vocab_size(), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, intermediate_size=64, max_position_embeddings=256, bos_token_id=bos,
+        eos_token_id=tokenizer.token_to_id("</s>"), pad_token_id=None,
+    )
+    torch.manual_seed(0)
+    LlamaForCausalLM(config).save_pretrained(folder)
+    return folder

@@ -1,0 +1,136 @@
+"""Randomness factors: one seed per random procedure, one generator per seed.
+
+A run is random in several independent ways (which examples form the training set, the
+batch order, the new head's initial weights, dropout …). :class:`FactorSeeds` carries one
+seed per factor and hands every procedure a generator seeded from *its own* factor only, so
+that changing one factor's seed changes exactly that procedure and nothing else. A plain
+seed sweep ties all factors to one seed (:meth:`FactorSeeds.tied`), which reproduces what
+``transformers.set_seed(seed)`` does in a standard fine-tuning script.
+
+Factor order in the pipeline (each procedure works on the output of the previous one):
+data_split → label_choice → sample_choice → sample_order / data_order → model_init →
+optimisation.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import numpy as np
+
+from seedscope.errors import SeedscopeError
+
+#: every randomness factor (the order of DESIGN.md's table)
+FACTORS: tuple[str, ...] = (
+    "model_init",
+    "data_order",
+    "optimisation",
+    "data_split",
+    "label_choice",
+    "sample_choice",
+    "sample_order",
+)
+
+#: what each factor changes (documentation, CLI help and reports)
+FACTOR_DESCRIPTIONS: dict[str, str] = {
+    "model_init": "initial weights of the new head / adapter",
+    "data_order": "the order of training batches",
+    "optimisation": "dropout masks and other training-time sampling (torch global RNG)",
+    "data_split": "which examples form train / held-out when the labelled data is re-split",
+    "label_choice": "which training examples are labelled (limited-label setting)",
+    "sample_choice": "which demonstrations an in-context prompt uses",
+    "sample_order": "the order of those demonstrations",
+}
+
+#: seeds must fit numpy's legacy seeding (``np.random.seed``), which ``set_seed`` also calls
+MAX_SEED = 2**32 - 1
+
+
+def check_seed(seed: Any, what: str = "seed") -> int:
+    """Return ``seed`` as an int, or explain why it is not a usable seed."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise SeedscopeError(f"{what} must be a whole number, got {seed!r}")
+    if not 0 <= int(seed) <= MAX_SEED:
+        raise SeedscopeError(f"{what} must lie between 0 and {MAX_SEED}, got {seed}")
+    return int(seed)
+
+
+def check_factor(name: str) -> str:
+    """Return ``name`` if it is a known factor, else say which factors exist."""
+    if name not in FACTORS:
+        raise SeedscopeError(f"unknown randomness factor {name!r}; known factors: {', '.join(FACTORS)}")
+    return name
+
+
+@dataclass(frozen=True)
+class FactorSeeds:
+    """One seed per randomness factor (see :data:`FACTORS`)."""
+
+    model_init: int
+    data_order: int
+    optimisation: int
+    data_split: int
+    label_choice: int
+    sample_choice: int
+    sample_order: int
+
+    def __post_init__(self) -> None:
+        for name in FACTORS:
+            object.__setattr__(self, name, check_seed(getattr(self, name), f"seed of factor {name}"))
+
+    @classmethod
+    def tied(cls, seed: int) -> "FactorSeeds":
+        """All factors on one seed: what ``set_seed(seed)`` does in a standard script."""
+        return cls(**{name: seed for name in FACTORS})
+
+    @classmethod
+    def from_dict(cls, seeds: Mapping[str, int]) -> "FactorSeeds":
+        """Build from a mapping that names every factor exactly once."""
+        unknown = sorted(set(seeds) - set(FACTORS))
+        if unknown:
+            check_factor(unknown[0])
+        missing = [name for name in FACTORS if name not in seeds]
+        if missing:
+            raise SeedscopeError(f"factor seeds lack {', '.join(missing)}")
+        return cls(**{name: seeds[name] for name in FACTORS})
+
+    def replace(self, **changes: int) -> "FactorSeeds":
+        """A copy with some factors' seeds changed, e.g. ``seeds.replace(data_order=7)``."""
+        for name in changes:
+            check_factor(name)
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, int]:
+        return {name: getattr(self, name) for name in FACTORS}
+
+    @property
+    def tied_seed(self) -> int | None:
+        """The common seed when all factors share one, else None."""
+        values = set(self.to_dict().values())
+        return values.pop() if len(values) == 1 else None
+
+    def numpy(self, factor: str) -> np.random.Generator:
+        """A numpy generator seeded from ``factor``'s seed only (sampling, splits)."""
+        return np.random.default_rng(getattr(self, check_factor(factor)))
+
+    def torch(self, factor: str):
+        """A ``torch.Generator`` seeded from ``factor``'s seed only (permutations)."""
+        import torch
+
+        return torch.Generator().manual_seed(getattr(self, check_factor(factor)))
+
+    def seed_global(self, factor: str) -> None:
+        """Seed the global RNGs (python, numpy, torch) with ``factor``'s seed.
+
+        Global state is what model constructors (head initialisation) and dropout draw
+        from; this is ``transformers.set_seed`` applied to one factor.
+        """
+        import torch
+
+        seed = getattr(self, check_factor(factor))
+        random.seed(seed)
+        np.random.seed(seed)
+        torch.manual_seed(seed)

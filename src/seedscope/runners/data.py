@@ -1,0 +1,74 @@
+"""Which examples a fine-tuning run trains and evaluates on.
+
+The data factors are applied in the reference pipeline's order, each with its own generator:
+fixed subsets (``max_train_examples`` / ``max_eval_examples``: the first rows in file order,
+the same for every seed) → ``data_split`` (stratified re-split of the pooled labelled data,
+only with ``resplit``) → ``label_choice`` (class-balanced labelled subset, only with
+``num_labelled``). Selected rows keep their pooled order, so a factor's seed changes *which*
+examples are used and never their order: the batch order belongs to ``data_order`` alone.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+import pandas as pd
+
+from seedscope.errors import SeedscopeError
+from seedscope.factors import FactorSeeds
+from seedscope.runners.settings import FinetuneSettings
+from seedscope.tasks import TaskSpec, load_examples
+
+
+def run_examples(
+    task: TaskSpec, settings: FinetuneSettings, seeds: FactorSeeds, data_dir: str | os.PathLike | None
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The (train, eval) example frames of one run."""
+    train = load_examples(task, "train", data_dir)
+    dev = load_examples(task, "validation", data_dir)
+    if settings.max_train_examples:
+        train = train.head(settings.max_train_examples)
+    if settings.max_eval_examples:
+        dev = dev.head(settings.max_eval_examples)
+    if settings.resplit:
+        pool = pd.concat(
+            [train.assign(example_id="train-" + train["example_id"]), dev.assign(example_id="dev-" + dev["example_id"])],
+            ignore_index=True,
+        )
+        train, dev = stratified_split(pool, settings.test_fraction, seeds.numpy("data_split"), _strata(task, pool))
+    if settings.num_labelled:
+        train = balanced_subset(train, settings.num_labelled, seeds.numpy("label_choice"), _strata(task, train))
+    if train.empty or dev.empty:
+        raise SeedscopeError(f"{task.name}: the run has no {'training' if train.empty else 'evaluation'} examples")
+    return train.reset_index(drop=True), dev.reset_index(drop=True)
+
+
+def _strata(task: TaskSpec, frame: pd.DataFrame) -> np.ndarray | None:
+    """Class codes to stratify on; None for regression (plain random selection)."""
+    return None if task.task_type == "regression" else frame["label"].to_numpy()
+
+
+def stratified_split(
+    pool: pd.DataFrame, test_fraction: float, rng: np.random.Generator, strata: np.ndarray | None
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Split ``pool`` into (train, test), ``test_fraction`` of every stratum going to test."""
+    groups = [np.arange(len(pool))] if strata is None else [np.flatnonzero(strata == c) for c in np.unique(strata)]
+    test = np.concatenate([rng.permutation(g)[: int(round(test_fraction * len(g)))] for g in groups])
+    is_test = np.zeros(len(pool), dtype=bool)
+    is_test[test] = True
+    return pool[~is_test], pool[is_test]
+
+
+def balanced_subset(
+    frame: pd.DataFrame, n: int, rng: np.random.Generator, strata: np.ndarray | None
+) -> pd.DataFrame:
+    """``ceil(n / K)`` random examples of each of the K classes (all of a smaller class)."""
+    if strata is None:
+        chosen = rng.permutation(len(frame))[:n]
+    else:
+        classes = np.unique(strata)
+        per_class = math.ceil(n / len(classes))
+        chosen = np.concatenate([rng.permutation(np.flatnonzero(strata == c))[:per_class] for c in classes])
+    return frame.iloc[np.sort(chosen)]

@@ -1,0 +1,70 @@
+"""Tokenise example frames into model features, and pick the batch collator.
+
+Features are plain dicts (one per example, unpadded); padding happens per batch in the
+collator — to the batch's longest sequence (dynamic padding) or, with
+``pad_to_max_length``, to ``max_seq_length`` as ``run_glue.py`` does by default.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from seedscope.runners.models import Kind
+from seedscope.runners.settings import FinetuneSettings
+
+
+def encode(frame: pd.DataFrame, kind: Kind, tokenizer, max_length: int, regression: bool) -> list[dict]:
+    """One feature dict per row: ``input_ids`` etc. and ``labels``."""
+    labels = frame["label"].astype(float if regression else int).tolist()
+    if kind == "sequence":
+        pairs = frame["text_pair"].tolist() if frame["text_pair"].notna().any() else None
+        encoded = tokenizer(frame["text"].tolist(), pairs, truncation=True, max_length=max_length)
+        keys = list(encoded.keys())
+        return [{**{k: encoded[k][i] for k in keys}, "labels": labels[i]} for i in range(len(frame))]
+    if kind == "choice_head":
+        return [
+            {**_choice_pairs(tokenizer, text, choices, max_length), "labels": label}
+            for text, choices, label in zip(frame["text"], frame["choices"], labels)
+        ]
+    return [
+        {**_choice_continuations(tokenizer, text, choices, max_length), "labels": label}
+        for text, choices, label in zip(frame["text"], frame["choices"], labels)
+    ]
+
+
+def _choice_pairs(tokenizer, text: str, choices: list[str], max_length: int) -> dict:
+    encoded = tokenizer([text] * len(choices), list(choices), truncation=True, max_length=max_length)
+    return {key: list(values) for key, values in encoded.items()}
+
+
+def _choice_continuations(tokenizer, text: str, choices: list[str], max_length: int) -> dict:
+    """Context + " choice" token ids per candidate; the context is cut from the left to fit."""
+    context = tokenizer(text)["input_ids"]
+    continuations = tokenizer([" " + c for c in choices], add_special_tokens=False)["input_ids"]
+    input_ids, choice_mask = [], []
+    for continuation in continuations:
+        continuation = continuation[: max_length - 1]
+        kept = context[-(max_length - len(continuation)) :]
+        input_ids.append(kept + continuation)
+        choice_mask.append([0] * len(kept) + [1] * len(continuation))
+    return {"input_ids": input_ids, "choice_mask": choice_mask}
+
+
+def feature_length(feature: dict) -> int:
+    """Tokens in a feature (longest candidate for multiple choice), for length grouping."""
+    ids = feature["input_ids"]
+    return max(len(i) for i in ids) if ids and isinstance(ids[0], list) else len(ids)
+
+
+def collator(kind: Kind, tokenizer, settings: FinetuneSettings):
+    """The batch collator: dynamic padding unless ``pad_to_max_length``."""
+    from transformers import DataCollatorForMultipleChoice, DataCollatorWithPadding
+
+    padding, max_length = ("max_length", settings.max_seq_length) if settings.pad_to_max_length else ("longest", None)
+    if kind == "sequence":
+        return DataCollatorWithPadding(tokenizer, padding=padding, max_length=max_length)
+    if kind == "choice_head":
+        return DataCollatorForMultipleChoice(tokenizer, padding=padding, max_length=max_length)
+    from seedscope.runners.choice_lm import ChoiceLMCollator
+
+    return ChoiceLMCollator(tokenizer.pad_token_id, max_length)

@@ -1,0 +1,131 @@
+"""Load a checkpoint for a task: tokenizer, the right head, LoRA, decoder-only padding.
+
+Three model kinds cover every task: ``sequence`` (AutoModelForSequenceClassification, also
+regression with one output), ``choice_head`` (AutoModelForMultipleChoice) and ``choice_lm``
+(a causal LM that scores each candidate, for decoder-only models, which have no
+multiple-choice head). Loading problems become :class:`SeedscopeError` with one sentence.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from seedscope.errors import SeedscopeError
+from seedscope.runners.settings import FinetuneSettings
+from seedscope.tasks import TaskSpec
+
+Kind = Literal["sequence", "choice_head", "choice_lm"]
+
+#: top-level modules that are a task head (trained in full under LoRA)
+HEAD_MODULES = ("pre_classifier", "classifier", "score")
+
+
+def _offline_hint() -> str:
+    from huggingface_hub import constants
+
+    return " (offline mode is on, so only local folders and the Hugging Face cache are searched)" if constants.HF_HUB_OFFLINE else ""
+
+
+def _load(what: str, loader, model: str, **kwargs):
+    """Call a ``from_pretrained`` and turn "not found" into one clear sentence."""
+    try:
+        return loader(model, **kwargs)
+    except OSError as error:
+        raise SeedscopeError(
+            f"model {model!r} not found: no local folder with its {what} and no hub copy could be loaded"
+            f"{_offline_hint()}"
+        ) from error
+    except ValueError as error:
+        if "trust_remote_code" in str(error):
+            raise SeedscopeError(
+                f"model {model!r} needs its own code; re-run with trust_remote_code: true if you trust it"
+            ) from error
+        raise
+
+
+def load_config(model: str, trust_remote_code: bool = False):
+    from transformers import AutoConfig
+
+    return _load("config.json", AutoConfig.from_pretrained, model, trust_remote_code=trust_remote_code)
+
+
+def load_tokenizer(model: str, trust_remote_code: bool = False):
+    """The checkpoint's tokenizer, with a pad token (decoder-only tokenizers often lack one)."""
+    from transformers import AutoTokenizer
+
+    tokenizer = _load("tokenizer", AutoTokenizer.from_pretrained, model, trust_remote_code=trust_remote_code)
+    if tokenizer.pad_token is None:
+        if tokenizer.eos_token is None and tokenizer.unk_token is None:
+            raise SeedscopeError(f"model {model!r}: its tokenizer has no pad, end-of-sequence or unknown token to pad with")
+        tokenizer.pad_token = tokenizer.eos_token if tokenizer.eos_token is not None else tokenizer.unk_token
+    return tokenizer
+
+
+def model_kind(config, task: TaskSpec) -> Kind:
+    """Which head a task needs on this architecture, or why the architecture cannot do it."""
+    from transformers.models.auto import modeling_auto as auto
+
+    model_type = config.model_type
+    remote = set(getattr(config, "auto_map", None) or {})
+    if task.task_type == "multiple_choice":
+        if model_type in auto.MODEL_FOR_MULTIPLE_CHOICE_MAPPING_NAMES or "AutoModelForMultipleChoice" in remote:
+            return "choice_head"
+        if model_type in auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES or "AutoModelForCausalLM" in remote:
+            return "choice_lm"
+        raise SeedscopeError(
+            f"model type {model_type!r} has neither a multiple-choice head nor a language-model head, so it cannot run {task.name}"
+        )
+    if model_type in auto.MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES or "AutoModelForSequenceClassification" in remote:
+        return "sequence"
+    raise SeedscopeError(f"model type {model_type!r} has no sequence-classification head, so it cannot run {task.name}")
+
+
+def load_model(model: str, kind: Kind, task: TaskSpec, settings: FinetuneSettings, method: str, tokenizer):
+    """A fresh model for ``task``; the new head (and LoRA adapter) draw from the global RNG.
+
+    The caller seeds the global RNG with the ``model_init`` seed right before this call.
+    """
+    import transformers
+
+    common = {"trust_remote_code": settings.trust_remote_code}
+    if kind == "sequence":
+        labels = {"num_labels": task.num_labels}
+        if task.task_type == "classification":
+            labels["id2label"] = dict(enumerate(task.label_names))
+            labels["label2id"] = {name: i for i, name in enumerate(task.label_names)}
+        network = _load("weights", transformers.AutoModelForSequenceClassification.from_pretrained, model, **common, **labels)
+    elif kind == "choice_head":
+        network = _load("weights", transformers.AutoModelForMultipleChoice.from_pretrained, model, **common)
+    else:
+        network = _load("weights", transformers.AutoModelForCausalLM.from_pretrained, model, **common)
+    if getattr(network.config, "pad_token_id", None) is None:
+        network.config.pad_token_id = tokenizer.pad_token_id
+    if method == "lora":
+        network = add_lora(network, settings, kind)
+    if kind == "choice_lm":
+        from seedscope.runners.choice_lm import ChoiceScorer
+
+        network = ChoiceScorer(network)
+    return network
+
+
+def add_lora(network, settings: FinetuneSettings, kind: Kind):
+    """Wrap ``network`` in a LoRA adapter; the task head, if any, is trained in full."""
+    from peft import LoraConfig, get_peft_model
+
+    heads = [name for name in HEAD_MODULES if hasattr(network, name)]
+    config = LoraConfig(
+        r=settings.lora_r,
+        lora_alpha=settings.lora_alpha,
+        lora_dropout=settings.lora_dropout,
+        target_modules=settings.lora_target_modules,
+        modules_to_save=heads or None,
+        task_type="CAUSAL_LM" if kind == "choice_lm" else None,
+    )
+    try:
+        return get_peft_model(network, config)
+    except ValueError as error:
+        raise SeedscopeError(
+            f"method lora is not supported for model type {network.config.model_type!r} as configured "
+            f"({str(error).splitlines()[0]}); set lora_target_modules to its attention projection names"
+        ) from error
