@@ -1,0 +1,430 @@
+"""``build_report``: tables, figures, unstable examples and one HTML file from a sweep or predictions.
+
+The numbers come from the analysis API (:func:`seedscope.summarize_tasks`, which runs
+:func:`seedscope.analyze` per task) and the table layouts from :mod:`seedscope.report.tables`;
+this module decides what to show and lays it out. Every section appears when its data exists:
+the seed heatmap and training-size figure need several tasks, the factor section a factor
+analysis, the subset section a subset analysis, the environment section a store.
+
+Nothing is written until everything is computed, and then every output is written into a
+staging directory beside its target and moved into place, so a failure never leaves half a
+report behind.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from seedscope import __version__
+from seedscope.analysis.summary import TaskSummary, summarize_tasks
+from seedscope.api import Analysis
+from seedscope.errors import SeedscopeError
+from seedscope.report import figures as figs
+from seedscope.report import tables
+from seedscope.report.html import FigureBlock, Section, TableBlock, render_html
+from seedscope.report.seeds import SeedTest, friedman_across_seeds, normalise_per_task, seed_task_scores
+from seedscope.report.unstable import stability_counts, task_texts, unstable_csv, unstable_examples
+
+#: task name given to predictions that carry no ``task`` column
+DEFAULT_TASK = "predictions"
+STORE_CATALOG = "catalog.sqlite"
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass
+class Report:
+    """Everything a report holds; ``html`` is the page, ``figures`` the Matplotlib figures by
+    file stem and ``png`` their PNG renderings (the ones embedded in the page)."""
+
+    summary: TaskSummary
+    seed_test: SeedTest
+    unstable: dict[str, pd.DataFrame]
+    counts: pd.DataFrame
+    environment: pd.DataFrame | None
+    sections: list[Section]
+    figures: dict[str, Figure]
+    png: dict[str, bytes]
+    html: str
+    paper_tables: dict[str, pd.DataFrame]
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "-", str(text)).strip("-").lower() or "task"
+
+
+def _is_store(path: Path) -> bool:
+    return path.is_dir() and (path / STORE_CATALOG).is_file()
+
+
+def _environment_frame(environment: Any) -> pd.DataFrame | None:
+    """The store's recorded environment as a two-column (or wider) table, or None."""
+    if environment is None:
+        return None
+    if isinstance(environment, pd.DataFrame):
+        return None if environment.empty else environment
+    if isinstance(environment, Mapping):
+        if not environment:
+            return None
+        return pd.DataFrame({"value": [str(v) for v in environment.values()]},
+                            index=pd.Index([str(k) for k in environment], name="setting"))
+    raise SeedscopeError(f"the run environment should be a mapping or a DataFrame, not {type(environment).__name__}")
+
+
+def _load(source, *, task: str | None, data_dir, intersect: bool, options: dict) -> tuple[TaskSummary, Any]:
+    """(summary, environment) from a store directory, prediction files, a table or analyses."""
+    environment = None
+    if isinstance(source, TaskSummary):
+        return source, None
+    if isinstance(source, Analysis):
+        source = {task or DEFAULT_TASK: source}
+    if isinstance(source, Mapping):
+        if not source or not all(isinstance(a, Analysis) for a in source.values()):
+            raise SeedscopeError("a mapping passed to build_report must map task names to Analysis results")
+        return summarize_tasks(dict(source)), None
+    if isinstance(source, pd.DataFrame):
+        table = source
+    else:
+        paths = [Path(p) for p in ([source] if isinstance(source, (str, os.PathLike)) else list(source))]
+        if not paths:
+            raise SeedscopeError("no input given: pass an experiment directory or prediction files")
+        missing = [str(p) for p in paths if not p.exists()]
+        if missing:
+            raise SeedscopeError(f"input not found: {', '.join(missing[:3])}")
+        if len(paths) == 1 and _is_store(paths[0]):
+            from seedscope.store import ExperimentStore
+
+            store = ExperimentStore.open(paths[0])
+            table = store.predictions()
+            environment = store.environment()
+        else:
+            from seedscope.io import read_predictions
+
+            table = read_predictions(paths, task=task, data_dir=data_dir)
+    if "task" not in table.columns:
+        table = table.assign(task=task or DEFAULT_TASK)
+    return summarize_tasks(table, intersect=intersect, **options), environment
+
+
+def _task_of(label: str) -> str:
+    """The task name of a summary label (``"rte (roberta)"`` → ``"rte"``)."""
+    return label.split(" (")[0]
+
+
+def _fraction(value: float) -> str:
+    return "n/a" if pd.isna(value) else f"{value:.4f}"
+
+
+def task_lines(label: str, analysis: Analysis) -> list[str]:
+    """Plain-language sentences about one task, from the analysis's own numbers.
+
+    The first is the summary line ("accuracy varies by ±x across seeds; on y of the examples
+    the seeds disagree"); the second explains CON and CCON.
+    """
+    micro = analysis.micro.iloc[0]
+    n_runs, n_examples = int(micro["n_runs"]), int(micro["n_examples"])
+    parts = []
+    metric = analysis.primary_metric
+    if metric is not None:
+        row = analysis.macro.loc[metric]
+        parts.append(
+            f"{metric} varies by ±{_fraction(row['var_published'])} across {n_runs} seeds "
+            f"(VAR, the population std; mean {_fraction(row['mean'])}, from {_fraction(row['min'])} "
+            f"to {_fraction(row['max'])})"
+        )
+    if "n_distinct" in analysis.stability.columns:
+        disagree = int((analysis.stability["n_distinct"] > 1).sum())
+        parts.append(f"on {disagree:,} of {n_examples:,} examples ({_fraction(disagree / n_examples)}) the seeds disagree")
+        detail = (
+            f"Two seeds give the same answer on a share {_fraction(micro['con'])} of the examples on average (CON)"
+            + (f" and the same right answer on {_fraction(micro['ccon'])} (CCON)." if pd.notna(micro["ccon"]) else ".")
+        )
+    else:
+        detail = (f"The predictions of two seeds correlate at {_fraction(micro['con'])} on average "
+                  f"(CON, Pearson between runs over {n_examples:,} examples).")
+    return [f"{label}: " + "; ".join(parts) + ".", detail]
+
+
+@dataclass
+class _Builder:
+    """Collects figures (by file stem) while sections are laid out."""
+
+    progress: Progress | None
+    total: int = 0
+    done: int = 0
+    figures: dict[str, Figure] = field(default_factory=dict)
+    png: dict[str, bytes] = field(default_factory=dict)
+
+    def step(self, what: str) -> None:
+        self.done += 1
+        if self.progress is not None:
+            self.progress(what, self.done, self.total)
+
+    def figure(self, name: str, fig: Figure, caption: str) -> FigureBlock:
+        self.figures[name] = fig
+        self.png[name] = figs.render(fig, "png")
+        return FigureBlock(name, caption, self.png[name])
+
+
+def _summary_section(summary: TaskSummary, paper: dict[str, pd.DataFrame], seed_test: SeedTest,
+                     counts: pd.DataFrame, builder: _Builder, scores: pd.DataFrame) -> Section:
+    section = Section("Summary")
+    for label, analysis in summary.analyses.items():
+        section.lines.append(task_lines(label, analysis)[0])
+    if len(summary.analyses) > 1:
+        section.lines.append(seed_test.message)
+    section.tables += [TableBlock(title, frame) for title, frame in paper.items()]
+    section.tables.append(TableBlock("Examples per stability category (robust = every seed right; "
+                                     "consistently_wrong = every seed the same wrong answer)", counts))
+    if len(summary.analyses) > 1:
+        metric_names = sorted({str(a.primary_metric) for a in summary.analyses.values()})
+        heatmap = figs.seed_task_heatmap(normalise_per_task(scores), metric="/".join(metric_names),
+                                         test_text=seed_test.message)
+        section.figures.append(builder.figure(
+            "seed-task-heatmap", heatmap,
+            "Normalised primary metric per seed and task (paper Fig. 3); " + seed_test.message))
+        builder.step("seed × task heatmap")
+        sizes = summary.train_sizes
+        if sizes is not None and sizes.notna().sum() >= 2:
+            data = summary.table1.T.assign(train_size=sizes)
+            data = data[data["train_size"].notna()]
+            fig = figs.train_size_figure(data, summary.correlation["r"].to_dict())
+            section.figures.append(builder.figure(
+                "train-size", fig, "Training-set size (log scale) against VAR, CON and CCON (paper Figs. 2 and 4)."))
+        builder.step("training-size figure")
+    return section
+
+
+def mean_with_others(matrix: pd.DataFrame) -> pd.Series:
+    """Each run's mean pairwise value with the other runs (the S×S matrix without its diagonal)."""
+    values = matrix.to_numpy(dtype=float).copy()
+    np.fill_diagonal(values, np.nan)
+    return pd.Series(np.nanmean(values, axis=1), index=matrix.index)
+
+
+def _task_section(label: str, analysis: Analysis, unstable: pd.DataFrame, builder: _Builder) -> Section:
+    section = Section(f"Task {label}", lines=task_lines(label, analysis))
+    slug = _slug(label)
+    for title, frame in tables.analysis_sections(analysis, top_k=0).items():
+        if not title.startswith("Most unstable"):
+            section.tables.append(TableBlock(title, frame))
+    section.tables.append(TableBlock(
+        f"Most unstable examples (top {len(unstable)}), with each seed's prediction", unstable))
+    n_runs = analysis.aligned.n_runs
+    kind = "CON" if analysis.task_type == "classification" else "CON (Pearson between runs)"
+    section.figures.append(builder.figure(
+        f"{slug}-con-matrix", figs.con_matrix_figure(analysis.con_matrix, title=f"{label}: pairwise {kind}"),
+        f"{label}: pairwise {kind} between the {n_runs} runs."))
+    metric = analysis.primary_metric
+    if metric is not None:
+        row = analysis.macro.loc[metric]
+        section.figures.append(builder.figure(
+            f"{slug}-metric-distribution",
+            figs.metric_distribution_figure(analysis.per_run[metric], metric=metric, mean=row["mean"],
+                                            var_published=row["var_published"],
+                                            title=f"{label}: {metric} over {n_runs} runs"),
+            f"{label}: {metric} of each run, with the mean and mean ± VAR."))
+        section.figures.append(builder.figure(
+            f"{slug}-accuracy-consistency",
+            figs.accuracy_consistency_figure(analysis.per_run[metric], mean_with_others(analysis.con_matrix),
+                                             metric=metric, title=f"{label}: {metric} against consistency"),
+            f"{label}: each run's {metric} against its mean CON with the other runs."))
+    if "agreement" in analysis.stability.columns:
+        section.figures.append(builder.figure(
+            f"{slug}-agreement", figs.agreement_histogram(analysis.stability["agreement"],
+                                                          title=f"{label}: per-example agreement"),
+            f"{label}: per-example agreement (share of run pairs giving the same answer)."))
+    builder.step(f"task {label}")
+    return section
+
+
+def _factor_section(factors, builder: _Builder) -> Section:
+    section = Section("Randomness factors")
+    columns = [c for c in ("importance", "importance_ci_low", "importance_ci_high", "c_std", "m_std",
+                           "golden_std", "n_runs", "n_groups") if c in factors.summary.columns]
+    section.tables.append(TableBlock("Factor importance IS = (c − m) / σ_GM with its bootstrap interval "
+                                     "(stds are population stds)", factors.summary[columns]))
+    section.figures.append(builder.figure(
+        "factor-importance", figs.factor_importance_figure(factors.summary),
+        "Importance of each randomness factor with its bootstrap interval."))
+    builder.step("factor importance")
+    return section
+
+
+def _environment_section(environment: pd.DataFrame | None, summary: TaskSummary) -> Section:
+    section = Section("Run environment")
+    runs = pd.DataFrame(
+        {"runs (seeds)": [", ".join(map(str, a.runs)) for a in summary.analyses.values()],
+         "n_runs": [a.aligned.n_runs for a in summary.analyses.values()]},
+        index=pd.Index(list(summary.analyses), name="task"),
+    )
+    section.tables.append(TableBlock("Seeds (runs) per task", runs))
+    if environment is None:
+        section.lines.append("No run environment was recorded: the predictions were not read from an "
+                             "experiment store, so library versions, device and deterministic flags are unknown.")
+    else:
+        section.tables.append(TableBlock("Recorded run environment (library versions, device, deterministic flags)",
+                                         environment))
+    section.lines.append(f"Report made with seedscope {__version__}.")
+    return section
+
+
+def assemble(summary: TaskSummary, *, environment=None, factors=None, top_k: int = 20,
+             data_dir: str | os.PathLike | None = None, title: str = "seedscope report",
+             progress: Progress | None = None) -> Report:
+    """Lay out a report from an existing summary (no files written)."""
+    analyses = summary.analyses
+    builder = _Builder(progress, total=len(analyses) + (2 if len(analyses) > 1 else 0) + (factors is not None))
+    paper = tables.summary_sections(summary)
+    primary = {label: a.per_run[a.primary_metric] for label, a in analyses.items() if a.primary_metric}
+    scores = seed_task_scores(primary)
+    seed_test = friedman_across_seeds(scores)
+    unstable = {}
+    for label, analysis in analyses.items():
+        texts = None if "text" in analysis.stability.columns else task_texts(_task_of(label), data_dir)
+        unstable[label] = unstable_examples(analysis, top_k, texts)
+    counts = stability_counts(analyses)
+    env = _environment_frame(environment)
+    sections = [_summary_section(summary, paper, seed_test, counts, builder, scores)]
+    sections += [_task_section(label, a, unstable[label], builder) for label, a in analyses.items()]
+    if factors is not None:
+        sections.append(_factor_section(factors, builder))
+    sections.append(_environment_section(env, summary))
+    n_runs = sorted({a.aligned.n_runs for a in analyses.values()})
+    subtitle = (f"{len(analyses)} task(s), {'/'.join(map(str, n_runs))} seeds each; "
+                "every number is a fraction in [0, 1]; VAR is the population std (divisor S).")
+    html = render_html(title, sections, subtitle)
+    return Report(summary, seed_test, unstable, counts, env, sections, builder.figures, builder.png, html, paper)
+
+
+def _stage_dir(target: Path) -> Path:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+
+
+def _move_dir(staged: Path, target: Path) -> None:
+    """Move every staged file into ``target`` (created if absent), file by file atomically."""
+    if not target.exists():
+        os.replace(staged, target)
+        return
+    if not target.is_dir():
+        raise SeedscopeError(f"{target} exists and is not a directory")
+    for item in staged.iterdir():
+        os.replace(item, target / item.name)
+    staged.rmdir()
+
+
+def write_outputs(report: Report, *, html=None, latex_dir=None, figures_dir=None, fig_format: str = "png",
+                  unstable_csv_path=None) -> list[Path]:
+    """Write the requested outputs: stage all of them first, then move each into place."""
+    if fig_format not in figs.FIG_FORMATS:
+        raise SeedscopeError(f"unknown figure format {fig_format!r}; choose one of {', '.join(figs.FIG_FORMATS)}")
+    targets = [Path(p) for p in (html, latex_dir, figures_dir, unstable_csv_path) if p is not None]
+    for path in (Path(p) for p in (html, unstable_csv_path) if p is not None):
+        if path.is_dir():
+            raise SeedscopeError(f"{path} is a directory; give a file name")
+    for path in (Path(p) for p in (latex_dir, figures_dir) if p is not None):
+        if path.exists() and not path.is_dir():
+            raise SeedscopeError(f"{path} exists and is not a directory")
+    staged: list[tuple[Path, Path]] = []
+    try:
+        if html is not None:
+            staged.append((_stage_file(Path(html), report.html.encode("utf-8")), Path(html)))
+        if unstable_csv_path is not None:
+            data = unstable_csv(report.unstable).encode("utf-8")
+            staged.append((_stage_file(Path(unstable_csv_path), data), Path(unstable_csv_path)))
+        if latex_dir is not None:
+            folder = _stage_dir(Path(latex_dir))
+            staged.append((folder, Path(latex_dir)))
+            _write_paper_tables(report.paper_tables, folder)
+        if figures_dir is not None:
+            folder = _stage_dir(Path(figures_dir))
+            staged.append((folder, Path(figures_dir)))
+            for name, fig in report.figures.items():
+                data = report.png[name] if fig_format == "png" else figs.render(fig, fig_format)
+                (folder / f"{name}.{fig_format}").write_bytes(data)
+    except BaseException:
+        for path, _ in staged:
+            shutil.rmtree(path) if path.is_dir() else path.unlink(missing_ok=True)
+        raise
+    for path, target in staged:
+        _move_dir(path, target) if path.is_dir() else os.replace(path, target)
+    return targets
+
+
+def _stage_file(target: Path, data: bytes) -> Path:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    return Path(name)
+
+
+PAPER_FILES = ("table1", "table7", "size-correlation")
+
+
+def _write_paper_tables(paper: dict[str, pd.DataFrame], folder: Path) -> None:
+    """One ``.tex`` (booktabs), ``.csv`` and ``.md`` per paper table, and ``tables.tex`` with all."""
+    for stem, (title, frame) in zip(PAPER_FILES, paper.items()):
+        (folder / f"{stem}.tex").write_text(tables.to_latex(frame, caption=title, label=f"tab:{stem}"), encoding="utf-8")
+        (folder / f"{stem}.csv").write_text(tables.to_csv(frame), encoding="utf-8")
+        (folder / f"{stem}.md").write_text(f"### {title}\n\n{tables.to_markdown(frame)}", encoding="utf-8")
+    (folder / "tables.tex").write_text(
+        "% seedscope paper tables: \\input{tables} (needs \\usepackage{booktabs})\n"
+        + "\n".join(f"\\input{{{stem}}}" for stem in PAPER_FILES[: len(paper)]) + "\n",
+        encoding="utf-8",
+    )
+
+
+def build_report(
+    source,
+    html: str | os.PathLike | None = None,
+    latex_dir: str | os.PathLike | None = None,
+    figures_dir: str | os.PathLike | None = None,
+    fig_format: str = "png",
+    *,
+    unstable_csv: str | os.PathLike | None = None,
+    task: str | None = None,
+    data_dir: str | os.PathLike | None = None,
+    intersect: bool = False,
+    factors=None,
+    top_k: int = 20,
+    title: str = "seedscope report",
+    progress: Progress | None = None,
+    **analysis_options,
+) -> Report:
+    """Build the report of ``source`` and write the requested outputs; returns the :class:`Report`.
+
+    ``source``: an experiment store directory, prediction file(s) (read by
+    :func:`seedscope.io.read_predictions`), a prediction table, an :class:`~seedscope.Analysis`,
+    a mapping task → Analysis or a :class:`~seedscope.analysis.summary.TaskSummary`. ``task``
+    names the task of predictions without a ``task`` column; ``data_dir`` is where task texts
+    are read for the unstable examples; ``factors`` a
+    :class:`~seedscope.analysis.factors.FactorAnalysis` to add its section. Outputs: ``html``
+    (one self-contained file), ``latex_dir`` (Table 1 / Table 7 / size correlation as booktabs
+    ``.tex`` plus ``.csv`` and ``.md``), ``figures_dir`` (every figure as ``fig_format``),
+    ``unstable_csv``. ``analysis_options`` go to :func:`seedscope.analyze`.
+    """
+    if fig_format not in figs.FIG_FORMATS:
+        raise SeedscopeError(f"unknown figure format {fig_format!r}; choose one of {', '.join(figs.FIG_FORMATS)}")
+    if top_k < 0:
+        raise SeedscopeError(f"the number of unstable examples to list must be 0 or more, not {top_k}")
+    summary, environment = _load(source, task=task, data_dir=data_dir, intersect=intersect, options=analysis_options)
+    if progress is not None:
+        progress("analysis", 0, 0)
+    report = assemble(summary, environment=environment, factors=factors, top_k=top_k, data_dir=data_dir,
+                      title=title, progress=progress)
+    write_outputs(report, html=html, latex_dir=latex_dir, figures_dir=figures_dir, fig_format=fig_format,
+                  unstable_csv_path=unstable_csv)
+    return report

@@ -1,0 +1,334 @@
+"""Report figures: one Matplotlib style, readable in greyscale and by colour-blind readers.
+
+Every function takes numbers the analysis already computed (DataFrames from
+:func:`seedscope.analyze`, :func:`seedscope.summarize_tasks`, factor and subset results) and
+returns a :class:`matplotlib.figure.Figure`; nothing here computes a metric. Series are told
+apart by marker, line style and hatch as well as by colour (Okabe–Ito palette); heatmaps use
+``cividis``, whose lightness rises monotonically, so they print in greyscale.
+
+Figures are built on :class:`~matplotlib.figure.Figure` with an Agg canvas (no pyplot, no
+global figure registry): they are garbage-collected like any object and render fast.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import textwrap
+from contextlib import contextmanager
+from typing import Iterator, Sequence
+
+import matplotlib
+import numpy as np
+import pandas as pd
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.colors import Colormap
+from matplotlib.figure import Figure
+
+from seedscope.atomic import atomic_path
+from seedscope.errors import SeedscopeError
+
+#: Okabe & Ito (2008) colour-blind-safe palette
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+LINESTYLES = ("-", "--", ":", "-.")
+HATCHES = ("", "//", "..", "xx", "\\\\", "++", "oo", "--")
+#: sequential map whose lightness rises monotonically: greyscale keeps the order
+SEQUENTIAL = "cividis"
+FIG_FORMATS = ("png", "pdf", "svg")
+#: raster resolution of PNGs (enough for a screen and a slide; PDF/SVG are vector)
+PNG_DPI = 110
+#: annotate heatmap cells with their value only up to this many rows/columns
+ANNOTATE_MAX = 12
+#: name runs next to their points only up to this many runs
+LABEL_POINTS_MAX = 20
+
+STYLE = {
+    "font.size": 9,
+    "axes.titlesize": 10,
+    "axes.labelsize": 9,
+    "xtick.labelsize": 8,
+    "ytick.labelsize": 8,
+    "legend.fontsize": 8,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "grid.color": "#d9d9d9",
+    "grid.linewidth": 0.6,
+    "axes.axisbelow": True,
+    "axes.prop_cycle": matplotlib.cycler(color=PALETTE),
+    "lines.linewidth": 1.5,
+    "lines.markersize": 5,
+    "hatch.linewidth": 0.8,
+    "image.cmap": SEQUENTIAL,
+    "figure.dpi": PNG_DPI,
+    "savefig.dpi": PNG_DPI,
+    "pdf.fonttype": 42,  # editable text in PDFs, as journals ask
+    "svg.fonttype": "none",
+}
+
+
+@contextmanager
+def _styled() -> Iterator[None]:
+    """Apply the seedscope style while artists are created (rcParams are read then)."""
+    with matplotlib.rc_context(STYLE):
+        yield
+
+
+def _figure(width: float, height: float) -> Figure:
+    fig = Figure(figsize=(width, height), layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _cmap() -> Colormap:
+    return matplotlib.colormaps[SEQUENTIAL].with_extremes(bad="#ffffff")
+
+
+def render(fig: Figure, fmt: str = "png") -> bytes:
+    """The figure as bytes in ``fmt`` (png, pdf or svg)."""
+    if fmt not in FIG_FORMATS:
+        raise SeedscopeError(f"unknown figure format {fmt!r}; choose one of {', '.join(FIG_FORMATS)}")
+    buffer = io.BytesIO()
+    with _styled():
+        fig.savefig(buffer, format=fmt, dpi=PNG_DPI, metadata=_metadata(fmt))
+    return buffer.getvalue()
+
+
+def _metadata(fmt: str) -> dict:
+    """Fixed metadata, so the same figure renders to the same bytes every time."""
+    if fmt == "png":
+        return {"Software": "seedscope"}
+    if fmt == "pdf":
+        return {"Creator": "seedscope", "Producer": "seedscope", "CreationDate": None}
+    return {"Creator": "seedscope", "Date": None}
+
+
+def save(fig: Figure, path: str | os.PathLike, fmt: str = "png") -> None:
+    """Write the figure to ``path`` atomically."""
+    data = render(fig, fmt)
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data)
+
+
+def _annotate_cells(ax, values: np.ndarray, fmt: str, norm_values: np.ndarray) -> None:
+    """Write each cell's value in black on light cells and white on dark ones."""
+    for (i, j), value in np.ndenumerate(values):
+        if np.isnan(value):
+            continue
+        dark = norm_values[i, j] < 0.5
+        ax.text(j, i, format(value, fmt), ha="center", va="center", fontsize=7, color="white" if dark else "black")
+
+
+def _heatmap_size(n_rows: int, n_cols: int) -> tuple[float, float]:
+    return (min(2.2 + 0.55 * n_cols, 14.0), min(1.6 + 0.28 * n_rows, 16.0))
+
+
+def seed_task_heatmap(normalised: pd.DataFrame, *, metric: str, test_text: str) -> Figure:
+    """Seeds (rows) × tasks (columns) of the per-task normalised primary metric (paper Fig. 3).
+
+    ``normalised`` holds values in [0, 1] (1 = the task's best seed; NaN = no run); the
+    Friedman test's one-line verdict ``test_text`` goes under the title.
+    """
+    values = normalised.to_numpy(dtype=float)
+    with _styled():
+        fig = _figure(*_heatmap_size(values.shape[0], values.shape[1]))
+        ax = fig.add_subplot()
+        image = ax.imshow(values, cmap=_cmap(), vmin=0, vmax=1, aspect="auto", interpolation="nearest")
+        ax.set_xticks(range(values.shape[1]), [str(c) for c in normalised.columns], rotation=45, ha="right")
+        ax.set_yticks(range(values.shape[0]), [str(r) for r in normalised.index])
+        ax.set_xlabel("task")
+        ax.set_ylabel("seed")
+        ax.grid(False)
+        if max(values.shape) <= ANNOTATE_MAX:
+            _annotate_cells(ax, values, ".2f", values)
+        fig.colorbar(image, ax=ax, label=f"normalised {metric} (1 = best seed of the task)", shrink=0.8)
+        ax.set_title("Is any seed universally better?\n" + textwrap.fill(test_text, 90), loc="left")
+    return fig
+
+
+def train_size_figure(summary: pd.DataFrame, correlations: dict[str, float], *, model: str | None = None) -> Figure:
+    """Training-set size (log scale) against VAR, CON and CCON across tasks (paper Figs. 2, 4).
+
+    ``summary`` has one row per task (index = task) with ``train_size`` and the columns named
+    in ``correlations`` (e.g. ``VAR``, ``CON``, ``CCON``), whose values are the Pearson r of
+    training size with that column as computed by the analysis.
+    """
+    columns = list(correlations)
+    data = summary.sort_values("train_size")
+    with _styled():
+        fig = _figure(3.3 * len(columns), 3.2)
+        axes = fig.subplots(1, len(columns), squeeze=False)[0]
+        for k, (ax, column) in enumerate(zip(axes, columns)):
+            ax.plot(
+                data["train_size"], data[column], color=PALETTE[k], marker=MARKERS[k],
+                linestyle=LINESTYLES[k], markerfacecolor="white" if k % 2 else PALETTE[k],
+            )
+            for task, row in data.iterrows():
+                ax.annotate(str(task), (row["train_size"], row[column]), textcoords="offset points",
+                            xytext=(3, 3), fontsize=7)
+            ax.set_xscale("log")
+            ax.set_xlabel("training-set size (log scale)")
+            ax.set_ylabel(column)
+            r = correlations[column]
+            ax.set_title(f"{column}: Pearson r = {'n/a' if pd.isna(r) else format(r, '.3f')}", loc="left")
+        if model:
+            fig.suptitle(str(model), x=0.01, ha="left")
+    return fig
+
+
+def con_matrix_figure(matrix: pd.DataFrame, *, title: str = "pairwise CON") -> Figure:
+    """The S×S matrix of pairwise consistency between runs (fractions).
+
+    The diagonal (a run with itself, always 1) is left blank so that the colour scale spans
+    the pairwise values only.
+    """
+    values = matrix.to_numpy(dtype=float).copy()
+    n = values.shape[0]
+    np.fill_diagonal(values, np.nan)
+    finite = values[np.isfinite(values)]
+    low, high = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
+    if high - low < 1e-9:
+        low, high = low - 0.005, high + 0.005
+    with _styled():
+        width, height = _heatmap_size(n, n)
+        fig = _figure(max(width, 3.6), max(height, 3.0))
+        ax = fig.add_subplot()
+        image = ax.imshow(values, cmap=_cmap(), vmin=low, vmax=high, interpolation="nearest")
+        labels = [str(r) for r in matrix.index]
+        step = max(1, n // 25)
+        ax.set_xticks(range(0, n, step), labels[::step], rotation=90)
+        ax.set_yticks(range(0, n, step), labels[::step])
+        ax.set_xlabel("run")
+        ax.set_ylabel("run")
+        ax.grid(False)
+        if n <= ANNOTATE_MAX:
+            _annotate_cells(ax, values, ".3f", (values - low) / (high - low))
+        fig.colorbar(image, ax=ax, label="pairwise agreement (fraction)", shrink=0.8)
+        ax.set_title(title, loc="left")
+    return fig
+
+
+def metric_distribution_figure(
+    values: pd.Series, *, metric: str, mean: float, var_published: float, title: str = ""
+) -> Figure:
+    """Each run's value of ``metric`` as a point, with a box plot, the mean and mean ± VAR."""
+    data = values.to_numpy(dtype=float)
+    # deterministic vertical spread so that equal values do not hide each other
+    jitter = (np.arange(data.size) % 7 - 3) * 0.04
+    with _styled():
+        fig = _figure(5.0, 2.4)
+        ax = fig.add_subplot()
+        ax.boxplot(data[~np.isnan(data)], vert=False, widths=0.5, patch_artist=True,
+                   boxprops={"facecolor": "#f2f2f2", "hatch": "//", "edgecolor": "#444444"},
+                   medianprops={"color": "#000000", "linewidth": 1.5}, showfliers=False)
+        ax.plot(data, 1 + jitter, linestyle="none", marker="o", color=PALETTE[0], markeredgecolor="black",
+                markeredgewidth=0.5, label="one run")
+        ax.axvline(mean, color=PALETTE[5], linestyle="--", label=f"mean {mean:.4f}")
+        if not np.isnan(var_published):
+            ax.axvspan(mean - var_published, mean + var_published, color=PALETTE[1], alpha=0.25,
+                       hatch="..", label=f"mean ± VAR ({var_published:.4f})")
+        ax.set_yticks([])
+        ax.set_xlabel(f"{metric} (fraction)")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
+        ax.set_title(title or f"{metric} over {data.size} runs", loc="left")
+    return fig
+
+
+def agreement_histogram(agreement: pd.Series, *, title: str = "") -> Figure:
+    """How many examples reach each per-example agreement rate (1 = every run agrees)."""
+    data = agreement.to_numpy(dtype=float)
+    with _styled():
+        fig = _figure(5.0, 2.6)
+        ax = fig.add_subplot()
+        ax.hist(data, bins=20, range=(0, 1), color=PALETTE[0], edgecolor="black", linewidth=0.5, hatch="//")
+        ax.set_xlim(0, 1)
+        ax.set_xlabel("per-example agreement (share of run pairs that agree)")
+        ax.set_ylabel("examples")
+        ax.set_title(title or f"per-example agreement over {data.size} examples", loc="left")
+    return fig
+
+
+def accuracy_consistency_figure(
+    metric_values: pd.Series, mean_con: pd.Series, *, metric: str, title: str = ""
+) -> Figure:
+    """Each run's metric against its mean CON with the other runs: do good runs agree more?"""
+    with _styled():
+        fig = _figure(4.2, 3.2)
+        ax = fig.add_subplot()
+        x, y = mean_con.to_numpy(dtype=float), metric_values.loc[mean_con.index].to_numpy(dtype=float)
+        ax.plot(x, y, linestyle="none", marker="D", color=PALETTE[2], markeredgecolor="black", markeredgewidth=0.5)
+        if len(x) <= LABEL_POINTS_MAX:
+            for run, xi, yi in zip(mean_con.index, x, y):
+                ax.annotate(str(run), (xi, yi), textcoords="offset points", xytext=(3, 3), fontsize=7)
+        ax.set_xlabel("mean CON with the other runs (fraction)")
+        ax.set_ylabel(f"{metric} (fraction)")
+        ax.set_title(title or f"{metric} against consistency, per run", loc="left")
+    return fig
+
+
+def factor_importance_figure(summary: pd.DataFrame) -> Figure:
+    """Horizontal bars of each factor's importance score with its bootstrap interval.
+
+    ``summary`` is :attr:`seedscope.analysis.factors.FactorAnalysis.summary`: one row per
+    factor with ``importance``, ``importance_ci_low`` and ``importance_ci_high``.
+    """
+    data = summary.sort_values("importance")
+    values = data["importance"].to_numpy(dtype=float)
+    low = np.clip(values - data["importance_ci_low"].to_numpy(dtype=float), 0, None)
+    high = np.clip(data["importance_ci_high"].to_numpy(dtype=float) - values, 0, None)
+    with _styled():
+        fig = _figure(5.2, 1.2 + 0.4 * len(data))
+        ax = fig.add_subplot()
+        bars = ax.barh(range(len(data)), values, color=[PALETTE[k % len(PALETTE)] for k in range(len(data))],
+                       edgecolor="black", linewidth=0.6, xerr=np.vstack([low, high]), capsize=3,
+                       error_kw={"ecolor": "black", "elinewidth": 1})
+        for k, bar in enumerate(bars):
+            bar.set_hatch(HATCHES[k % len(HATCHES)])
+        ax.axvline(0, color="black", linewidth=0.8)
+        ax.set_yticks(range(len(data)), [str(f) for f in data.index])
+        ax.set_xlabel("importance score IS = (c − m) / σ_GM (bars: bootstrap interval)")
+        ax.set_title("randomness-factor importance", loc="left")
+    return fig
+
+
+def subset_cv_figure(cv: pd.Series, bands: Sequence[float]) -> Figure:
+    """Subset-seed CV per system, with the band limits (negligible / moderate / high) drawn."""
+    values = cv.to_numpy(dtype=float)
+    with _styled():
+        fig = _figure(5.2, 1.2 + 0.4 * len(cv))
+        ax = fig.add_subplot()
+        bars = ax.barh(range(len(cv)), values, color=[PALETTE[k % len(PALETTE)] for k in range(len(cv))],
+                       edgecolor="black", linewidth=0.6)
+        for k, bar in enumerate(bars):
+            bar.set_hatch(HATCHES[k % len(HATCHES)])
+        for k, limit in enumerate(bands):
+            ax.axvline(limit, color="black", linestyle=LINESTYLES[1 + k % 3], linewidth=1,
+                       label=f"band limit {limit:g}")
+        ax.set_yticks(range(len(cv)), [str(s) for s in cv.index])
+        ax.set_xlabel("CV of the score over subset seeds")
+        ax.legend(loc="lower right", frameon=False)
+        ax.set_title("evaluation-subset seed variance", loc="left")
+    return fig
+
+
+def subset_delta_figure(deltas: pd.DataFrame) -> Figure:
+    """Per-seed score difference Δ_k of each pair of systems (columns) over subset seeds (rows).
+
+    A comparison is seed-robust when all of its points lie on one side of zero.
+    """
+    with _styled():
+        fig = _figure(5.6, 3.0)
+        ax = fig.add_subplot()
+        x = np.arange(len(deltas))
+        for k, pair in enumerate(deltas.columns):
+            ax.plot(x, deltas[pair].to_numpy(dtype=float), marker=MARKERS[k % len(MARKERS)],
+                    linestyle=LINESTYLES[k % len(LINESTYLES)], color=PALETTE[k % len(PALETTE)], label=str(pair))
+        ax.axhline(0, color="black", linewidth=0.8)
+        step = max(1, len(deltas) // 20)
+        ax.set_xticks(x[::step], [str(s) for s in deltas.index[::step]])
+        ax.set_xlabel("subset seed")
+        ax.set_ylabel("Δ score (A − B)")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
+        ax.set_title("per-seed difference between systems", loc="left")
+    return fig
