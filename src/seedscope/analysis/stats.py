@@ -1,0 +1,450 @@
+"""Seed-level comparison of systems: is A better than B, given S seeds of each?
+
+Each function is one statistic, checked against the public tools in
+``../shared/reference/stat-checks.md`` — without their known defects:
+
+* every resampling takes an explicit ``seed`` (a fresh ``numpy`` Generator), so the same
+  seed gives the same interval (rliable's seeded CI does not);
+* the "paired" bootstraps really resample matched seeds / examples together;
+* McNemar with no discordant pair returns statistic 0 and p = 1 (HF evaluate divides by 0);
+* Holm's step-down keeps each adjusted p-value in its input position and is monotone
+  (deepsig's correction mis-orders them); ASO's Bonferroni uses 1 − (1 − CL)/k.
+
+ASO integrates the violation ratio exactly over the piecewise-constant empirical quantile
+functions instead of deepsig's grid of step ``dt`` (which also drops its first grid point):
+e.g. VR([1,4], [2,3]) = 0.5 exactly where deepsig gives 0.497487.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field
+from typing import Any, Literal, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+from scipy.special import gammaln
+
+from seedscope.errors import SeedscopeError
+from seedscope.metrics.bootstrap import bootstrap_mean_ci
+
+#: with fewer discordant pairs than this McNemar uses the exact binomial test
+MCNEMAR_EXACT_BELOW = 25
+#: values materialised per chunk of a resampling
+CHUNK_VALUES = 20_000_000
+
+
+def _vector(values, what: str, minimum: int = 1) -> np.ndarray:
+    array = np.asarray(values, dtype=float).ravel()
+    if len(array) < minimum:
+        raise SeedscopeError(f"{what} needs at least {minimum} value(s), got {len(array)}")
+    if not np.isfinite(array).all():
+        raise SeedscopeError(f"{what} contains a NaN or infinite value")
+    return array
+
+
+def _alpha(confidence: float) -> float:
+    if not 0 < confidence < 1:
+        raise SeedscopeError(f"confidence must lie strictly between 0 and 1, not {confidence}")
+    return (1 - confidence) / 2
+
+
+def _check_resamples(n: int) -> None:
+    if n < 1:
+        raise SeedscopeError(f"the number of resamples must be at least 1, not {n}")
+
+
+# --------------------------------------------------------------------------- aggregates (rliable)
+
+
+def interquartile_mean(scores) -> float:
+    """IQM: mean of the middle 50 % of all scores (runs × tasks flattened), cutting floor(0.25·n) per end."""
+    values = _vector(scores, "the interquartile mean")
+    return float(stats.trim_mean(values, 0.25))
+
+
+def probability_of_improvement(x, y) -> float:
+    """P(X > Y) + ½ P(X = Y) over all run pairs, per task, averaged over tasks (rliable).
+
+    ``x``: runs × tasks of system X (a 1-D array is one task); ``y`` likewise (its runs may differ).
+    """
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    x = x[:, None] if x.ndim == 1 else x
+    y = y[:, None] if y.ndim == 1 else y
+    if x.shape[1] != y.shape[1]:
+        raise SeedscopeError(f"probability of improvement needs the same tasks: {x.shape[1]} vs {y.shape[1]}")
+    _vector(x, "probability of improvement (X)")
+    _vector(y, "probability of improvement (Y)")
+    greater = (x[:, None, :] > y[None, :, :]).mean(axis=(0, 1))
+    equal = (x[:, None, :] == y[None, :, :]).mean(axis=(0, 1))
+    return float((greater + 0.5 * equal).mean())
+
+
+# --------------------------------------------------------------------------- almost stochastic order
+
+
+def _quantile_steps(n: int, m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Intervals of (0, 1] on which both empirical quantile functions are constant.
+
+    The quantile function of n sorted scores is x_(ceil(n·t)) (lower inverse CDF); its steps
+    sit at multiples of 1/n. On the common grid of denominator n·m the interval starting at
+    edge e uses index e // m for the first sample and e // n for the second.
+    """
+    edges = np.union1d(np.arange(0, n * m + 1, m), np.arange(0, n * m + 1, n))
+    widths = np.diff(edges) / (n * m)
+    return widths, edges[:-1] // m, edges[:-1] // n
+
+
+def _violation_ratios(sorted_a: np.ndarray, sorted_b: np.ndarray) -> np.ndarray:
+    """ε_W for rows of sorted samples (… × n, … × m); 0.5 where the distributions coincide."""
+    widths, index_a, index_b = _quantile_steps(sorted_a.shape[-1], sorted_b.shape[-1])
+    gap = sorted_b[..., index_b] - sorted_a[..., index_a]  # G⁻¹(t) − F⁻¹(t)
+    squared = widths * gap**2
+    total = squared.sum(axis=-1)
+    violation = np.where(gap > 0, squared, 0.0).sum(axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(total == 0, 0.5, violation / np.where(total == 0, 1, total))
+
+
+def violation_ratio(scores_a, scores_b) -> float:
+    """ε_W(A, B): share of the squared Wasserstein-2 distance where A's quantiles fall below B's.
+
+    0 means A stochastically dominates B; 1 means B dominates A; 0.5 when identical. Integrated
+    exactly (see the module docstring).
+    """
+    a = np.sort(_vector(scores_a, "ASO (scores A)"))
+    b = np.sort(_vector(scores_b, "ASO (scores B)"))
+    return float(_violation_ratios(a, b))
+
+
+@dataclass(frozen=True)
+class ASOResult:
+    """ε_min: an upper confidence bound on the violation ratio; A is almost stochastically
+    better than B when ε_min < threshold (0.5 per Dror et al.; 0.2 is stricter, Ulmer et al.)."""
+
+    violation_ratio: float
+    eps_min: float
+    sigma: float
+    confidence: float
+    n_comparisons: int
+
+    def a_better(self, threshold: float = 0.5) -> bool:
+        return self.eps_min < threshold
+
+
+def aso(
+    scores_a,
+    scores_b,
+    *,
+    confidence: float = 0.95,
+    n_comparisons: int = 1,
+    n_boot: int = 10_000,
+    seed: int = 0,
+) -> ASOResult:
+    """Almost stochastic order (Dror et al. 2019; deepsig's estimator, Ulmer et al. 2022).
+
+    σ̂ is the std of √(nm/(n+m))·(ε* − ε) over ``n_boot`` bootstrap resamples of both score
+    lists; ε_min = clip(ε − σ̂/√(nm/(n+m)) · Φ⁻¹(1 − CL′), 0, 1) with the Bonferroni-corrected
+    CL′ = 1 − (1 − CL)/k for k comparisons.
+    """
+    _alpha(confidence)
+    _check_resamples(n_boot)
+    if n_comparisons < 1:
+        raise SeedscopeError(f"the number of comparisons must be at least 1, not {n_comparisons}")
+    a = np.sort(_vector(scores_a, "ASO (scores A)"))
+    b = np.sort(_vector(scores_b, "ASO (scores B)"))
+    n, m = len(a), len(b)
+    ratio = float(_violation_ratios(a, b))
+    rng = np.random.default_rng(seed)
+    boot_a = np.sort(a[rng.integers(0, n, size=(n_boot, n))], axis=1)
+    boot_b = np.sort(b[rng.integers(0, m, size=(n_boot, m))], axis=1)
+    samples = _violation_ratios(boot_a, boot_b)
+    scale = math.sqrt(n * m / (n + m))
+    sigma = float(np.std(scale * (samples - ratio)))
+    level = 1 - (1 - confidence) / n_comparisons
+    eps_min = float(np.clip(ratio - sigma / scale * stats.norm.ppf(1 - level), 0.0, 1.0))
+    return ASOResult(ratio, eps_min, sigma, level, n_comparisons)
+
+
+# --------------------------------------------------------------------------- tests
+
+
+def mcnemar(correct_a, correct_b, *, exact: bool | None = None) -> dict[str, Any]:
+    """McNemar's test on paired per-example correctness of two systems (one seed each).
+
+    b = A right & B wrong, c = A wrong & B right. ``exact=None`` uses the exact binomial test
+    when b + c < 25, else the χ² statistic (b − c)²/(b + c) without continuity correction.
+    No discordant pair: statistic 0, p = 1 (never a division by zero).
+    """
+    a = np.asarray(correct_a, dtype=bool)
+    b_arr = np.asarray(correct_b, dtype=bool)
+    if a.shape != b_arr.shape:
+        raise SeedscopeError(f"McNemar needs the same examples for both systems: {a.shape} vs {b_arr.shape}")
+    b = int((a & ~b_arr).sum())
+    c = int((~a & b_arr).sum())
+    discordant = b + c
+    if discordant == 0:
+        return {"b": b, "c": c, "statistic": 0.0, "p_value": 1.0, "method": "no discordant pairs"}
+    statistic = (b - c) ** 2 / discordant
+    use_exact = discordant < MCNEMAR_EXACT_BELOW if exact is None else exact
+    if use_exact:
+        p_value = float(stats.binomtest(min(b, c), discordant, 0.5).pvalue)
+        return {"b": b, "c": c, "statistic": float(statistic), "p_value": p_value, "method": "exact binomial"}
+    p_value = float(stats.chi2.sf(statistic, 1))
+    return {"b": b, "c": c, "statistic": float(statistic), "p_value": p_value, "method": "chi-square"}
+
+
+def paired_permutation_test(scores_a, scores_b, *, n_resamples: int = 9999, seed: int = 0) -> float:
+    """Two-sided p-value of the mean difference on matched seeds (random sign flips of A − B).
+
+    scipy.stats.permutation_test; exact over all 2^S sign patterns when 2^S ≤ ``n_resamples``.
+    """
+    a = _vector(scores_a, "the paired permutation test (A)", 2)
+    b = _vector(scores_b, "the paired permutation test (B)", 2)
+    if len(a) != len(b):
+        raise SeedscopeError(f"the paired permutation test needs matched seeds: {len(a)} vs {len(b)} values")
+    _check_resamples(n_resamples)
+    result = stats.permutation_test(
+        (a - b,),
+        lambda d, axis: d.mean(axis=axis),
+        permutation_type="samples",
+        vectorized=True,
+        n_resamples=n_resamples,
+        alternative="two-sided",
+        rng=np.random.default_rng(seed),
+    )
+    return float(result.pvalue)
+
+
+# --------------------------------------------------------------------------- multiple comparisons
+
+
+def bonferroni(p_values) -> np.ndarray:
+    """min(1, m·p) for each of m p-values (input order kept)."""
+    p = _p_values(p_values)
+    return np.minimum(1.0, len(p) * p)
+
+
+def holm(p_values) -> np.ndarray:
+    """Holm's step-down adjusted p-values, in input order.
+
+    Sorted ascending, p_(i) is multiplied by (m − i + 1); a running maximum keeps the adjusted
+    values monotone, so "adjusted p ≤ α" gives exactly the rejections of the sequential procedure.
+    """
+    p = _p_values(p_values)
+    order = np.argsort(p, kind="stable")
+    stepped = np.minimum(1.0, (len(p) - np.arange(len(p))) * p[order])
+    adjusted = np.empty_like(p)
+    adjusted[order] = np.maximum.accumulate(stepped)
+    return adjusted
+
+
+def adjust_p_values(p_values, method: Literal["holm", "bonferroni", "bh"] = "holm") -> np.ndarray:
+    """Family-wise (holm, bonferroni) or false-discovery-rate (bh: Benjamini–Hochberg) adjustment."""
+    if method == "holm":
+        return holm(p_values)
+    if method == "bonferroni":
+        return bonferroni(p_values)
+    if method == "bh":
+        return stats.false_discovery_control(_p_values(p_values), method="bh")
+    raise SeedscopeError(f"unknown p-value adjustment '{method}': use holm, bonferroni or bh")
+
+
+def _p_values(p_values) -> np.ndarray:
+    p = np.asarray(p_values, dtype=float).ravel()
+    if len(p) and (np.isnan(p).any() or (p < 0).any() or (p > 1).any()):
+        raise SeedscopeError("p-values must lie in [0, 1]")
+    return p
+
+
+# --------------------------------------------------------------------------- bootstraps over seeds
+
+
+def mean_difference_ci(
+    scores_a, scores_b, *, paired: bool, n_boot: int = 10_000, confidence: float = 0.95, seed: int = 0
+) -> dict[str, float]:
+    """Mean A − mean B with a percentile bootstrap CI over seeds.
+
+    ``paired``: the two lists are matched seeds (same run names, same order) and one resample
+    of seed indices serves both; otherwise A's and B's seeds are resampled independently.
+    """
+    a = _vector(scores_a, "the mean difference (A)")
+    b = _vector(scores_b, "the mean difference (B)")
+    alpha = _alpha(confidence)
+    _check_resamples(n_boot)
+    if paired:
+        if len(a) != len(b):
+            raise SeedscopeError(f"a paired comparison needs matched seeds: {len(a)} vs {len(b)} values")
+        low, high = bootstrap_mean_ci(a - b, n_boot=n_boot, confidence=confidence, seed=seed)
+        low, high = float(low[0]), float(high[0])
+    else:
+        rng = np.random.default_rng(seed)
+        means_a = a[rng.integers(0, len(a), size=(n_boot, len(a)))].mean(axis=1)
+        means_b = b[rng.integers(0, len(b), size=(n_boot, len(b)))].mean(axis=1)
+        low, high = (float(v) for v in np.quantile(means_a - means_b, [alpha, 1 - alpha]))
+    return {"delta": float(a.mean() - b.mean()), "ci_low": low, "ci_high": high}
+
+
+def _resample_counts(rng: np.random.Generator, n_rows: int, size: int) -> np.ndarray:
+    """How often each of ``size`` items is drawn in each of ``n_rows`` resamples with replacement."""
+    draws = rng.integers(0, size, size=(n_rows, size)) + size * np.arange(n_rows)[:, None]
+    return np.bincount(draws.ravel(), minlength=n_rows * size).reshape(n_rows, size).astype(float)
+
+
+@dataclass(frozen=True)
+class JointBootstrap:
+    """Seed × example bootstrap of two systems (MultiBERTs' multibootstrap, vectorised).
+
+    ``mean_*``: averages over the bootstrap replicates; ``delta`` = θ_A − θ_B; ``p_value``:
+    two-sided, 2·min(share ≤ 0, share ≥ 0) with a +1 correction, never 0; ``p_not_better``:
+    one-sided, (1 + #{Δ* ≤ 0}) / (1 + B) for H0 "A is not better than B".
+    """
+
+    mean_a: float
+    ci_a: tuple[float, float]
+    mean_b: float
+    ci_b: tuple[float, float]
+    delta: float
+    ci_delta: tuple[float, float]
+    p_value: float
+    p_not_better: float
+    paired_seeds: bool
+
+
+def joint_bootstrap(
+    scores_a,
+    scores_b,
+    *,
+    paired_seeds: bool,
+    resample: Literal["both", "seeds", "examples"] = "both",
+    n_boot: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> JointBootstrap:
+    """Resample seeds and examples together: θ = mean over the drawn seeds and examples.
+
+    ``scores_a``: S_A × N per-example scores (e.g. correctness 0/1) on the same N examples as
+    ``scores_b`` (S_B × N). Examples are always resampled jointly for A and B (same test
+    items); ``paired_seeds`` also draws the same seed indices for both (matched seeds, S_A = S_B).
+    """
+    a = np.asarray(scores_a, dtype=float)
+    b = np.asarray(scores_b, dtype=float)
+    if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[1]:
+        raise SeedscopeError(f"the joint bootstrap needs seeds × examples arrays on the same examples: {a.shape} vs {b.shape}")
+    if not (np.isfinite(a).all() and np.isfinite(b).all()):
+        raise SeedscopeError("the joint bootstrap got a NaN or infinite per-example score")
+    if paired_seeds and a.shape[0] != b.shape[0]:
+        raise SeedscopeError(f"paired seeds need the same number of seeds: {a.shape[0]} vs {b.shape[0]}")
+    if resample not in ("both", "seeds", "examples"):
+        raise SeedscopeError(f"unknown resampling '{resample}': use both, seeds or examples")
+    alpha = _alpha(confidence)
+    _check_resamples(n_boot)
+    rng = np.random.default_rng(seed)
+    n_examples = a.shape[1]
+    chunk = max(1, CHUNK_VALUES // max(1, n_examples))
+    theta_a, theta_b = np.empty(n_boot), np.empty(n_boot)
+    for start in range(0, n_boot, chunk):
+        rows = min(chunk, n_boot - start)
+        seeds_on = resample in ("both", "seeds")
+        weight_a = _resample_counts(rng, rows, a.shape[0]) if seeds_on else np.ones((rows, a.shape[0]))
+        if paired_seeds or not seeds_on:
+            weight_b = weight_a if a.shape[0] == b.shape[0] else np.ones((rows, b.shape[0]))
+        else:
+            weight_b = _resample_counts(rng, rows, b.shape[0])
+        examples = _resample_counts(rng, rows, n_examples) if resample in ("both", "examples") else np.ones((rows, n_examples))
+        theta_a[start : start + rows] = ((weight_a @ a) * examples).sum(axis=1) / (a.shape[0] * n_examples)
+        theta_b[start : start + rows] = ((weight_b @ b) * examples).sum(axis=1) / (b.shape[0] * n_examples)
+    delta = theta_a - theta_b
+    quantiles = lambda v: tuple(float(q) for q in np.quantile(v, [alpha, 1 - alpha]))  # noqa: E731
+    below, above = int((delta <= 0).sum()), int((delta >= 0).sum())
+    return JointBootstrap(
+        mean_a=float(theta_a.mean()),
+        ci_a=quantiles(theta_a),
+        mean_b=float(theta_b.mean()),
+        ci_b=quantiles(theta_b),
+        delta=float(delta.mean()),
+        ci_delta=quantiles(delta),
+        p_value=float(min(1.0, 2 * (1 + min(below, above)) / (1 + n_boot))),
+        p_not_better=float((1 + below) / (1 + n_boot)),
+        paired_seeds=paired_seeds,
+    )
+
+
+# --------------------------------------------------------------------------- expected max, seeds needed
+
+
+def expected_max_performance(scores, n_max: int | None = None, *, replace: bool = True) -> pd.DataFrame:
+    """Expected best validation score of n runs, n = 1 … n_max (Dodge et al. 2019), exact.
+
+    With replacement (the paper's formula over the empirical CDF F of the N scores):
+    E[max_n] = Σ_i v_(i) [(i/N)^n − ((i−1)/N)^n], and ``std`` its spread. Without replacement
+    (n ≤ N): P(max = v_(i)) = C(i−1, n−1)/C(N, n).
+    """
+    values = np.sort(_vector(scores, "expected maximum performance"))
+    count = len(values)
+    n_max = count if n_max is None else int(n_max)
+    if n_max < 1 or (not replace and n_max > count):
+        raise SeedscopeError(f"the number of runs must lie between 1 and {count if not replace else 'any'}, not {n_max}")
+    ranks = np.arange(1, count + 1)
+    rows = []
+    for n in range(1, n_max + 1):
+        if replace:
+            weights = (ranks / count) ** n - ((ranks - 1) / count) ** n
+        else:
+            log_weights = _log_comb(ranks - 1, n - 1) - _log_comb(count, n)
+            weights = np.where(ranks >= n, np.exp(log_weights), 0.0)
+        mean = float(weights @ values)
+        spread = math.sqrt(max(0.0, float(weights @ values**2) - mean**2))
+        rows.append({"n_runs": n, "expected_max": mean, "std": spread})
+    return pd.DataFrame(rows).set_index("n_runs")
+
+
+def _log_comb(n, k) -> np.ndarray:
+    n, k = np.asarray(n, dtype=float), np.asarray(k, dtype=float)
+    with np.errstate(invalid="ignore"):
+        return np.where(k <= n, gammaln(n + 1) - gammaln(k + 1) - gammaln(np.maximum(n - k, 0) + 1), -np.inf)
+
+
+def seeds_needed(
+    scores,
+    sizes: Sequence[int] | None = None,
+    *,
+    n_boot: int = 2000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """How the uncertainty of the mean and of VAR shrinks with the number of seeds S.
+
+    For each size s, ``n_boot`` sets of s seeds are drawn with replacement from the observed
+    per-seed scores; the central ``confidence`` range of their mean and of their VAR
+    (population std, the published form) is reported with its width. Sizes may exceed the
+    observed count (a projection from the observed distribution).
+    """
+    values = _vector(scores, "the seeds-needed curve", 2)
+    alpha = _alpha(confidence)
+    _check_resamples(n_boot)
+    if sizes is None:
+        sizes = np.unique(np.round(np.geomspace(2, max(10, 4 * len(values)), 8)).astype(int))
+    rows = []
+    for size in sizes:
+        if int(size) < 2:
+            raise SeedscopeError(f"a seeds-needed size must be at least 2, not {size}")
+        rng = np.random.default_rng([seed, int(size)])
+        drawn = values[rng.integers(0, len(values), size=(n_boot, int(size)))]
+        means, spreads = drawn.mean(axis=1), drawn.std(axis=1)
+        (m_low, m_high), (v_low, v_high) = np.quantile(means, [alpha, 1 - alpha]), np.quantile(spreads, [alpha, 1 - alpha])
+        rows.append(
+            {
+                "n_seeds": int(size),
+                "mean_ci_low": float(m_low),
+                "mean_ci_high": float(m_high),
+                "mean_ci_width": float(m_high - m_low),
+                "var_ci_low": float(v_low),
+                "var_ci_high": float(v_high),
+                "var_ci_width": float(v_high - v_low),
+            }
+        )
+    return pd.DataFrame(rows).set_index("n_seeds")
