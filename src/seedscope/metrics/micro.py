@@ -81,8 +81,11 @@ def mean_ccon(predictions: np.ndarray, labels: np.ndarray) -> float:
     """Mean CCON over all unordered run pairs (closed form), over the labelled examples."""
     n_runs = predictions.shape[0]
     require_pairs(n_runs)
+    # Unlabelled examples (code −1) match no prediction, so they add 0 to Σ n(n−1): only
+    # the denominator needs the labelled count (and no S×N copy is made).
     labelled = labels >= 0
-    return _pair_share(correct_counts(predictions[:, labelled], labels[labelled]), n_runs, int(labelled.sum()))
+    correct = correct_counts(predictions, labels)[labelled]
+    return _pair_share(correct, n_runs, int(labelled.sum()))
 
 
 def _gram(indicators_by_chunk, n_runs: int, n_examples: int) -> np.ndarray:
