@@ -9,13 +9,13 @@ from typing import Optional
 import pandas as pd
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from seedscope.analysis.factor_adaptive import AdaptiveSchedule, simulate_adaptive
 from seedscope.analysis.factor_table import read_score_table, study_from_table
 from seedscope.analysis.factors import FactorAnalysis, FactorStudy, analyze_factors
 from seedscope.atomic import atomic_write_text
 from seedscope.errors import SeedscopeError
+from seedscope.report.tables import render_markdown, to_rich
 
 factors_app = typer.Typer(
     name="factors",
@@ -29,6 +29,7 @@ factors_app = typer.Typer(
     no_args_is_help=True,
 )
 console = Console()
+DIGITS = 5
 
 METRIC = typer.Option("score", "--metric", help="Score column of the table (fractions, e.g. macro-F1 0.82).")
 
@@ -84,23 +85,6 @@ def _baseline_frame(result: FactorAnalysis) -> pd.DataFrame:
     })
 
 
-def _rich(frame: pd.DataFrame, title: str) -> Table:
-    table = Table(title=title, title_justify="left")
-    table.add_column(frame.index.name or "")
-    for column in frame.columns:
-        table.add_column(str(column), justify="right")
-    for name, row in frame.iterrows():
-        table.add_row(str(name), *(_fmt(v) for v in row))
-    return table
-
-
-def _markdown(frame: pd.DataFrame) -> str:
-    header = [frame.index.name or ""] + [str(c) for c in frame.columns]
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join([str(name)] + [_fmt(v) for v in row]) + " |" for name, row in frame.iterrows()]
-    return "\n".join(lines)
-
-
 @factors_app.command("analyze")
 def analyze_command(
     source: Path = typer.Argument(..., help="Long score table (CSV, TSV, Parquet, JSON Lines)."),
@@ -135,19 +119,18 @@ def analyze_command(
         f"σ_GM {_fmt(golden['std'])}, min {_fmt(golden['min'])}, max {_fmt(golden['max'])}, "
         f"failed {_fmt(golden['failed_share'])}"
     )
-    console.print(_rich(_summary_frame(result, full=False), f"Factor importance ({study.metric}; fractions, population std)"))
-    console.print(_rich(baselines, "Baselines: important when std ≥ 50% of σ_GM"))
+    titles = (f"Factor importance ({study.metric}; fractions, population std)",
+              "Baselines: important when std ≥ 50% of σ_GM")
+    console.print(to_rich(_summary_frame(result, full=False), titles[0], digits=DIGITS))
+    console.print(to_rich(baselines, titles[1], digits=DIGITS))
     console.print(golden_line, highlight=False)
     if result.summary["n_missing"].sum():
         console.print(f"[yellow]note:[/] {int(result.summary['n_missing'].sum())} missing run(s); groups used the runs present")
     if json_out:
         atomic_write_text(json_out, json.dumps(result.to_dict(), indent=2, ensure_ascii=False) + "\n")
     if markdown_out:
-        atomic_write_text(markdown_out, "\n\n".join([
-            f"### Factor importance ({study.metric}; fractions, population std)",
-            _markdown(_summary_frame(result, full=True)),
-            "### Baselines (important when std ≥ 50% of σ_GM)", _markdown(baselines), golden_line,
-        ]) + "\n")
+        sections = {titles[0]: _summary_frame(result, full=True), titles[1]: baselines}
+        atomic_write_text(markdown_out, render_markdown(sections, digits=DIGITS) + "\n" + golden_line + "\n")
 
 
 @factors_app.command("simulate-adaptive")
@@ -172,7 +155,7 @@ def simulate_adaptive_command(
     shown = result[["importance_all", "m_used_mean", "runs_used_mean", "saved_share",
                     "within_tolerance_share", "reference_within_tolerance_share"]].set_axis(
         ["IS (all runs)", "M used", "runs used", "saved vs 10×100", "IS within tol.", "M=100 within tol."], axis=1)
-    console.print(_rich(shown, f"Adaptive run count, tolerance {tolerance} ({repeats} random orders)"))
+    console.print(to_rich(shown, f"Adaptive run count, tolerance {tolerance} ({repeats} random orders)", digits=3))
     if json_out:
         payload = {"schedule": schedule.__dict__, "repeats": repeats, "seed": seed,
                    "factors": json.loads(result.drop(columns=list(schedule.__dict__)).to_json(orient="index"))}
