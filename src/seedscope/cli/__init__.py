@@ -12,7 +12,7 @@ import click
 import typer
 from rich.console import Console
 
-from seedscope.cli import analyze, factors, report, subsets, sweep
+from seedscope.cli import analyze, factors, report, status, subsets, sweep
 from seedscope.errors import SeedscopeError
 
 app = typer.Typer(
@@ -29,7 +29,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-for module in (analyze, sweep, factors, subsets, report):
+for module in (analyze, sweep, status, factors, subsets, report):
     module.register(app)
 
 err_console = Console(stderr=True)

@@ -1,0 +1,71 @@
+"""``seedscope status``: what an experiment directory holds, run by run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import typer
+from rich.console import Console
+from rich.table import Table
+
+HELP = """List the runs of an experiment directory written by `seedscope sweep`: task, model,
+seeds, status (pending, running, done, failed), duration, the task's primary metric (a
+fraction in [0, 1]; Pearson r for STS-B) and the error of failed runs. Integrity problems
+(a finished run without its prediction file, a file no run owns) are listed under the table.
+
+\b
+Examples:
+  seedscope status runs/rte-minilm
+  seedscope status runs/glue --failed
+"""
+
+STATUS_STYLE = {"done": "green", "failed": "red", "running": "yellow", "pending": "dim"}
+
+
+def _seeds(run: pd.Series) -> str:
+    """The common seed, or every factor's seed when they differ."""
+    from seedscope.factors import FACTORS
+
+    if not pd.isna(run["seed"]):
+        return str(run["seed"])
+    return " ".join(f"{name}={run[name]}" for name in FACTORS if name in run.index)
+
+
+def _duration(seconds) -> str:
+    if seconds is None or pd.isna(seconds):
+        return ""
+    minutes, secs = divmod(float(seconds), 60)
+    return f"{int(minutes)}m{secs:04.1f}s" if minutes else f"{secs:.1f}s"
+
+
+def status_command(
+    directory: Path = typer.Argument(..., help="Experiment directory (the --out of a sweep)."),
+    failed: bool = typer.Option(False, "--failed", help="Show only failed runs, with their full error."),
+) -> None:
+    from seedscope.store import ExperimentStore
+
+    store = ExperimentStore.open(directory)
+    runs = store.runs()
+    counts = runs["status"].value_counts()
+    shown = runs[runs["status"] == "failed"] if failed else runs
+    table = Table(title=f"{directory} — {len(runs)} runs: " + ", ".join(f"{n} {s}" for s, n in counts.items()))
+    for column in ("run", "task", "model", "seeds", "status", "duration", "primary metric", "error"):
+        table.add_column(column, overflow="fold")
+    for _, run in shown.iterrows():
+        metric = "" if pd.isna(run["primary_value"]) else f"{run['primary_metric']} {run['primary_value']:.4f}"
+        error = "" if pd.isna(run["error"]) else str(run["error"])
+        table.add_row(
+            run["run_id"], run["task"], run["model_name"] + ("" if run["method"] == "full" else f" ({run['method']})"),
+            _seeds(run), f"[{STATUS_STYLE[run['status']]}]{run['status']}[/]", _duration(run["duration_s"]), metric,
+            error if failed else error.splitlines()[-1][:120] if error else "",
+        )
+    console = Console()
+    console.print(table)
+    for problem in store.check():
+        console.print(f"[bold yellow]integrity:[/] {problem}", highlight=False, soft_wrap=True)
+
+
+def register(app: typer.Typer) -> None:
+    """Add this module's commands to the main app."""
+    app.command("status", help=HELP, no_args_is_help=True)(status_command)

@@ -1,0 +1,51 @@
+"""``seedscope status``: the runs of an experiment directory, and exit 2 on a wrong path."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from seedscope.cli import main
+from seedscope.plan import plan_to_dict, seed_sweep
+from seedscope.store import ExperimentStore
+
+
+@pytest.fixture
+def store(tmp_path):
+    store = ExperimentStore.create(tmp_path / "exp", plan_to_dict(seed_sweep(["cola"], ["org/tiny-bert"], [42, 52, 62])))
+    done, failed, _ = [r["run_id"] for r in store.pending_runs()]
+    store.mark_running(done)
+    store.record_success(done, pd.DataFrame({"run": 1, "example_id": ["0", "1"], "prediction": [1, 0]}),
+                         {"mcc": 0.41234, "accuracy": 0.5}, {}, {"total_s": 75.0})
+    store.mark_running(failed)
+    store.record_failure(failed, "Traceback (most recent call last):\nValueError: the model has no classification head")
+    return store
+
+
+def test_status_lists_every_run(store, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    main(["status", str(store.path)])
+    out = capsys.readouterr().out
+    assert "3 runs: 1 done, 1 failed, 1 pending" in out
+    lines = {line.split("│")[1].strip(): line for line in out.splitlines() if "cola__tiny-bert" in line}
+    assert "done" in lines["cola__tiny-bert__full__s42"] and "mcc 0.4123" in lines["cola__tiny-bert__full__s42"]
+    assert "1m15.0s" in lines["cola__tiny-bert__full__s42"]
+    assert "ValueError: the model has no classification head" in lines["cola__tiny-bert__full__s52"]
+    assert "Traceback" not in out and "pending" in lines["cola__tiny-bert__full__s62"]
+    assert "integrity" not in out
+
+
+def test_status_failed_shows_the_full_error_and_integrity_problems(store, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    store.prediction_path(store.pending_runs()[0]["run_id"]).write_bytes(b"orphan")
+    main(["status", str(store.path), "--failed"])
+    out = capsys.readouterr().out
+    assert "Traceback" in out and "s42" not in out.split("integrity")[0]
+    assert "integrity: " in out and "(a write that did not finish)" in out
+
+
+def test_status_of_a_directory_that_is_not_a_store(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["status", str(tmp_path)])
+    assert exit_info.value.code == 2
+    assert "is not a seedscope experiment directory (no catalog.sqlite)" in capsys.readouterr().err
