@@ -1,0 +1,103 @@
+"""Check each source's predictions where the file and line are still known, then merge them.
+
+The checks of :func:`seedscope.predictions.validate_table` run again on the merged table later;
+doing them here first turns "duplicate example id" into "preds.csv lines 4 and 9: …".
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from seedscope.errors import SeedscopeError
+from seedscope.io.common import LINE, PASSTHROUGH_COLUMNS, Source
+from seedscope.predictions import EXAMPLE_ID, LABEL, PREDICTION, RUN, prob_columns
+
+#: columns that together name one prediction set (runs of different tasks may share a name)
+GROUP_COLUMNS = ("task", "model")
+
+
+def merge_sources(sources: list[Source], task_type: str | None = None) -> pd.DataFrame:
+    """One long prediction table from checked sources, in input order; notes go to ``attrs``."""
+    regression = _regression(sources, task_type)
+    owner: dict[tuple, Source] = {}
+    frames = []
+    for source in sources:
+        frame = _checked(source, regression)
+        keys = [RUN, *[c for c in GROUP_COLUMNS if c in frame.columns]]
+        for key in frame[keys].drop_duplicates().itertuples(index=False):
+            key = tuple(key)
+            if key in owner:
+                label = ", ".join(f"{k} {v}" for k, v in zip(keys, key))
+                raise SeedscopeError(
+                    f"{label} comes from both {owner[key].path} and {source.path}; "
+                    "give the runs distinct names (run_names / --run-name)"
+                )
+            owner[key] = source
+        frames.append(frame.drop(columns=LINE))
+    table = pd.concat(frames, ignore_index=True)
+    ordered = [RUN, EXAMPLE_ID, PREDICTION] + [LABEL] * (LABEL in table.columns)
+    ordered += prob_columns(table) + [c for c in PASSTHROUGH_COLUMNS if c in table.columns]
+    table = table[ordered]
+    table.attrs["notes"] = list(dict.fromkeys(note for source in sources for note in source.notes))
+    return table
+
+
+def _regression(sources: list[Source], task_type: str | None) -> bool:
+    """Regression when asked, when a format says so, or when predictions hold non-whole numbers."""
+    if task_type is not None:
+        if task_type not in ("classification", "regression"):
+            raise SeedscopeError(f"task_type must be classification or regression, not {task_type!r}")
+        return task_type == "regression"
+    return any(s.regression if s.regression is not None else _has_fractions(s.frame[PREDICTION]) for s in sources)
+
+
+def _has_fractions(values: pd.Series) -> bool:
+    numeric = pd.to_numeric(values, errors="coerce") if not pd.api.types.is_float_dtype(values.dtype) else values
+    numeric = numeric.dropna().to_numpy(dtype=float)
+    return bool(len(numeric)) and bool(np.any(np.mod(numeric, 1) != 0))
+
+
+def _checked(source: Source, regression: bool) -> pd.DataFrame:
+    """The source's frame after the empty / missing / duplicate / numeric checks."""
+    frame = source.frame
+    if frame.empty:
+        raise SeedscopeError(f"{source.path} holds no predictions")
+    missing = frame[PREDICTION].isna()
+    if missing.any():
+        raise SeedscopeError(f"{source.where(frame.loc[missing, LINE].iloc[0])}: the prediction is empty")
+    _check_duplicates(source)
+    if regression:
+        frame = frame.assign(**{PREDICTION: _numbers(source, PREDICTION, allow_missing=False)})
+        if LABEL in frame.columns:
+            frame[LABEL] = _numbers(source, LABEL, allow_missing=True)
+    return frame.assign(**{RUN: frame[RUN].astype(str)})
+
+
+def _check_duplicates(source: Source) -> None:
+    frame = source.frame
+    keys = [RUN, EXAMPLE_ID, *[c for c in GROUP_COLUMNS if c in frame.columns]]
+    duplicated = frame.duplicated(keys, keep=False)
+    if not duplicated.any():
+        return
+    first = frame.loc[duplicated, keys].iloc[0]
+    same = frame[(frame[keys] == first).all(axis=1)]
+    lines = " and ".join(str(int(n)) for n in same[LINE].head(2))
+    raise SeedscopeError(
+        f"{source.path}: example id {first[EXAMPLE_ID]} appears {len(same)} times in run {first[RUN]} "
+        f"({source.unit}s {lines}); each example must be predicted once per run"
+    )
+
+
+def _numbers(source: Source, column: str, *, allow_missing: bool) -> pd.Series:
+    """A regression column as floats; a non-numeric or (for predictions) NaN value is located."""
+    values = source.frame[column]
+    numeric = pd.to_numeric(values, errors="coerce")
+    bad = numeric.isna() & (values.notna() if allow_missing else True)
+    if bad.any():
+        first = bad.to_numpy().argmax()
+        raise SeedscopeError(
+            f"{source.where(source.frame[LINE].iloc[first])}: {column} {values.iloc[first]!r} is not a number "
+            "(regression values must be numeric)"
+        )
+    return numeric.astype(float)

@@ -1,0 +1,144 @@
+"""What every reader shares: the options, one source's rows, run naming and located errors.
+
+A reader turns files into :class:`Source` objects, each a prediction table plus the line
+(or row) every prediction came from, so that the checks in :mod:`seedscope.io.checks` can
+name the file and line of a bad value instead of a position in a merged table.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+
+from seedscope.errors import SeedscopeError
+
+#: private column: 1-based line (or row) of the prediction in its file
+LINE = "_line"
+#: extra columns a prediction table may carry beside the contract's columns
+PASSTHROUGH_COLUMNS = ("task", "model", "text")
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """The keyword arguments of :func:`seedscope.io.read_predictions`, handed to every reader."""
+
+    run_column: str | None = None
+    id_column: str | None = None
+    prediction_column: str | None = None
+    label_column: str | None = None
+    prob_columns: str | dict[str, str] | None = None
+    task: str | None = None
+    task_type: str | None = None
+    data_dir: str | os.PathLike | None = None
+    filter: str | None = None
+    run_names: tuple[str, ...] | None = None
+
+
+@dataclass
+class Source:
+    """The predictions read from one file (or one run directory), before they are merged.
+
+    ``unit`` says what :data:`LINE` counts ("line" for text files, "row" for Parquet,
+    "record" for a JSON array); ``regression`` is True when the file's format says so.
+    """
+
+    path: Path
+    frame: pd.DataFrame
+    unit: str = "line"
+    regression: bool | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def where(self, line) -> str:
+        """``<path> line <n>``: where a value sits, for an error message."""
+        return f"{self.path} {self.unit} {int(line)}"
+
+
+def require_readable(path: Path) -> None:
+    """A missing path or an empty file is the user's first possible mistake; say so plainly."""
+    if not path.exists():
+        raise SeedscopeError(f"{path} does not exist")
+    if path.is_file() and path.stat().st_size == 0:
+        raise SeedscopeError(f"{path} is empty")
+
+
+def run_names(paths: list[Path], given: tuple[str, ...] | None = None) -> list[str]:
+    """One run name per path: the file stem (or folder name), lengthened until names are unique.
+
+    ``seed1/preds.csv`` and ``seed2/preds.csv`` share a stem, so they become ``seed1`` and
+    ``seed2``; explicit ``given`` names win but must be one per path and distinct.
+    """
+    if given is not None:
+        if len(given) != len(paths):
+            raise SeedscopeError(f"{len(given)} run name(s) given for {len(paths)} input(s); give one per input")
+        if len(set(given)) != len(given):
+            raise SeedscopeError(f"run names must be distinct; got {', '.join(given)}")
+        return [str(name) for name in given]
+    bare = [p.parent / p.stem if p.is_file() else p for p in (Path(os.path.abspath(p)) for p in paths)]
+    candidates = [[b.name for b in bare], [b.parent.name for b in bare]]
+    for depth in range(2, max(len(b.parts) for b in bare) + 1):
+        candidates.append(["/".join(b.parts[-depth:]) for b in bare])
+    for names in candidates:
+        if len(set(names)) == len(names) and all(names):
+            return names
+    raise SeedscopeError(f"the same input is given twice: {', '.join(map(str, paths))}")
+
+
+def run_folders(
+    paths: list[Path], find_files: Callable[[Path], list[Path]], task_of: Callable[[Path], str], kind: str
+) -> list[tuple[Path, list[Path]]]:
+    """Each input with its files: a file is itself, a folder is one run holding one file per task."""
+    units = []
+    for path in paths:
+        files = [path] if path.is_file() else find_files(path)
+        if not files:
+            raise SeedscopeError(f"{path} holds no {kind} files")
+        seen: dict[str, Path] = {}
+        for file in files:
+            task = task_of(file)
+            if task in seen:
+                raise SeedscopeError(
+                    f"{path} holds two {kind} files of task {task} ({seen[task]}, {file}); "
+                    "pass one folder per run (e.g. out/seed*/) or the files themselves"
+                )
+            seen[task] = file
+        units.append((path, files))
+    return units
+
+
+def pick_column(columns: list[str], given: str | None, candidates: tuple[str, ...], path: Path) -> str | None:
+    """The column named ``given`` (must exist), else the first candidate present (case-insensitive)."""
+    available = ", ".join(map(str, columns))
+    if given is not None:
+        if given in columns:
+            return given
+        raise SeedscopeError(f"{path}: no column {given!r} (available: {available})")
+    lower = {str(c).lower(): c for c in columns}
+    for name in candidates:
+        if name in lower:
+            return lower[name]
+    return None
+
+
+def missing_column(what: str, candidates: tuple[str, ...], option: str, columns: list[str], path: Path):
+    """The error for a required column that auto-detection could not find."""
+    return SeedscopeError(
+        f"{path}: found no {what} column (looked for {', '.join(candidates)}; available: "
+        f"{', '.join(map(str, columns))}); name it with {option}"
+    )
+
+
+def as_ids(values: pd.Series) -> pd.Series:
+    """Example ids as text, so 7, 7.0 and "7" are one id across files (but "007" stays "007")."""
+    def one(value):
+        if isinstance(value, (float, np.floating)) and float(value).is_integer():
+            return str(int(value))
+        return str(value)
+
+    if pd.api.types.is_integer_dtype(values.dtype):
+        return values.astype(str)
+    return values.map(one).astype(object)

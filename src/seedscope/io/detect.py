@@ -1,0 +1,59 @@
+"""Which reader a path needs: from its suffix, its name, or a look at its first record.
+
+``format=`` overrides detection. One call reads one format: mixing, say, an lm-eval samples
+file with a CSV table is refused, because their runs and ids would not mean the same thing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from seedscope.errors import SeedscopeError
+from seedscope.io import lm_eval, run_glue
+from seedscope.store import CATALOG, ExperimentStore
+
+FORMATS = ("csv", "tsv", "jsonl", "parquet", "lm-eval", "run-glue", "store")
+SUFFIXES = {".csv": "csv", ".tsv": "tsv", ".parquet": "parquet", ".pq": "parquet"}
+
+
+def normalise_format(name: str) -> str:
+    """``lm_eval`` / ``LM-Eval`` → ``lm-eval``; an unknown name is an error listing the known ones."""
+    key = name.strip().lower().replace("_", "-")
+    if key not in FORMATS:
+        raise SeedscopeError(f"unknown format {name!r}; use one of {', '.join(FORMATS)}")
+    return key
+
+
+def detect_format(path: Path) -> str:
+    """The format of one existing path (file or folder)."""
+    if path.is_dir():
+        if ExperimentStore.is_store(path):
+            return "store"
+        if lm_eval.sample_files(path):
+            return "lm-eval"
+        if run_glue.predict_files(path):
+            return "run-glue"
+        raise SeedscopeError(
+            f"{path} is a folder without {CATALOG} (experiment store), lm-evaluation-harness samples files "
+            "or run_glue predict_results*.txt files"
+        )
+    suffix = path.suffix.lower()
+    if suffix in SUFFIXES:
+        return SUFFIXES[suffix]
+    if suffix in (".jsonl", ".json"):
+        return "lm-eval" if lm_eval.looks_like_samples(path) else "jsonl"
+    if suffix == ".txt" and run_glue.is_predict_file(path):
+        return "run-glue"
+    raise SeedscopeError(f"cannot tell the format of {path} from its name; pass format= one of {', '.join(FORMATS)}")
+
+
+def common_format(paths: list[Path], given: str | None) -> str:
+    """The one format of all inputs: ``given``, or the detected one when every path agrees."""
+    if given is not None:
+        return normalise_format(given)
+    found = {path: detect_format(path) for path in paths}
+    kinds = sorted(set(found.values()))
+    if len(kinds) > 1:
+        examples = "; ".join(f"{path} is {fmt}" for fmt in kinds for path in [next(p for p in found if found[p] == fmt)])
+        raise SeedscopeError(f"mixed formats in one call ({examples}); read each format separately")
+    return kinds[0]

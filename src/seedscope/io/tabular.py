@@ -1,0 +1,197 @@
+"""Plain prediction tables: one file per run, or one long table with a run column.
+
+CSV, TSV, JSON lines (or a JSON array of records) and Parquet. Column names are found by
+common spellings (``id``/``idx``/``example_id``/``doc_id`` …) unless given; a file with a run
+column (``run``/``seed``/``run_id``) is a long table, any other file is one run named after
+the file. Per-class probabilities come from ``prob_<class>`` columns, a custom prefix, an
+explicit ``{column: class}`` mapping, or one list-valued column (classes 0…C−1).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from seedscope.errors import SeedscopeError
+from seedscope.io.common import (
+    LINE,
+    PASSTHROUGH_COLUMNS,
+    ReadOptions,
+    Source,
+    as_ids,
+    missing_column,
+    pick_column,
+    run_names,
+)
+from seedscope.predictions import EXAMPLE_ID, LABEL, PREDICTION, PROB_PREFIX, RUN
+
+ID_NAMES = ("example_id", "id", "idx", "doc_id", "index", "guid", "uid")
+PREDICTION_NAMES = ("prediction", "pred", "predicted_label", "predictions", "predicted", "y_pred")
+LABEL_NAMES = ("label", "gold", "target", "gold_label", "true_label", "y_true")
+RUN_NAMES = ("run", "seed", "run_id")
+PROB_LIST_NAMES = ("probs", "probabilities")
+SEPARATORS = {"csv": ",", "tsv": "\t"}
+FORMATS = ("csv", "tsv", "jsonl", "parquet")
+
+
+def read_tabular(paths: list[Path], fmt: str, options: ReadOptions) -> list[Source]:
+    """One :class:`Source` per file; files without a run column are runs named after the file."""
+    names = run_names(paths, options.run_names)
+    return [_read_one(path, fmt, name, options) for path, name in zip(paths, names)]
+
+
+def _read_one(path: Path, fmt: str, name: str, options: ReadOptions) -> Source:
+    raw, unit = _load(path, fmt, options)
+    columns = [c for c in raw.columns if c != LINE]
+    id_column = _id_column(columns, options, path)
+    prediction_column = pick_column(columns, options.prediction_column, PREDICTION_NAMES, path)
+    if prediction_column is None:
+        raise missing_column("prediction", PREDICTION_NAMES, "prediction_column / --prediction-column", columns, path)
+    label_column = pick_column(columns, options.label_column, LABEL_NAMES, path)
+    run_column = pick_column(columns, options.run_column, RUN_NAMES, path)
+    source = Source(path, pd.DataFrame(), unit)
+    if run_column is not None and raw[run_column].isna().any():
+        raise SeedscopeError(f"{source.where(raw.loc[raw[run_column].isna(), LINE].iloc[0])}: the run is empty")
+    frame = pd.DataFrame(
+        {
+            RUN: raw[run_column] if run_column is not None else name,
+            EXAMPLE_ID: as_ids(raw[id_column]),
+            PREDICTION: raw[prediction_column],
+        }
+    )
+    if label_column is not None:
+        frame[LABEL] = raw[label_column]
+    probabilities = _probabilities(raw, options.prob_columns, source)
+    if probabilities is not None:
+        frame = pd.concat([frame, probabilities], axis=1)
+    used = {id_column, prediction_column, label_column, run_column}
+    for column in PASSTHROUGH_COLUMNS:
+        if column in raw.columns and column not in used:
+            frame[column] = raw[column]
+    frame[LINE] = raw[LINE]
+    source.frame = _select_task(frame, options.task, source)
+    return source
+
+
+def _select_task(frame: pd.DataFrame, task: str | None, source: Source) -> pd.DataFrame:
+    """With ``task``: keep that task's rows of a multi-task table, or label a single-task file."""
+    if task is None:
+        return frame
+    if "task" not in frame.columns:
+        return frame.assign(task=task)
+    kept = frame[frame["task"].astype(str) == task]
+    if kept.empty:
+        known = ", ".join(sorted(map(str, frame["task"].dropna().unique())))
+        raise SeedscopeError(f"{source.path}: no rows of task {task!r} (tasks in the file: {known})")
+    return kept.reset_index(drop=True)
+
+
+def _id_column(columns: list[str], options: ReadOptions, path: Path) -> str:
+    column = pick_column(columns, options.id_column, ID_NAMES, path)
+    if column is None:
+        raise missing_column("example-id", ID_NAMES, "id_column / --id-column", columns, path)
+    return column
+
+
+def _load(path: Path, fmt: str, options: ReadOptions) -> tuple[pd.DataFrame, str]:
+    """All columns of the file plus :data:`LINE`; ids are read as text so ``007`` stays ``007``."""
+    if fmt in SEPARATORS:
+        raw = _load_delimited(path, SEPARATORS[fmt], options)
+        unit, first_line = "line", 2
+    elif fmt == "parquet":
+        try:
+            raw = pd.read_parquet(path)
+        except Exception as error:  # pyarrow raises several types for a file that is not Parquet
+            raise SeedscopeError(f"{path} is not a readable Parquet file ({error})") from None
+        unit, first_line = "row", 1
+    else:
+        raw, unit = _load_json(path)
+        return raw, unit
+    if raw.empty:
+        raise SeedscopeError(f"{path} has column names but no rows")
+    raw[LINE] = range(first_line, first_line + len(raw))
+    return raw, unit
+
+
+def _load_delimited(path: Path, sep: str, options: ReadOptions) -> pd.DataFrame:
+    try:
+        header = list(pd.read_csv(path, sep=sep, nrows=0).columns)
+        id_column = _id_column(header, options, path)
+        return pd.read_csv(path, sep=sep, dtype={id_column: str})
+    except pd.errors.EmptyDataError:
+        raise SeedscopeError(f"{path} is empty") from None
+    except pd.errors.ParserError as error:
+        raise SeedscopeError(f"{path} is not a well-formed {'CSV' if sep == ',' else 'TSV'} file ({error})") from None
+
+
+def _load_json(path: Path) -> tuple[pd.DataFrame, str]:
+    """JSON lines (one object a line), or one JSON array of objects; malformed lines are located."""
+    text = path.read_text(encoding="utf-8")
+    if text.lstrip().startswith("["):
+        try:
+            records = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise SeedscopeError(f"{path} line {error.lineno}: not valid JSON ({error.msg})") from None
+        numbered = list(enumerate(records, start=1))
+        unit = "record"
+    else:
+        numbered = []
+        for number, line in enumerate(text.splitlines(), start=1):
+            if line.strip():
+                try:
+                    numbered.append((number, json.loads(line)))
+                except json.JSONDecodeError as error:
+                    raise SeedscopeError(f"{path} line {number}: not valid JSON ({error.msg})") from None
+        unit = "line"
+    for number, record in numbered:
+        if not isinstance(record, dict):
+            raise SeedscopeError(f"{path} {unit} {number}: expected a JSON object, found {type(record).__name__}")
+    if not numbered:
+        raise SeedscopeError(f"{path} holds no records")
+    raw = pd.DataFrame.from_records([record for _, record in numbered])
+    raw[LINE] = [number for number, _ in numbered]
+    return raw, unit
+
+
+def _probabilities(raw: pd.DataFrame, spec, source: Source) -> pd.DataFrame | None:
+    """``prob_<class>`` columns from the file's probability columns, or None when it has none."""
+    columns = [c for c in raw.columns if c != LINE]
+    if spec is None:
+        prefixed = [c for c in columns if str(c).startswith(PROB_PREFIX)]
+        if prefixed:
+            return raw[prefixed]
+        listed = pick_column(columns, None, PROB_LIST_NAMES, source.path)
+        return _expand(raw, listed, source) if listed else None
+    if isinstance(spec, dict):
+        for column in spec:
+            pick_column(columns, column, (), source.path)
+        return raw[list(spec)].rename(columns={c: f"{PROB_PREFIX}{cls}" for c, cls in spec.items()})
+    if spec in columns:
+        return _expand(raw, spec, source)
+    prefixed = [c for c in columns if str(c).startswith(spec)]
+    if not prefixed:
+        raise SeedscopeError(
+            f"{source.path}: no probability column {spec!r} and no column starting with it "
+            f"(available: {', '.join(map(str, columns))})"
+        )
+    return raw[prefixed].rename(columns=lambda c: f"{PROB_PREFIX}{c[len(spec):]}")
+
+
+def _expand(raw: pd.DataFrame, column: str, source: Source) -> pd.DataFrame:
+    """A column of probability lists (JSON text in CSV) as ``prob_0`` … ``prob_{C-1}``."""
+    rows = []
+    for line, value in zip(raw[LINE], raw[column]):
+        if isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except json.JSONDecodeError:
+                raise SeedscopeError(f"{source.where(line)}: {column} {value!r} is not a list of numbers") from None
+        rows.append(list(value))
+        if len(rows[-1]) != len(rows[0]):
+            raise SeedscopeError(
+                f"{source.where(line)}: {column} has {len(rows[-1])} probabilities, the first row {len(rows[0])}"
+            )
+    width = len(rows[0])
+    return pd.DataFrame(rows, columns=[f"{PROB_PREFIX}{i}" for i in range(width)], index=raw.index)
