@@ -68,8 +68,8 @@ def test_analysis_and_summary_sections():
     sections = tables.analysis_sections(result, top_k=3)
     titles = list(sections)
     assert titles[0].startswith("Macro: spread across 3 runs")
-    assert "VAR (population std, ÷S)" in sections[titles[0]].columns
-    assert "std (sample, ÷S−1)" in sections[titles[0]].columns
+    assert "VAR (÷S)" in sections[titles[0]].columns and "std (÷S−1)" in sections[titles[0]].columns
+    assert "population std" in titles[0] and "sample std" in titles[0]
     micro = sections[titles[1]]
     assert micro.loc["CON", "mean over pairs"] == result.micro.iloc[0]["con"]
     assert len(sections[titles[-1]]) == 3

@@ -39,6 +39,10 @@ def analyze_command(
     id_column: Optional[str] = typer.Option(None, help="Column with the example id; default: auto-detected."),
     prediction_column: Optional[str] = typer.Option(None, help="Column with the prediction; default: auto-detected."),
     label_column: Optional[str] = typer.Option(None, help="Column with the gold label; default: auto-detected."),
+    prob_columns: Optional[str] = typer.Option(
+        None, help="Prefix (or list-valued column) of the class-probability columns; default: prob_<class>."
+    ),
+    lm_eval_filter: Optional[str] = typer.Option(None, "--filter", help="lm-evaluation-harness filter to read (default: the only or first one)."),
     input_format: Optional[str] = typer.Option(
         None, "--format", help="Input format when the file extension does not tell (csv, tsv, jsonl, parquet, lm-eval, run-glue)."
     ),
@@ -74,8 +78,11 @@ def analyze_command(
             id_column=id_column,
             prediction_column=prediction_column,
             label_column=label_column,
+            prob_columns=prob_columns,
             task=task,
+            task_type=task_type.value if task_type else None,
             data_dir=data_dir,
+            filter=lm_eval_filter,
         )
     options = dict(
         task_type=task_type.value if task_type else None,

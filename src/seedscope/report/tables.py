@@ -18,18 +18,24 @@ from seedscope.analysis.summary import TaskSummary
 from seedscope.api import Analysis
 
 MISSING = "—"
+#: terminal columns never shrink below this many characters (or their widest value)
+RICH_MIN_WIDTH = 15
 MACRO_HEADERS = {
     "mean": "mean",
-    "var_published": "VAR (population std, ÷S)",
-    "std_sample": "std (sample, ÷S−1)",
-    "cv": "CV (sample std / |mean|)",
-    "min": "min",
-    "max": "max",
-    "ci_low": "CI low",
-    "ci_high": "CI high",
+    "var_published": "VAR (÷S)",
+    "std_sample": "std (÷S−1)",
+    "cv": "CV",
 }
 MICRO_ROWS = {"con": "CON", "ccon": "CCON", "prob_con": "probabilistic consistency π"}
-UNSTABLE_COLUMNS = ("agreement", "correct_rate", "category", "majority_prediction", "label", "prediction_std", "text")
+UNSTABLE_COLUMNS = {
+    "agreement": "agreement",
+    "correct_rate": "correct rate",
+    "category": "category",
+    "majority_prediction": "majority",
+    "label": "gold",
+    "prediction_std": "prediction std",
+    "text": "text",
+}
 
 
 def format_value(value, digits: int = 4, missing: str = MISSING) -> str:
@@ -101,9 +107,12 @@ def to_rich(frame: pd.DataFrame, title: str | None = None, digits: int = 4) -> T
     """A Rich table for the terminal."""
     header, rows = _cells(frame, digits)
     table = Table(title=title, title_justify="left", header_style="bold")
-    table.add_column(header[0], style="bold")
-    for name in header[1:]:
-        table.add_column(name, justify="right")
+    # Headers may wrap on a narrow terminal, values never shrink: each column is at least as
+    # wide as its widest value.
+    widths = [min(max([len(row[i]) for row in rows], default=1), RICH_MIN_WIDTH) for i in range(len(header))]
+    table.add_column(header[0], style="bold", min_width=widths[0], overflow="fold")
+    for name, width in zip(header[1:], widths[1:]):
+        table.add_column(name, justify="right", min_width=width, overflow="fold")
     for row in rows:
         table.add_row(*row)
     return table
@@ -116,8 +125,15 @@ def analysis_sections(analysis: Analysis, top_k: int = 10) -> dict[str, pd.DataF
     level = f"{analysis.confidence:.0%}".replace("%", " %")
     sections = {}
     if len(analysis.macro):
-        macro = analysis.macro.rename(columns=MACRO_HEADERS | {"ci_low": f"{level} CI low", "ci_high": f"{level} CI high"})
-        sections[f"Macro: spread across {n_runs} runs (fractions; bootstrap CI of the mean)"] = macro
+        macro = analysis.macro.drop(columns=["ci_low", "ci_high", "min", "max"]).rename(columns=MACRO_HEADERS)
+        macro[f"{level} CI"] = [
+            f"{format_value(low)}–{format_value(high)}" for low, high in zip(analysis.macro["ci_low"], analysis.macro["ci_high"])
+        ]
+        title = (
+            f"Macro: spread across {n_runs} runs (fractions). VAR = population std as published (÷S), "
+            "std = sample std (÷S−1), CV = std/|mean|, bootstrap percentile CI"
+        )
+        sections[title] = macro
     micro_frame = pd.DataFrame(
         {
             "mean over pairs": [micro[c] for c in MICRO_ROWS],
@@ -130,7 +146,8 @@ def analysis_sections(analysis: Analysis, top_k: int = 10) -> dict[str, pd.DataF
     if len(analysis.per_run.columns):
         sections["Per run"] = analysis.per_run
     unstable = analysis.most_unstable(top_k)
-    sections[f"Most unstable examples (top {len(unstable)})"] = unstable[[c for c in UNSTABLE_COLUMNS if c in unstable.columns]]
+    shown = unstable[[c for c in UNSTABLE_COLUMNS if c in unstable.columns]].rename(columns=UNSTABLE_COLUMNS)
+    sections[f"Most unstable examples (top {len(unstable)})"] = shown
     return sections
 
 
