@@ -649,3 +649,54 @@ def _mcnemar_rows(frame_a: pd.DataFrame, frame_b: pd.DataFrame, matched: list[st
         for run in matched
         if run in frame_a.index and run in frame_b.index
     ]
+
+
+def compare_sweeps(
+    tables: Mapping[str, pd.DataFrame],
+    *,
+    metric: str | None = None,
+    n_boot: int = 10_000,
+    n_permutations: int = 9999,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> Comparison:
+    """Compare sweeps given as prediction tables (system name → long table of its S runs).
+
+    Per-run metrics come from :func:`seedscope.analyze` (``metric`` defaults to the primary
+    metric: accuracy for classification, Pearson for regression); classification with gold
+    labels also gives per-example correctness for the joint bootstrap and McNemar.
+    """
+    from seedscope.api import analyze
+
+    per_run, per_example, notes = {}, {}, []
+    chosen = metric
+    for name, table in tables.items():
+        try:
+            result = analyze(table, n_boot=max(1, min(n_boot, 1000)), confidence=confidence, seed=seed)
+        except SeedscopeError as error:
+            raise SeedscopeError(f"sweep {name}: {error}") from None
+        if result.per_run.shape[1] == 0:
+            raise SeedscopeError(f"sweep {name} has no gold labels, so it has no per-run metric to compare")
+        chosen = chosen or result.primary_metric
+        if chosen not in result.per_run.columns:
+            raise SeedscopeError(
+                f"sweep {name} has no metric {chosen!r}; available: {', '.join(result.per_run.columns)}"
+            )
+        per_run[name] = result.per_run[chosen]
+        aligned = result.aligned
+        if aligned.task_type == "classification" and aligned.has_labels and (aligned.labels >= 0).all():
+            correct = (aligned.predictions == aligned.labels[None, :]).astype(float)
+            per_example[name] = pd.DataFrame(correct, index=aligned.runs, columns=aligned.example_ids)
+    if len(per_example) < len(per_run) and per_example:
+        notes.append("some sweeps lack per-example correctness (regression or missing labels): no joint bootstrap / McNemar for them")
+    comparison = compare_systems(
+        per_run,
+        per_example or None,
+        metric=chosen,
+        n_boot=n_boot,
+        n_permutations=n_permutations,
+        confidence=confidence,
+        seed=seed,
+    )
+    comparison.notes = notes + comparison.notes
+    return comparison
