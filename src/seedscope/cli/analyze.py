@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 
 from seedscope.atomic import atomic_write_text
+from seedscope.errors import SeedscopeError
 
 HELP = """Macro (mean, VAR, sample std, CV, bootstrap CI) and micro (CON, CCON) seed effects of
 the predictions of several runs of one model on the same examples.
@@ -69,6 +70,12 @@ def analyze_command(
     from seedscope.io import read_predictions
     from seedscope.report import tables
 
+    outputs_named = [p for p in (json_file, markdown_file, latex_file, csv_file) if p is not None]
+    for path in outputs_named:
+        if path.is_dir():
+            raise SeedscopeError(f"output {path} is a folder; name a file to write")
+    if len(set(outputs_named)) < len(outputs_named):
+        raise SeedscopeError("two outputs name the same file; give each of --json, --markdown, --latex, --csv its own")
     console = Console()
     with console.status("reading predictions…"):
         table = read_predictions(
@@ -122,7 +129,10 @@ def analyze_command(
         if result.aligned.n_dropped:
             console.print(f"--intersect dropped {result.aligned.n_dropped} example(s) not covered by every run")
     for path, text in outputs.items():
-        atomic_write_text(path, text)
+        try:
+            atomic_write_text(path, text)
+        except OSError as error:
+            raise SeedscopeError(f"cannot write {path}: {error.strerror or error}") from error
         console.print(f"wrote {path}")
 
 

@@ -1,0 +1,163 @@
+"""``seedscope analyze``: outputs on real files, and every bad input ends with exit 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from seedscope.cli import main
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def run_cli(args: list[str]) -> int:
+    """Exit status of the console script on ``args`` (0 when it returns normally)."""
+    try:
+        main(["analyze", *args])
+    except SystemExit as done:
+        return int(done.code or 0)
+    return 0
+
+
+def write(path: Path, text: str) -> str:
+    path.write_text(text)
+    return str(path)
+
+
+def figure1_files(folder: Path) -> list[str]:
+    """Two runs at 60 % accuracy that agree on only 2 of 10 examples (paper Figure 1)."""
+    gold = [1] * 10
+    runs = {"seed_42": [1] * 6 + [0] * 4, "seed_52": [0] * 4 + [1] * 6}
+    paths = []
+    for name, pred in runs.items():
+        frame = pd.DataFrame({"example_id": range(10), "prediction": pred, "label": gold})
+        path = folder / f"{name}.csv"
+        frame.to_csv(path, index=False)
+        paths.append(str(path))
+    return paths
+
+
+def test_all_outputs_on_figure1(tmp_path, capsys):
+    out = tmp_path / "out"
+    args = figure1_files(tmp_path) + [
+        "--json", str(out / "r.json"), "--markdown", str(out / "r.md"),
+        "--latex", str(out / "r.tex"), "--csv", str(out / "r.csv"), "--n-boot", "200",
+    ]
+    assert run_cli(args) == 0
+    terminal = capsys.readouterr().out
+    assert "CON" in terminal and "0.2000" in terminal and "0.6000" in terminal
+    result = json.loads((out / "r.json").read_text())
+    assert result["units"] == "fraction"
+    assert result["metrics"]["accuracy"]["mean"] == pytest.approx(0.6)
+    assert result["micro"]["con"] == pytest.approx(0.2) and result["micro"]["ccon"] == pytest.approx(0.2)
+    assert result["micro"]["n_pairs"] == 1 and result["runs"] == ["seed_42", "seed_52"]
+    assert "| CON | 0.2000 |" in (out / "r.md").read_text()
+    assert "\\toprule" in (out / "r.tex").read_text()
+    long = pd.read_csv(out / "r.csv")
+    con = long[(long["section"] == "micro") & (long["statistic"] == "con")]["value"].item()
+    assert con == pytest.approx(0.2)
+
+
+def test_example_predictions_and_multi_task_summary(tmp_path, capsys):
+    rte = sorted(str(p) for p in (EXAMPLES / "rte").glob("*.csv"))
+    assert run_cli(rte + ["--top", "3", "--n-boot", "100"]) == 0
+    assert "Most unstable examples (top 3)" in capsys.readouterr().out
+    # cb.csv carries a task column; with a second task the summary tables appear
+    cb = pd.read_csv(EXAMPLES / "cb.csv")
+    both = pd.concat([cb, cb.assign(task="wic")])
+    path = tmp_path / "two_tasks.csv"
+    both.to_csv(path, index=False)
+    assert run_cli([str(path), "--json", str(tmp_path / "s.json"), "--n-boot", "100"]) == 0
+    assert "Table 7 layout" in capsys.readouterr().out
+    result = json.loads((tmp_path / "s.json").read_text())
+    assert [g["task"] for g in result["groups"]] == ["cb", "wic"]
+    assert result["groups"][0]["micro"]["prob_con"] is not None
+    assert set(result["summary"]["table1"]) == {"cb", "wic"}
+
+
+def test_regression_and_intersect(tmp_path):
+    a = write(tmp_path / "a.csv", "example_id,prediction,label\n1,0.5,0.4\n2,1.5,1.7\n3,2.5,2.2\n4,3.1,3.3\n")
+    b = write(tmp_path / "b.csv", "example_id,prediction,label\n1,0.7,0.4\n2,1.2,1.7\n3,2.9,2.2\n")
+    out = tmp_path / "r.json"
+    assert run_cli([a, b, "--intersect", "--task-type", "regression", "--json", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert result["task_type"] == "regression" and result["micro"]["n_dropped"] == 1
+    assert result["micro"]["n_examples"] == 3 and set(result["metrics"]) == {"pearson", "spearman"}
+
+
+def test_help_teaches_with_examples(capsys):
+    assert run_cli(["--help"]) == 0
+    text = capsys.readouterr().out
+    assert "seedscope analyze" in text and "--intersect" in text and "--json" in text
+
+
+BAD_INPUTS = {
+    # name: (files {name: content} or None for "missing", extra args, message fragment)
+    "missing file": ({}, ["nothing.csv"], "does not exist"),
+    "empty file": ({"a.csv": "", "b.csv": "example_id,prediction\n1,x\n"}, [], "empty"),
+    "header only": ({"a.csv": "example_id,prediction\n", "b.csv": "example_id,prediction\n1,x\n"}, [], "no rows"),
+    "unknown column": ({"a.csv": "example_id,prediction\n1,x\n", "b.csv": "example_id,prediction\n1,x\n"}, ["--id-column", "idx"], "idx"),
+    "duplicate id": ({"a.csv": "example_id,prediction\n1,x\n1,y\n", "b.csv": "example_id,prediction\n1,x\n"}, [], "1"),
+    "different ids": (
+        {"a.csv": "example_id,prediction\n1,x\n2,x\n", "b.csv": "example_id,prediction\n1,x\n3,y\n"},
+        [],
+        "run a lacks 1 (e.g. 3); run b lacks 1 (e.g. 2)",
+    ),
+    "one run": ({"a.csv": "example_id,prediction,label\n1,x,x\n2,y,x\n"}, [], "at least two"),
+    "NaN regression value": (
+        {"a.csv": "example_id,prediction,label\n1,0.5,1.5\n2,nan,2.5\n", "b.csv": "example_id,prediction,label\n1,0.5,1.5\n2,0.7,2.5\n"},
+        ["--task-type", "regression"],
+        "line 3",
+    ),
+    "non-numeric regression value": (
+        {"a.csv": "example_id,prediction,label\n1,0.5,1.5\n2,high,2.5\n", "b.csv": "example_id,prediction,label\n1,0.5,1.5\n2,0.7,2.5\n"},
+        ["--task-type", "regression"],
+        "not a number",
+    ),
+    "probabilities not summing to one": (
+        {
+            "a.csv": "example_id,prediction,prob_x,prob_y\n1,x,0.9,0.3\n",
+            "b.csv": "example_id,prediction,prob_x,prob_y\n1,x,0.9,0.1\n",
+        },
+        [],
+        "sum to 1.2000, not 1",
+    ),
+    "unknown primary metric": (
+        {"a.csv": "example_id,prediction,label\n1,x,x\n", "b.csv": "example_id,prediction,label\n1,y,x\n"},
+        ["--primary-metric", "bleu"],
+        "unknown primary metric",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_INPUTS))
+def test_bad_input_exits_2_with_one_message_and_writes_nothing(case, tmp_path, capsys, monkeypatch):
+    files, extra, fragment = BAD_INPUTS[case]
+    monkeypatch.chdir(tmp_path)
+    paths = [write(tmp_path / name, text) for name, text in files.items()]
+    outputs = ["--json", "o.json", "--markdown", "o.md", "--latex", "o.tex", "--csv", "o.csv"]
+    assert run_cli(paths + extra + outputs) == 2
+    err = capsys.readouterr().err
+    assert "error:" in err and fragment in " ".join(err.split()) and "Traceback" not in err
+    assert not any(Path(name).exists() for name in ("o.json", "o.md", "o.tex", "o.csv"))
+    assert not list(tmp_path.glob(".o.*"))  # no temporary file left behind
+
+
+def test_output_that_is_a_folder_is_refused(tmp_path, capsys):
+    assert run_cli(figure1_files(tmp_path) + ["--json", str(tmp_path)]) == 2
+    assert "is a folder" in capsys.readouterr().err
+
+
+def test_same_file_for_two_outputs_is_refused(tmp_path, capsys):
+    target = str(tmp_path / "x.txt")
+    assert run_cli(figure1_files(tmp_path) + ["--json", target, "--csv", target]) == 2
+    assert "same file" in capsys.readouterr().err
+    assert not Path(target).exists()
+
+
+def test_bad_option_value_exits_2(tmp_path):
+    assert run_cli(figure1_files(tmp_path) + ["--task-type", "generation"]) == 2
+    assert run_cli(figure1_files(tmp_path) + ["--confidence", "1.5"]) == 2
