@@ -42,11 +42,12 @@ def main(argv: list[str] | None = None) -> None:
     except SeedscopeError as error:
         err_console.print(f"[bold red]error:[/] {error}", highlight=False, soft_wrap=True)
         sys.exit(2)
-    except click.exceptions.Exit as done:
+    except (click.exceptions.Exit, typer.Exit) as done:
         sys.exit(done.exit_code)
-    except click.ClickException as error:
+    except (click.ClickException, typer.exceptions.TyperException) as error:
+        # typer ≥ 0.29 vendors click: its usage errors (bad option values) are TyperExceptions
         error.show()
         sys.exit(2)
-    except click.exceptions.Abort:
+    except (click.exceptions.Abort, typer.Abort):
         err_console.print("aborted")
         sys.exit(130)
