@@ -66,11 +66,13 @@ def require_readable(path: Path) -> None:
         raise SeedscopeError(f"{path} is empty")
 
 
-def run_names(paths: list[Path], given: tuple[str, ...] | None = None) -> list[str]:
+def run_names(paths: list[Path], given: tuple[str, ...] | None = None, *, by_folder: bool = False) -> list[str]:
     """One run name per path: the file stem (or folder name), lengthened until names are unique.
 
     ``seed1/preds.csv`` and ``seed2/preds.csv`` share a stem, so they become ``seed1`` and
-    ``seed2``; explicit ``given`` names win but must be one per path and distinct.
+    ``seed2``. ``by_folder`` names files after their folder first (for formats whose file
+    names never vary, such as ``predict_results_rte.txt``). Explicit ``given`` names win but
+    must be one per path and distinct.
     """
     if given is not None:
         if len(given) != len(paths):
@@ -78,10 +80,16 @@ def run_names(paths: list[Path], given: tuple[str, ...] | None = None) -> list[s
         if len(set(given)) != len(given):
             raise SeedscopeError(f"run names must be distinct; got {', '.join(given)}")
         return [str(name) for name in given]
-    bare = [p.parent / p.stem if p.is_file() else p for p in (Path(os.path.abspath(p)) for p in paths)]
-    candidates = [[b.name for b in bare], [b.parent.name for b in bare]]
-    for depth in range(2, max(len(b.parts) for b in bare) + 1):
-        candidates.append(["/".join(b.parts[-depth:]) for b in bare])
+    absolute = [Path(os.path.abspath(p)) for p in paths]
+    stems = [p.parent / p.stem if p.is_file() else p for p in absolute]
+    folders = [p.parent if p.is_file() else p for p in absolute]
+    def suffixes(bare: list[Path], start: int = 1) -> list[list[str]]:
+        return [["/".join(b.parts[-depth:]) for b in bare] for depth in range(start, max(map(len, (b.parts for b in bare))) + 1)]
+
+    if by_folder:
+        candidates = suffixes(folders) + suffixes(stems)
+    else:
+        candidates = [[b.name for b in stems], [b.name for b in folders]] + suffixes(stems, start=2)
     for names in candidates:
         if len(set(names)) == len(names) and all(names):
             return names

@@ -42,7 +42,7 @@ def read_run_glue(paths: list[Path], options: ReadOptions) -> list[Source]:
         return _task_name(path, options.task)
 
     units = run_folders(paths, predict_files, task_of, "run_glue predict")
-    names = run_names(paths, options.run_names)
+    names = run_names(paths, options.run_names, by_folder=True)
     gold: dict[str, pd.DataFrame] = {}
     sources = []
     for (_, files), run in zip(units, names):
