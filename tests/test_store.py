@@ -40,7 +40,7 @@ def _finish(store: ExperimentStore, run_id: str, seed=0, **kwargs) -> pd.DataFra
     table = _predictions(seed=seed)
     store.mark_running(run_id)
     store.record_success(run_id, table, {"accuracy": 0.5, "mcc": float("nan")}, {"torch": "2.x", "device": {"type": "cpu"}},
-                         {"train_s": 1.0, "total_s": 2.5}, **kwargs)
+                         {"train_s": 1.0, "total_seconds": 2.5}, **kwargs)
     return table
 
 

@@ -317,7 +317,7 @@ class ExperimentStore:
         finished = _now()
         with self._transaction() as db:
             started = self._require(db, run_id)[1]
-            duration = (timings or {}).get("total_s")
+            duration = (timings or {}).get("total_seconds")
             if duration is None and started:
                 duration = (datetime.fromisoformat(finished) - datetime.fromisoformat(started)).total_seconds()
             assignments = ", ".join(f"{name} = ?" for name in columns)

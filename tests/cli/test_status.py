@@ -16,7 +16,7 @@ def store(tmp_path):
     done, failed, _ = [r["run_id"] for r in store.pending_runs()]
     store.mark_running(done)
     store.record_success(done, pd.DataFrame({"run": 1, "example_id": ["0", "1"], "prediction": [1, 0]}),
-                         {"mcc": 0.41234, "accuracy": 0.5}, {}, {"total_s": 75.0})
+                         {"mcc": 0.41234, "accuracy": 0.5}, {}, {"total_seconds": 75.0})
     store.mark_running(failed)
     store.record_failure(failed, "Traceback (most recent call last):\nValueError: the model has no classification head")
     return store
