@@ -139,3 +139,13 @@ def test_intersect_reports_dropped_examples():
         seedscope.analyze(table)
     result = seedscope.analyze(table, intersect=True)
     assert result.micro.iloc[0]["n_dropped"] == 1 and result.micro.iloc[0]["n_examples"] == 9
+
+
+def test_registry_tasks_get_their_primary_metric_and_task_type():
+    whole = long_table({"a": [1.0, 2.0, 3.0, 5.0], "b": [1.0, 3.0, 3.0, 4.0]}, [1.0, 2.0, 4.0, 5.0], task="stsb")
+    (key, result), = seedscope.analyze_groups(whole).items()
+    assert key == ("stsb", None) and result.task_type == "regression" and result.primary_metric == "pearson"
+    cola = seedscope.analyze_groups(FIGURE1.assign(task="cola"))[("cola", None)]
+    assert cola.primary_metric == "mcc"
+    chosen = seedscope.analyze_groups(FIGURE1.assign(task="cola"), primary_metric="f1_macro")[("cola", None)]
+    assert chosen.primary_metric == "f1_macro"

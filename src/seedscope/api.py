@@ -234,20 +234,45 @@ def _require_single_group(table: pd.DataFrame) -> None:
             )
 
 
+def task_spec(name):
+    """The task registry's TaskSpec for a task name, or None for a task it does not know."""
+    from seedscope.tasks import get_task
+
+    try:
+        return get_task(str(name))
+    except SeedscopeError:
+        return None
+
+
+def _task_defaults(task, options: dict) -> dict:
+    """Fill an unset primary metric and task type from the registry (MCC for CoLA …)."""
+    spec = task_spec(task) if task is not None else None
+    if spec is None:
+        return options
+    options = dict(options)
+    if options.get("primary_metric") is None:
+        options["primary_metric"] = spec.primary_metric
+    if options.get("task_type") is None and spec.task_type in ("classification", "regression"):
+        options["task_type"] = spec.task_type
+    return options
+
+
 def analyze_groups(table: pd.DataFrame, **options) -> dict[tuple, Analysis]:
     """:func:`analyze` each (task, model) group of a table; keys are (task, model) tuples.
 
     A table without ``task`` / ``model`` columns is one group, keyed ``(None, None)``.
-    ``options`` are passed to :func:`analyze`.
+    ``options`` are passed to :func:`analyze`; for a task the registry knows, an unset
+    ``primary_metric`` / ``task_type`` comes from the registry (MCC for CoLA, Pearson for STS-B).
     """
     columns = _group_columns(table)
     if not columns:
         return {(None, None): analyze(table, **options)}
     results = {}
-    for key, group in table.groupby(columns, sort=True, dropna=False):
+    for key, group in table.groupby(columns, sort=False, dropna=False):
         key = key if isinstance(key, tuple) else (key,)
         named = dict(zip(columns, key))
         # Columns another group filled (its prob_<class> columns) are empty here: drop them.
         group = group.drop(columns=columns).dropna(axis=1, how="all")
-        results[(named.get("task"), named.get("model"))] = analyze(group, **options)
+        task = named.get("task")
+        results[(task, named.get("model"))] = analyze(group, **_task_defaults(task, options))
     return results

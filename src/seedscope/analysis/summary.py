@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from seedscope.api import Analysis, analyze_groups
+from seedscope.api import Analysis, analyze_groups, task_spec
 from seedscope.errors import SeedscopeError
 
 TABLE7_COLUMNS = {
@@ -40,23 +40,13 @@ class TaskSummary:
     table7: pd.DataFrame
     correlation: pd.DataFrame
     analyses: dict[str, Analysis]
-
-
-def _task_spec(name: str):
-    """The registry's TaskSpec for a task name, or None for a task it does not know."""
-    from seedscope.tasks import get_task
-
-    try:
-        return get_task(name)
-    except SeedscopeError:
-        return None
+    #: training-set size per task label (NaN when unknown), as used for ``correlation``
+    train_sizes: pd.Series | None = None
 
 
 def _group_label(key: tuple, several_models: bool) -> str:
     task, model = key
-    if several_models:
-        return f"{task} ({model})"
-    return str(task)
+    return f"{task} ({model})" if several_models else str(task)
 
 
 def summarize_tasks(
@@ -69,7 +59,7 @@ def summarize_tasks(
     """Paper-style multi-task summary of several prediction sets.
 
     ``predictions`` is a long prediction table with a ``task`` column (and optionally
-    ``model``), analysed per group with the registry's primary metric for each known task,
+    ``model``), analysed per group by :func:`~seedscope.api.analyze_groups`,
     or a mapping task name → :class:`~seedscope.api.Analysis`. ``train_sizes`` maps task
     name → training-set size; tasks missing from it are looked up in the task registry.
     ``log_size`` correlates log10(size) instead of the size (the paper plots a log scale).
@@ -89,28 +79,18 @@ def summarize_tasks(
     table7.columns = pd.MultiIndex.from_tuples(table7.columns, names=["quantity", "statistic"])
     table7.index.name = "task"
     correlation = _size_correlation(table1, sizes, log_size)
-    return TaskSummary(table1, table7, correlation, analyses)
+    return TaskSummary(table1, table7, correlation, analyses, pd.Series(sizes, dtype=float, name="train_size"))
 
 
 def _analyze_tasks(table: pd.DataFrame, options: dict) -> dict[str, Analysis]:
     several_models = "model" in table.columns and table["model"].nunique(dropna=False) > 1
-    analyses = {}
-    for task, group in table.groupby("task", sort=False):
-        spec = _task_spec(str(task))
-        task_options = dict(options)
-        if spec is not None and spec.task_type != "multiple_choice":
-            task_options.setdefault("task_type", spec.task_type)
-        if spec is not None:
-            task_options.setdefault("primary_metric", spec.primary_metric)
-        for key, analysis in analyze_groups(group, **task_options).items():
-            analyses[_group_label(key, several_models)] = analysis
-    return analyses
+    return {_group_label(key, several_models): a for key, a in analyze_groups(table, **options).items()}
 
 
 def _train_size(name: str, train_sizes: Mapping[str, float] | None) -> float:
     if train_sizes and name in train_sizes:
         return float(train_sizes[name])
-    spec = _task_spec(name.split(" (")[0])
+    spec = task_spec(name.split(" (")[0])
     return float(spec.train_size) if spec is not None else np.nan
 
 

@@ -91,6 +91,8 @@ def analyze_command(
             data_dir=data_dir,
             filter=lm_eval_filter,
         )
+    for note in table.attrs.get("notes", []):
+        console.print(note, highlight=False)
     options = dict(
         task_type=task_type.value if task_type else None,
         intersect=intersect,
