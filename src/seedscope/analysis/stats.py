@@ -319,7 +319,7 @@ def joint_bootstrap(
     scores_b,
     *,
     paired_seeds: bool,
-    resample: Literal["both", "seeds", "examples"] = "both",
+    resample: Literal["both", "seeds", "examples", "none"] = "both",
     n_boot: int = 1000,
     confidence: float = 0.95,
     seed: int = 0,
@@ -329,6 +329,8 @@ def joint_bootstrap(
     ``scores_a``: S_A × N per-example scores (e.g. correctness 0/1) on the same N examples as
     ``scores_b`` (S_B × N). Examples are always resampled jointly for A and B (same test
     items); ``paired_seeds`` also draws the same seed indices for both (matched seeds, S_A = S_B).
+    ``resample`` = seeds / examples resamples only that axis; none gives every replicate the
+    point estimate (a sanity check: degenerate intervals).
     """
     a = np.asarray(scores_a, dtype=float)
     b = np.asarray(scores_b, dtype=float)
@@ -338,8 +340,8 @@ def joint_bootstrap(
         raise SeedscopeError("the joint bootstrap got a NaN or infinite per-example score")
     if paired_seeds and a.shape[0] != b.shape[0]:
         raise SeedscopeError(f"paired seeds need the same number of seeds: {a.shape[0]} vs {b.shape[0]}")
-    if resample not in ("both", "seeds", "examples"):
-        raise SeedscopeError(f"unknown resampling '{resample}': use both, seeds or examples")
+    if resample not in ("both", "seeds", "examples", "none"):
+        raise SeedscopeError(f"unknown resampling '{resample}': use both, seeds, examples or none")
     alpha = _alpha(confidence)
     _check_resamples(n_boot)
     rng = np.random.default_rng(seed)
@@ -350,10 +352,10 @@ def joint_bootstrap(
         rows = min(chunk, n_boot - start)
         seeds_on = resample in ("both", "seeds")
         weight_a = _resample_counts(rng, rows, a.shape[0]) if seeds_on else np.ones((rows, a.shape[0]))
-        if paired_seeds or not seeds_on:
-            weight_b = weight_a if a.shape[0] == b.shape[0] else np.ones((rows, b.shape[0]))
+        if not seeds_on:
+            weight_b = np.ones((rows, b.shape[0]))
         else:
-            weight_b = _resample_counts(rng, rows, b.shape[0])
+            weight_b = weight_a if paired_seeds else _resample_counts(rng, rows, b.shape[0])
         examples = _resample_counts(rng, rows, n_examples) if resample in ("both", "examples") else np.ones((rows, n_examples))
         theta_a[start : start + rows] = ((weight_a @ a) * examples).sum(axis=1) / (a.shape[0] * n_examples)
         theta_b[start : start + rows] = ((weight_b @ b) * examples).sum(axis=1) / (b.shape[0] * n_examples)
