@@ -10,8 +10,7 @@ from typing import Optional
 import typer
 from rich.console import Console
 
-from seedscope.atomic import atomic_write_text
-from seedscope.errors import SeedscopeError
+from seedscope.cli.outputs import check_outputs, write_outputs
 
 HELP = """Macro (mean, VAR, sample std, CV, bootstrap CI) and micro (CON, CCON) seed effects of
 the predictions of several runs of one model on the same examples.
@@ -70,12 +69,7 @@ def analyze_command(
     from seedscope.io import read_predictions
     from seedscope.report import tables
 
-    outputs_named = [p for p in (json_file, markdown_file, latex_file, csv_file) if p is not None]
-    for path in outputs_named:
-        if path.is_dir():
-            raise SeedscopeError(f"output {path} is a folder; name a file to write")
-    if len(set(outputs_named)) < len(outputs_named):
-        raise SeedscopeError("two outputs name the same file; give each of --json, --markdown, --latex, --csv its own")
+    check_outputs(json_file, markdown_file, latex_file, csv_file)
     console = Console()
     with console.status("reading predictions…"):
         table = read_predictions(
@@ -130,12 +124,7 @@ def analyze_command(
     for result in results.values():
         if result.aligned.n_dropped:
             console.print(f"--intersect dropped {result.aligned.n_dropped} example(s) not covered by every run")
-    for path, text in outputs.items():
-        try:
-            atomic_write_text(path, text)
-        except OSError as error:
-            raise SeedscopeError(f"cannot write {path}: {error.strerror or error}") from error
-        console.print(f"wrote {path}")
+    write_outputs(outputs, console)
 
 
 def _label(key: tuple) -> str:

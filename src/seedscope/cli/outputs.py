@@ -1,0 +1,34 @@
+"""Output files of a command: checked before any work, written atomically after all of it.
+
+A command renders every output in memory first; only then does :func:`write_outputs` write
+them, each atomically, so a failing run leaves no file (and never half a file) behind.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+
+from seedscope.atomic import atomic_write_text
+from seedscope.errors import SeedscopeError
+
+
+def check_outputs(*paths: Path | None) -> None:
+    """Refuse an output that is a folder, or one file named for two outputs."""
+    named = [Path(p) for p in paths if p is not None]
+    for path in named:
+        if path.is_dir():
+            raise SeedscopeError(f"output {path} is a folder; name a file to write")
+    if len({p.resolve() for p in named}) < len(named):
+        raise SeedscopeError("two outputs name the same file; give each output its own file")
+
+
+def write_outputs(outputs: dict[Path, str], console: Console) -> None:
+    """Write each rendered text to its file atomically and say so."""
+    for path, text in outputs.items():
+        try:
+            atomic_write_text(path, text)
+        except OSError as error:
+            raise SeedscopeError(f"cannot write {path}: {error.strerror or error}") from error
+        console.print(f"wrote {path}")

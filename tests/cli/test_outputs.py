@@ -1,0 +1,30 @@
+"""Output files: refused before any work when impossible, written atomically otherwise."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from rich.console import Console
+
+from seedscope.cli.outputs import check_outputs, write_outputs
+from seedscope.errors import SeedscopeError
+
+
+def test_check_outputs(tmp_path):
+    check_outputs(tmp_path / "a.json", None, tmp_path / "b.md")
+    with pytest.raises(SeedscopeError, match="is a folder"):
+        check_outputs(tmp_path)
+    with pytest.raises(SeedscopeError, match="same file"):
+        check_outputs(tmp_path / "a.json", tmp_path / "x" / ".." / "a.json")
+
+
+def test_write_outputs(tmp_path):
+    console = Console(file=io.StringIO())
+    write_outputs({tmp_path / "new" / "a.txt": "hello\n"}, console)
+    assert (tmp_path / "new" / "a.txt").read_text() == "hello\n"
+    assert "wrote" in console.file.getvalue()
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(SeedscopeError, match="cannot write"):
+        write_outputs({blocker / "a.txt": "x"}, console)
