@@ -87,3 +87,68 @@ def test_real_fixture_layout(data_dir):
     assert study.grids["order"].scores.shape == (200, 10)
     assert set(study.grids["order"].groups[0]) == {"split", "label", "run"}
     assert len(study.golden) == 1000
+
+
+def study_store(tmp_path, fail=(), skip=()):
+    """A real experiment store of the worked example (SST-2, data_order, N = 3, M = 4, L = 12)."""
+    from seedscope.plan import factor_study_plan, parse_study_tag
+    from seedscope.store import ExperimentStore
+
+    S = [[80, 82, 84], [75, 79, 77], [85, 85, 88], [70, 74, 78]]
+    GM = [78, 82, 75, 88, 71, 80, 84, 77, 73, 86, 79, 81]
+    plan = factor_study_plan("sst2", "tiny", ["data_order"], 3, 4, 12)
+    store = ExperimentStore.create(tmp_path / "study", plan.to_dict())
+    predictions = pd.DataFrame({"run": 1, "example_id": ["0", "1"], "prediction": [0, 1], "label": [0, 0]})
+    for spec in plan.specs:
+        if spec.tag in skip:
+            continue
+        if spec.tag in fail:
+            store.record_failure(spec.run_id, "boom")
+            continue
+        experiment, j, k = parse_study_tag(spec.tag)
+        score = GM[j - 1] if k is None else S[j - 1][k - 1]
+        store.record_success(spec.run_id, predictions, {"accuracy": score / 100, "f1_macro": 0.5})
+    return store
+
+
+def test_store_becomes_the_same_table(tmp_path):
+    from seedscope.analysis.factor_table import score_table_from_store
+    from seedscope.analysis.factors import analyze_factors
+
+    table, info = score_table_from_store(study_store(tmp_path))
+    assert info == {"task": "sst2", "model": "tiny", "metric": "accuracy", "chance": 0.5, "not_done": {}}
+    assert list(table.columns) == ["experiment", "mitigation", "data_order", "accuracy"]
+    study = study_from_table(table, metric="accuracy", chance=info["chance"])
+    row = analyze_factors(study, n_boot=100).summary.loc["data_order"]
+    assert row["importance"] == pytest.approx(-0.535009, abs=1e-6)
+    assert study.grids["data_order"].groups == ({"mitigation": 1}, {"mitigation": 2}, {"mitigation": 3}, {"mitigation": 4})
+
+
+def test_store_runs_not_done_are_counted(tmp_path):
+    from seedscope.analysis.factor_table import score_table_from_store
+    from seedscope.analysis.factors import analyze_factors
+
+    store = study_store(tmp_path, fail={"data_order.m4.i3"}, skip={"golden.m12"})
+    table, info = score_table_from_store(store)
+    assert info["not_done"] == {"failed": 1, "pending": 1}
+    study = study_from_table(table, metric="accuracy")
+    with pytest.raises(SeedscopeError, match="1 missing run"):
+        analyze_factors(study)
+    row = analyze_factors(study, n_boot=50, allow_missing=True).summary.loc["data_order"]
+    assert row["importance"] == pytest.approx((1.670050 - 5.261891) / np.std([78, 82, 75, 88, 71, 80, 84, 77, 73, 86, 79]), abs=1e-6)
+
+
+def test_store_metric_and_errors(tmp_path):
+    from seedscope.analysis.factor_table import chance_level, score_table_from_store
+    from seedscope.store import ExperimentStore
+
+    store = study_store(tmp_path)
+    table, info = score_table_from_store(store, metric="f1_macro")
+    assert (table["f1_macro"] == 0.5).all() and info["chance"] == 0.5
+    with pytest.raises(SeedscopeError, match="no done run .* has the metric 'pearson'"):
+        score_table_from_store(store, metric="pearson")
+    plain = ExperimentStore.create(tmp_path / "plain", {"runs": [{"run_id": "a", "task": "sst2", "model": "m",
+                                                                   "method": "full", "seeds": {}, "tag": ""}]})
+    with pytest.raises(SeedscopeError, match="holds no factor-study runs"):
+        score_table_from_store(plain)
+    assert (chance_level("mcc", 2), chance_level("accuracy", 4), chance_level("accuracy", None)) == (0.0, 0.25, None)

@@ -5,6 +5,10 @@ column per factor holding that factor's configuration number. For experiment F t
 is the investigated index and the other non-empty index columns together name the mitigation
 group; experiment ``golden`` holds the golden-model runs. Every row of one experiment must
 fill the same index columns (otherwise its groups are ragged and ambiguous).
+
+A study that ``seedscope factors run`` recorded in an experiment store becomes the same table
+(:func:`score_table_from_store`): its runs carry ``<factor>.m<j>.i<k>`` / ``golden.m<j>`` tags,
+so the investigated index is k and the mitigation group is j.
 """
 
 from __future__ import annotations
@@ -16,8 +20,13 @@ import pandas as pd
 
 from seedscope.analysis.factors import FactorGrid, FactorStudy
 from seedscope.errors import SeedscopeError
+from seedscope.plan import GOLDEN, parse_study_tag
+from seedscope.store import ExperimentStore
+from seedscope.tasks import get_task
 
-GOLDEN = "golden"
+MITIGATION = "mitigation"
+#: metrics whose chance level is 1/K (K classes); correlations and MCC have chance level 0
+PER_CLASS_CHANCE = ("accuracy", "f1_macro", "precision_macro", "recall_macro")
 READERS = {
     ".csv": pd.read_csv,
     ".tsv": lambda path: pd.read_csv(path, sep="\t"),
@@ -122,3 +131,50 @@ def study_from_table(
         grids[name] = _grid(table[experiments == name], name, index_columns, metric)
     golden = table.loc[experiments == GOLDEN, metric].to_numpy(dtype=float)
     return FactorStudy(grids=grids, golden=golden, metric=metric, chance=chance)
+
+
+def chance_level(metric: str, num_classes: int | None) -> float | None:
+    """Score of a chance-level run: 1/K for accuracy and macro averages, 0 for MCC and correlations."""
+    if metric in PER_CLASS_CHANCE:
+        return 1 / num_classes if num_classes else None
+    return 0.0 if metric in ("mcc", "pearson", "spearman") else None
+
+
+def score_table_from_store(store: ExperimentStore, metric: str | None = None) -> tuple[pd.DataFrame, dict]:
+    """The done study runs of ``store`` as a long score table (score column named after the metric), and what was left out.
+
+    ``metric`` defaults to the task's primary metric. Returns ``(table, info)`` where info names
+    the task, model, metric, chance level and the counts of study runs not done (failed /
+    pending), which the caller must report: inside an analysed group they are missing runs.
+    """
+    runs = store.runs()
+    parsed = runs["tag"].map(parse_study_tag)
+    study = runs[parsed.notna()]
+    if study.empty:
+        raise SeedscopeError(f"{store.path} holds no factor-study runs (runs tagged by seedscope factors run)")
+    pairs = study[["task", "model_name"]].drop_duplicates()
+    if len(pairs) > 1:
+        raise SeedscopeError(f"{store.path} mixes several tasks or models; a factor study has one of each")
+    task_name = study["task"].iloc[0]
+    metric = metric or study["primary_metric"].iloc[0]
+    done = study[study["status"] == "done"]
+    values = done["metrics"].map(lambda m: m.get(metric))
+    if done.empty or values.isna().all():
+        known = sorted(done["metrics"].iloc[0]) if not done.empty else []
+        raise SeedscopeError(
+            f"no done run of {store.path} has the metric {metric!r}"
+            + (f" (metrics: {', '.join(known)})" if known else " (no run is done yet)")
+        )
+    keys = pd.DataFrame(parsed[done.index].tolist(), columns=["experiment", MITIGATION, "investigation"], index=done.index)
+    table = pd.DataFrame({"experiment": keys["experiment"], MITIGATION: keys[MITIGATION]})
+    for factor in [e for e in pd.unique(keys["experiment"]) if e != GOLDEN]:
+        table[factor] = keys["investigation"].where(keys["experiment"] == factor).astype("Int64")
+    table[metric] = values.astype(float)
+    task = get_task(task_name)
+    num_classes = len(task.label_names) if task.task_type != "regression" else None
+    info = {
+        "task": task_name, "model": study["model_name"].iloc[0], "metric": metric,
+        "chance": chance_level(metric, num_classes),
+        "not_done": study["status"].value_counts().drop("done", errors="ignore").to_dict(),
+    }
+    return table.reset_index(drop=True), info
