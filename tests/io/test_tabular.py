@@ -135,6 +135,9 @@ def test_ragged_probability_lists_are_located(tmp_path):
     path.write_text('{"id": 0, "prediction": 1, "probs": [0.3, 0.7]}\n{"id": 1, "prediction": 1, "probs": [1.0]}\n')
     with pytest.raises(SeedscopeError, match=r"r.jsonl line 2: probs has 1 probabilities, the first row 2"):
         read_predictions([path])
+    path.write_text('{"id": 0, "prediction": 1, "probs": [0.3, 0.7]}\n{"id": 1, "prediction": 1, "probs": null}\n')
+    with pytest.raises(SeedscopeError, match=r"r.jsonl line 2: probs None is not a list of numbers"):
+        read_predictions([path])
 
 
 def test_duplicate_example_id_within_a_run(tmp_path):

@@ -31,7 +31,7 @@ def merge_sources(sources: list[Source], task_type: str | None = None) -> pd.Dat
                 label = ", ".join(f"{k} {v}" for k, v in zip(keys, key))
                 raise SeedscopeError(
                     f"{label} comes from both {owner[key].path} and {source.path}; "
-                    "give the runs distinct names (run_names / --run-name)"
+                    "read them separately or give the runs distinct names (run_names=)"
                 )
             owner[key] = source
         frames.append(frame.drop(columns=LINE))

@@ -62,8 +62,14 @@ def sample_files(folder: Path) -> list[Path]:
 
 def read_lm_eval(paths: list[Path], options: ReadOptions) -> list[Source]:
     """One :class:`Source` per samples file; a folder is one run (its name), a file is one run."""
-    units = run_folders(paths, sample_files, _task_name, "lm-evaluation-harness samples")
-    tasks = {file: _task_name(file) for _, files in units for file in files}
+    tasks: dict[Path, str] = {}
+
+    def task_of(file: Path) -> str:
+        if file not in tasks:
+            tasks[file] = _task_name(file)
+        return tasks[file]
+
+    units = run_folders(paths, sample_files, task_of, "lm-evaluation-harness samples")
     if options.task is not None:
         units = [(path, [f for f in files if tasks[f] == options.task]) for path, files in units]
         if not any(files for _, files in units):

@@ -82,6 +82,8 @@ def _read_file(path: Path, run: str, spec: TaskSpec, examples: pd.DataFrame) -> 
         numbers.append(number)
     if not indices:
         raise SeedscopeError(f"{path} has a header but no predictions")
+    if spec.task_type != "regression":
+        _check_label_names(source, spec, predictions, numbers)
     if len(indices) != len(examples):
         raise SeedscopeError(
             f"{path} has {len(indices)} predictions but the {spec.name} validation split has {len(examples)} "
@@ -90,8 +92,6 @@ def _read_file(path: Path, run: str, spec: TaskSpec, examples: pd.DataFrame) -> 
     beyond = [n for i, n in zip(indices, numbers) if i >= len(examples)]
     if beyond:
         raise SeedscopeError(f"{source.where(beyond[0])}: index beyond the {len(examples)} examples of {spec.name}")
-    if spec.task_type != "regression":
-        _check_label_names(source, spec, predictions, numbers)
     source.frame = pd.DataFrame(
         {
             RUN: run,

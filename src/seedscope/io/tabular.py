@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from seedscope.errors import SeedscopeError
@@ -188,6 +189,8 @@ def _expand(raw: pd.DataFrame, column: str, source: Source) -> pd.DataFrame:
                 value = json.loads(value)
             except json.JSONDecodeError:
                 raise SeedscopeError(f"{source.where(line)}: {column} {value!r} is not a list of numbers") from None
+        if not isinstance(value, (list, tuple, np.ndarray)):
+            raise SeedscopeError(f"{source.where(line)}: {column} {value!r} is not a list of numbers")
         rows.append(list(value))
         if len(rows[-1]) != len(rows[0]):
             raise SeedscopeError(

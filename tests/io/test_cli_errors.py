@@ -1,0 +1,64 @@
+"""Every bad input of the readers ends `seedscope analyze` with one clear message and exit status 2."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from seedscope.cli import main
+
+
+def _missing(tmp_path, data_dir):
+    return [str(tmp_path / "seed1.csv")], [], r"seed1.csv does not exist"
+
+
+def _empty(tmp_path, data_dir):
+    (tmp_path / "seed1.csv").touch()
+    return [str(tmp_path / "seed1.csv")], [], r"seed1.csv is empty"
+
+
+def _unknown_column(tmp_path, data_dir):
+    (tmp_path / "seed1.csv").write_text("id,pred\n0,1\n")
+    return [str(tmp_path / "seed1.csv")], ["--label-column", "gold"], r"no column 'gold' \(available: id, pred\)"
+
+
+def _malformed_json(tmp_path, data_dir):
+    (tmp_path / "seed1.jsonl").write_text('{"id": 0, "prediction": 1}\n{"id": 1, "prediction": 1\n')
+    return [str(tmp_path / "seed1.jsonl")], [], r"seed1.jsonl line 2: not valid JSON"
+
+
+def _duplicate_id(tmp_path, data_dir):
+    (tmp_path / "seed1.csv").write_text("id,pred\n0,1\n0,0\n")
+    return [str(tmp_path / "seed1.csv")], [], r"example id 0 appears 2 times in run seed1 \(lines 2 and 3\)"
+
+
+def _label_not_in_task(tmp_path, data_dir):
+    (tmp_path / "predict_results_rte.txt").write_text("index\tprediction\n0\tpositive\n")
+    return ([str(tmp_path / "predict_results_rte.txt")], ["--data-dir", str(data_dir)],
+            r"line 2: 'positive' is not a label of glue-rte \(entailment, not_entailment\)")
+
+
+def _non_numeric_regression(tmp_path, data_dir):
+    (tmp_path / "seed1.csv").write_text("id,prediction\n0,2.5\n1,high\n")
+    return [str(tmp_path / "seed1.csv")], [], r"seed1.csv line 3: prediction 'high' is not a number"
+
+
+def _mixed_formats(tmp_path, data_dir):
+    (tmp_path / "seed1.csv").write_text("id,pred\n0,1\n")
+    (tmp_path / "seed2.parquet").write_text("x")
+    return [str(tmp_path / "seed1.csv"), str(tmp_path / "seed2.parquet")], [], r"mixed formats in one call"
+
+
+@pytest.mark.parametrize("case", [_missing, _empty, _unknown_column, _malformed_json, _duplicate_id,
+                                  _label_not_in_task, _non_numeric_regression, _mixed_formats])
+def test_bad_input_exits_2_with_one_message(case, tmp_path, data_dir, capsys):
+    paths, options, message = case(tmp_path, data_dir)
+    out = tmp_path / "out.json"
+    with pytest.raises(SystemExit) as exit_info:
+        main(["analyze", *paths, *options, "--json", str(out)])
+    assert exit_info.value.code == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert err.startswith("error: ") and "Traceback" not in err
+    assert re.search(message, err), err
+    assert not out.exists()
