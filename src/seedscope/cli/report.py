@@ -1,7 +1,90 @@
-"""CLI commands: report (filled in by its issue)."""
+"""``seedscope report``: tables, figures, unstable examples and one HTML file from a sweep or predictions."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Optional
 
 import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from seedscope.errors import SeedscopeError
+
+HELP = """Everything the paper shows, ready to paste, plus the views that find the problem
+examples and seeds: Table 1 / Table 7 layouts (LaTeX booktabs, CSV, Markdown), the seed × task
+heatmap with a Friedman test, training-set size against VAR / CON / CCON, per task the S×S
+CON matrix, the metric over seeds, per-example agreement and accuracy against consistency,
+the most unstable examples with every seed's prediction, and the run environment, all in ONE
+self-contained HTML file that works offline.
+
+DIR_OR_FILES is an experiment directory from `seedscope sweep`, or prediction files (one per
+run, or one long table with run and task columns) as read by `seedscope analyze`.
+Without any output option the HTML report is written to seedscope-report.html. Every number
+is a fraction in [0, 1]; VAR is the population std (divisor S), as published.
+
+\b
+Examples:
+  seedscope report runs/rte-sweep --html rte.html
+  seedscope report runs/glue --latex paper/tables --figures paper/figures --fig-format pdf
+  seedscope report preds/*.csv --task rte --data-dir ../data --unstable-csv unstable.csv
+"""
+
+
+class FigFormat(str, Enum):
+    png = "png"
+    pdf = "pdf"
+    svg = "svg"
+
+
+DEFAULT_HTML = Path("seedscope-report.html")
+
+
+def report_command(
+    paths: list[Path] = typer.Argument(..., metavar="DIR_OR_FILES", help="Experiment directory or prediction files."),
+    html: Optional[Path] = typer.Option(None, "--html", help="Write the self-contained HTML report here."),
+    latex: Optional[Path] = typer.Option(
+        None, "--latex", help="Folder for the paper tables: table1/table7/size-correlation as .tex (booktabs), .csv, .md, and tables.tex."
+    ),
+    figures: Optional[Path] = typer.Option(None, "--figures", help="Folder for every figure as a separate file."),
+    fig_format: Optional[FigFormat] = typer.Option(None, "--fig-format", help="Format of the --figures files (default png)."),
+    unstable_csv: Optional[Path] = typer.Option(None, "--unstable-csv", help="Write the most unstable examples of every task as CSV."),
+    top: int = typer.Option(20, min=0, help="How many of the most unstable examples to list per task."),
+    task: Optional[str] = typer.Option(None, help="Task name (e.g. rte) of predictions that carry no task column."),
+    data_dir: Optional[Path] = typer.Option(
+        None, help="Folder with the task data, to show the text of unstable examples (default $SEEDSCOPE_DATA_DIR)."
+    ),
+    intersect: bool = typer.Option(False, help="Use only the example ids that every run covers."),
+    title: str = typer.Option("seedscope report", help="Title of the HTML report."),
+) -> None:
+    from seedscope.report.build import build_report
+
+    if fig_format is not None and figures is None:
+        raise SeedscopeError("--fig-format needs --figures DIR to say where the figures go")
+    if html is None and latex is None and figures is None and unstable_csv is None:
+        html = DEFAULT_HTML
+    console = Console(stderr=True)
+    with Progress(
+        TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+        TimeElapsedColumn(), console=console, transient=True,
+    ) as bar:
+        job = bar.add_task("starting", total=None)
+
+        def progress(what: str, done: int, total: int | None) -> None:
+            bar.update(job, description=what, completed=done, total=total)
+
+        build_report(
+            [str(p) for p in paths], html=html, latex_dir=latex, figures_dir=figures,
+            fig_format=(fig_format or FigFormat.png).value, unstable_csv=unstable_csv, top_k=top,
+            task=task, data_dir=data_dir, intersect=intersect, title=title, progress=progress,
+        )
+    out = Console()
+    for label, path in (("HTML report", html), ("paper tables", latex), ("figures", figures), ("unstable examples", unstable_csv)):
+        if path is not None:
+            out.print(f"wrote {label}: {path}")
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to the main app."""
+    """Add ``seedscope report`` to the main app."""
+    app.command("report", help=HELP, no_args_is_help=True)(report_command)

@@ -19,26 +19,30 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping
 
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
 from seedscope import __version__
+from seedscope.analysis.factors import FactorAnalysis
+from seedscope.analysis.subsets import HIGH_ABOVE, NEGLIGIBLE_BELOW, SubsetVariance
 from seedscope.analysis.summary import TaskSummary, summarize_tasks
 from seedscope.api import Analysis
 from seedscope.errors import SeedscopeError
+from seedscope.io import read_predictions
 from seedscope.report import figures as figs
 from seedscope.report import tables
 from seedscope.report.html import FigureBlock, Section, TableBlock, render_html
 from seedscope.report.seeds import SeedTest, friedman_across_seeds, normalise_per_task, seed_task_scores
+from seedscope.store import ExperimentStore
 from seedscope.report.unstable import stability_counts, task_texts, unstable_csv, unstable_examples
 
 #: task name given to predictions that carry no ``task`` column
 DEFAULT_TASK = "predictions"
-STORE_CATALOG = "catalog.sqlite"
-Progress = Callable[[str, int, int], None]
+#: progress callback: (what is being done, steps done, total steps or None while unknown)
+Progress = Callable[[str, int, "int | None"], None]
 
 
 @dataclass
@@ -62,26 +66,27 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", str(text)).strip("-").lower() or "task"
 
 
-def _is_store(path: Path) -> bool:
-    return path.is_dir() and (path / STORE_CATALOG).is_file()
+def environment_tables(environment: pd.DataFrame | None) -> dict[str, pd.DataFrame]:
+    """The store's per-run environment (one row per run) split for reading: the settings every
+    run shares (setting → value), and those that differ (one row per run)."""
+    if environment is None or environment.empty or len(environment.columns) <= 1:
+        return {}
+    frame = environment.set_index("run_id") if "run_id" in environment.columns else environment
+    text = frame.astype(str)
+    constant = [c for c in text.columns if text[c].nunique(dropna=False) == 1]
+    varying = [c for c in text.columns if c not in constant]
+    out = {}
+    if constant:
+        out["Shared by every run"] = pd.DataFrame(
+            {"value": [text[c].iloc[0] for c in constant]}, index=pd.Index(constant, name="setting"))
+    if varying:
+        out["Differs between runs"] = text[varying]
+    return out
 
 
-def _environment_frame(environment: Any) -> pd.DataFrame | None:
-    """The store's recorded environment as a two-column (or wider) table, or None."""
-    if environment is None:
-        return None
-    if isinstance(environment, pd.DataFrame):
-        return None if environment.empty else environment
-    if isinstance(environment, Mapping):
-        if not environment:
-            return None
-        return pd.DataFrame({"value": [str(v) for v in environment.values()]},
-                            index=pd.Index([str(k) for k in environment], name="setting"))
-    raise SeedscopeError(f"the run environment should be a mapping or a DataFrame, not {type(environment).__name__}")
-
-
-def _load(source, *, task: str | None, data_dir, intersect: bool, options: dict) -> tuple[TaskSummary, Any]:
-    """(summary, environment) from a store directory, prediction files, a table or analyses."""
+def _load(source, *, task: str | None, data_dir, intersect: bool, options: dict,
+          read_options: dict) -> tuple[TaskSummary, pd.DataFrame | None]:
+    """(summary, recorded environment) from store directories, prediction files, a table or analyses."""
     environment = None
     if isinstance(source, TaskSummary):
         return source, None
@@ -95,21 +100,9 @@ def _load(source, *, task: str | None, data_dir, intersect: bool, options: dict)
         table = source
     else:
         paths = [Path(p) for p in ([source] if isinstance(source, (str, os.PathLike)) else list(source))]
-        if not paths:
-            raise SeedscopeError("no input given: pass an experiment directory or prediction files")
-        missing = [str(p) for p in paths if not p.exists()]
-        if missing:
-            raise SeedscopeError(f"input not found: {', '.join(missing[:3])}")
-        if len(paths) == 1 and _is_store(paths[0]):
-            from seedscope.store import ExperimentStore
-
-            store = ExperimentStore.open(paths[0])
-            table = store.predictions()
-            environment = store.environment()
-        else:
-            from seedscope.io import read_predictions
-
-            table = read_predictions(paths, task=task, data_dir=data_dir)
+        table = read_predictions(paths, task=task, data_dir=data_dir, **read_options)
+        stores = [ExperimentStore.open(p).environment() for p in paths if ExperimentStore.is_store(p)]
+        environment = pd.concat(stores, ignore_index=True) if stores else None
     if "task" not in table.columns:
         table = table.assign(task=task or DEFAULT_TASK)
     return summarize_tasks(table, intersect=intersect, **options), environment
@@ -247,7 +240,7 @@ def _task_section(label: str, analysis: Analysis, unstable: pd.DataFrame, builde
     return section
 
 
-def _factor_section(factors, builder: _Builder) -> Section:
+def _factor_section(factors: FactorAnalysis, builder: _Builder) -> Section:
     section = Section("Randomness factors")
     columns = [c for c in ("importance", "importance_ci_low", "importance_ci_high", "c_std", "m_std",
                            "golden_std", "n_runs", "n_groups") if c in factors.summary.columns]
@@ -260,6 +253,25 @@ def _factor_section(factors, builder: _Builder) -> Section:
     return section
 
 
+def _subset_section(subsets: SubsetVariance, builder: _Builder) -> Section:
+    section = Section("Evaluation-subset seeds")
+    section.lines.append(
+        f"Score {subsets.score} on {len(subsets.seeds)} random subsets of {subsets.subset_size} of the "
+        f"{subsets.pool_size} examples; CV bands: negligible < {NEGLIGIBLE_BELOW} ≤ moderate ≤ {HIGH_ABOVE} < high."
+    )
+    section.tables.append(TableBlock("Per system: mean, Var_seed (divisor K−1), std, CV and its band", subsets.summary))
+    section.figures.append(builder.figure(
+        "subset-cv", figs.subset_cv_figure(subsets.summary["cv"], (NEGLIGIBLE_BELOW, HIGH_ABOVE)),
+        "Subset-seed CV per system, with the band limits."))
+    if len(subsets.deltas.columns):
+        section.tables.append(TableBlock("Per pair of systems: mean Δ, sign-consistency, seed-robust", subsets.pairs))
+        section.figures.append(builder.figure(
+            "subset-deltas", figs.subset_delta_figure(subsets.deltas),
+            "Per-seed difference Δ between systems; seed-robust when all points lie on one side of 0."))
+    builder.step("subset seeds")
+    return section
+
+
 def _environment_section(environment: pd.DataFrame | None, summary: TaskSummary) -> Section:
     section = Section("Run environment")
     runs = pd.DataFrame(
@@ -268,22 +280,23 @@ def _environment_section(environment: pd.DataFrame | None, summary: TaskSummary)
         index=pd.Index(list(summary.analyses), name="task"),
     )
     section.tables.append(TableBlock("Seeds (runs) per task", runs))
-    if environment is None:
+    recorded = environment_tables(environment)
+    if not recorded:
         section.lines.append("No run environment was recorded: the predictions were not read from an "
                              "experiment store, so library versions, device and deterministic flags are unknown.")
-    else:
-        section.tables.append(TableBlock("Recorded run environment (library versions, device, deterministic flags)",
-                                         environment))
+    for title, frame in recorded.items():
+        section.tables.append(TableBlock(f"Recorded run environment — {title.lower()}", frame))
     section.lines.append(f"Report made with seedscope {__version__}.")
     return section
 
 
-def assemble(summary: TaskSummary, *, environment=None, factors=None, top_k: int = 20,
+def assemble(summary: TaskSummary, *, environment: pd.DataFrame | None = None, factors: FactorAnalysis | None = None,
+             subsets: SubsetVariance | None = None, top_k: int = 20,
              data_dir: str | os.PathLike | None = None, title: str = "seedscope report",
              progress: Progress | None = None) -> Report:
     """Lay out a report from an existing summary (no files written)."""
     analyses = summary.analyses
-    builder = _Builder(progress, total=len(analyses) + (2 if len(analyses) > 1 else 0) + (factors is not None))
+    builder = _Builder(progress, total=len(analyses) + (2 if len(analyses) > 1 else 0) + (factors is not None) + (subsets is not None))
     paper = tables.summary_sections(summary)
     primary = {label: a.per_run[a.primary_metric] for label, a in analyses.items() if a.primary_metric}
     scores = seed_task_scores(primary)
@@ -293,17 +306,18 @@ def assemble(summary: TaskSummary, *, environment=None, factors=None, top_k: int
         texts = None if "text" in analysis.stability.columns else task_texts(_task_of(label), data_dir)
         unstable[label] = unstable_examples(analysis, top_k, texts)
     counts = stability_counts(analyses)
-    env = _environment_frame(environment)
     sections = [_summary_section(summary, paper, seed_test, counts, builder, scores)]
     sections += [_task_section(label, a, unstable[label], builder) for label, a in analyses.items()]
     if factors is not None:
         sections.append(_factor_section(factors, builder))
-    sections.append(_environment_section(env, summary))
+    if subsets is not None:
+        sections.append(_subset_section(subsets, builder))
+    sections.append(_environment_section(environment, summary))
     n_runs = sorted({a.aligned.n_runs for a in analyses.values()})
     subtitle = (f"{len(analyses)} task(s), {'/'.join(map(str, n_runs))} seeds each; "
                 "every number is a fraction in [0, 1]; VAR is the population std (divisor S).")
     html = render_html(title, sections, subtitle)
-    return Report(summary, seed_test, unstable, counts, env, sections, builder.figures, builder.png, html, paper)
+    return Report(summary, seed_test, unstable, counts, environment, sections, builder.figures, builder.png, html, paper)
 
 
 def _stage_dir(target: Path) -> Path:
@@ -398,10 +412,12 @@ def build_report(
     task: str | None = None,
     data_dir: str | os.PathLike | None = None,
     intersect: bool = False,
-    factors=None,
+    factors: FactorAnalysis | None = None,
+    subsets: SubsetVariance | None = None,
     top_k: int = 20,
     title: str = "seedscope report",
     progress: Progress | None = None,
+    read_options: Mapping[str, Any] | None = None,
     **analysis_options,
 ) -> Report:
     """Build the report of ``source`` and write the requested outputs; returns the :class:`Report`.
@@ -411,19 +427,22 @@ def build_report(
     a mapping task → Analysis or a :class:`~seedscope.analysis.summary.TaskSummary`. ``task``
     names the task of predictions without a ``task`` column; ``data_dir`` is where task texts
     are read for the unstable examples; ``factors`` a
-    :class:`~seedscope.analysis.factors.FactorAnalysis` to add its section. Outputs: ``html``
+    :class:`~seedscope.analysis.factors.FactorAnalysis` and ``subsets`` a
+    :class:`~seedscope.analysis.subsets.SubsetVariance` add their sections. Outputs: ``html``
     (one self-contained file), ``latex_dir`` (Table 1 / Table 7 / size correlation as booktabs
     ``.tex`` plus ``.csv`` and ``.md``), ``figures_dir`` (every figure as ``fig_format``),
-    ``unstable_csv``. ``analysis_options`` go to :func:`seedscope.analyze`.
+    ``unstable_csv``. ``read_options`` go to :func:`seedscope.io.read_predictions` (``format``,
+    ``run_column`` …), ``analysis_options`` to :func:`seedscope.analyze`.
     """
     if fig_format not in figs.FIG_FORMATS:
         raise SeedscopeError(f"unknown figure format {fig_format!r}; choose one of {', '.join(figs.FIG_FORMATS)}")
     if top_k < 0:
         raise SeedscopeError(f"the number of unstable examples to list must be 0 or more, not {top_k}")
-    summary, environment = _load(source, task=task, data_dir=data_dir, intersect=intersect, options=analysis_options)
     if progress is not None:
-        progress("analysis", 0, 0)
-    report = assemble(summary, environment=environment, factors=factors, top_k=top_k, data_dir=data_dir,
+        progress("reading and analysing predictions", 0, None)
+    summary, environment = _load(source, task=task, data_dir=data_dir, intersect=intersect, options=analysis_options,
+                                 read_options=dict(read_options or {}))
+    report = assemble(summary, environment=environment, factors=factors, subsets=subsets, top_k=top_k, data_dir=data_dir,
                       title=title, progress=progress)
     write_outputs(report, html=html, latex_dir=latex_dir, figures_dir=figures_dir, fig_format=fig_format,
                   unstable_csv_path=unstable_csv)

@@ -1,0 +1,175 @@
+"""Report figures: every figure renders for 1 task / many tasks / 2 seeds / 50 seeds, in every
+format, deterministically and in the shared greyscale-safe style; the seed Friedman test."""
+
+from __future__ import annotations
+
+import itertools
+import io
+
+import matplotlib.image as mpimg
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from seedscope.analysis.factors import FactorGrid, FactorStudy, analyze_factors
+from seedscope.analysis.subsets import subset_variance
+from seedscope.analysis.summary import summarize_tasks
+from seedscope.errors import SeedscopeError
+from seedscope.report import figures as figs
+from seedscope.report.build import assemble, mean_with_others
+from seedscope.report.seeds import friedman_across_seeds, normalise_per_task, seed_task_scores
+
+TWELVE = ("cola", "sst2", "mrpc", "qnli", "rte", "boolq", "cb", "multirc", "wic", "superglue-rte", "copa", "qqp")
+PER_TASK = ("con-matrix", "metric-distribution", "accuracy-consistency", "agreement")
+
+
+def _png_pixels(data: bytes) -> np.ndarray:
+    return mpimg.imread(io.BytesIO(data), format="png")
+
+
+@pytest.mark.parametrize(
+    ("tasks", "n_seeds"),
+    [(("rte",), 5), (TWELVE, 10), (("rte", "mrpc", "cola"), 2), (("rte", "mrpc", "cola"), 50)],
+    ids=["1-task", "12-tasks", "2-seeds", "50-seeds"],
+)
+def test_every_figure_renders(synthetic_predictions, tasks, n_seeds):
+    summary = summarize_tasks(synthetic_predictions(tasks, n_seeds=n_seeds, n_examples=150), n_boot=200)
+    report = assemble(summary)
+    expected = {f"{t}-{kind}" for t in tasks for kind in PER_TASK}
+    if len(tasks) > 1:
+        expected |= {"seed-task-heatmap", "train-size"}
+    assert set(report.png) == expected
+    for name, data in report.png.items():
+        pixels = _png_pixels(data)
+        assert pixels.shape[0] > 100 and pixels.shape[1] > 100, name
+        assert pixels[..., :3].std() > 0.02, f"{name} is blank"
+
+
+def test_two_seeds_say_the_friedman_test_needs_three(synthetic_predictions):
+    summary = summarize_tasks(synthetic_predictions(("rte", "mrpc", "cola"), n_seeds=2), n_boot=100)
+    report = assemble(summary)
+    assert np.isnan(report.seed_test.p_value)
+    assert "needs at least 3 seeds" in report.seed_test.message
+    assert report.seed_test.message in report.html
+
+
+@pytest.mark.parametrize("fmt, magic", [("png", b"\x89PNG"), ("pdf", b"%PDF"), ("svg", b"<?xml")])
+def test_render_formats_and_is_deterministic(synthetic_predictions, fmt, magic):
+    summary = summarize_tasks(synthetic_predictions(("rte",), n_seeds=4, n_examples=80), n_boot=100)
+    analysis = summary.analyses["rte"]
+    first = figs.render(figs.con_matrix_figure(analysis.con_matrix), fmt)
+    second = figs.render(figs.con_matrix_figure(analysis.con_matrix), fmt)
+    assert first.startswith(magic)
+    assert first == second
+
+
+def test_unknown_format_is_a_clear_error(synthetic_predictions):
+    summary = summarize_tasks(synthetic_predictions(("rte",), n_seeds=3, n_examples=50), n_boot=50)
+    fig = figs.con_matrix_figure(summary.analyses["rte"].con_matrix)
+    with pytest.raises(SeedscopeError, match="unknown figure format 'jpg'"):
+        figs.render(fig, "jpg")
+
+
+def test_style_separates_series_without_colour(synthetic_predictions):
+    """Greyscale readability: the three training-size panels differ in marker and line style,
+    heatmaps use the monotone-lightness map."""
+    summary = summarize_tasks(synthetic_predictions(TWELVE[:4], n_seeds=4, n_examples=60), n_boot=50)
+    data = summary.table1.T.assign(train_size=summary.train_sizes)
+    fig = figs.train_size_figure(data, summary.correlation["r"].to_dict())
+    lines = [ax.get_lines()[0] for ax in fig.axes]
+    assert len({line.get_marker() for line in lines}) == 3
+    assert len({line.get_linestyle() for line in lines}) == 3
+    heat = figs.con_matrix_figure(summary.analyses["cola"].con_matrix)
+    assert heat.axes[0].images[0].get_cmap().name.startswith(figs.SEQUENTIAL)
+    titles = " ".join(ax.get_title(loc="left") for ax in fig.axes)
+    for quantity, r in summary.correlation["r"].items():
+        assert f"{quantity}: Pearson r = {r:.3f}" in titles
+
+
+def test_con_matrix_figure_shows_the_analysis_values(synthetic_predictions):
+    summary = summarize_tasks(synthetic_predictions(("rte",), n_seeds=4, n_examples=120), n_boot=50)
+    matrix = summary.analyses["rte"].con_matrix
+    fig = figs.con_matrix_figure(matrix)
+    shown = fig.axes[0].images[0].get_array()
+    off = ~np.eye(4, dtype=bool)
+    np.testing.assert_allclose(np.asarray(shown)[off], matrix.to_numpy()[off])
+    texts = {t.get_text() for t in fig.axes[0].texts}
+    assert f"{matrix.iloc[0, 1]:.3f}" in texts
+
+
+def test_mean_with_others_is_the_off_diagonal_row_mean():
+    matrix = pd.DataFrame([[1.0, 0.8, 0.6], [0.8, 1.0, 0.4], [0.6, 0.4, 1.0]], index=list("abc"), columns=list("abc"))
+    assert mean_with_others(matrix).tolist() == pytest.approx([0.7, 0.6, 0.5])
+
+
+def test_factor_and_subset_figures_render():
+    rng = np.random.default_rng(0)
+    grids = {name: FactorGrid(name, rng.normal(0.7, scale, size=(6, 5))) for name, scale in
+             (("data_order", 0.02), ("model_init", 0.05), ("data_split", 0.01))}
+    factors = analyze_factors(FactorStudy(grids=grids, golden=rng.normal(0.7, 0.05, 30)), n_boot=200)
+    fig = figs.factor_importance_figure(factors.summary)
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == list(factors.summary.sort_values("importance").index)
+    assert _png_pixels(figs.render(fig))[..., :3].std() > 0.02
+    scores = pd.DataFrame({"system": np.repeat(["A", "B", "C"], 300), "example_id": np.tile(np.arange(300), 3),
+                           "score": rng.random(900)})
+    subsets = subset_variance(scores, subset_size=50, n_seeds=12)
+    assert _png_pixels(figs.render(figs.subset_cv_figure(subsets.summary["cv"], (0.02, 0.08))))[..., :3].std() > 0.02
+    delta_fig = figs.subset_delta_figure(subsets.deltas)
+    assert len(delta_fig.axes[0].get_lines()) == 3 + 1  # three pairs and the zero line
+
+
+# ---------------------------------------------------------------- seed × task matrix and Friedman
+
+
+def test_normalise_per_task_by_hand():
+    scores = pd.DataFrame({"a": [0.5, 0.7, 0.6], "b": [0.2, 0.2, 0.2], "c": [0.1, np.nan, 0.3]}, index=["1", "2", "3"])
+    out = normalise_per_task(scores)
+    assert out["a"].tolist() == pytest.approx([0.0, 1.0, 0.5])
+    assert out["b"].tolist() == [0.5, 0.5, 0.5]
+    assert out["c"].iloc[0] == 0 and np.isnan(out["c"].iloc[1]) and out["c"].iloc[2] == 1
+
+
+def _friedman_by_hand(scores: pd.DataFrame) -> float:
+    """χ² = 12 / (n k (k+1)) Σ R_j² − 3 n (k+1), ranks within each task (no ties)."""
+    n, k = scores.shape[1], scores.shape[0]
+    ranks = scores.rank(axis=0).sum(axis=1)
+    return 12 / (n * k * (k + 1)) * float((ranks**2).sum()) - 3 * n * (k + 1)
+
+
+@pytest.mark.parametrize("n_seeds, n_tasks", [(3, 3), (10, 12), (50, 4)])
+def test_friedman_matches_the_textbook_formula(n_seeds, n_tasks):
+    rng = np.random.default_rng(n_seeds)
+    scores = pd.DataFrame(rng.random((n_seeds, n_tasks)), index=[str(s) for s in range(n_seeds)])
+    result = friedman_across_seeds(scores)
+    assert result.statistic == pytest.approx(_friedman_by_hand(scores))
+    assert result.p_value == pytest.approx(stats.chi2.sf(result.statistic, n_seeds - 1))
+    assert (result.n_seeds, result.n_tasks) == (n_seeds, n_tasks)
+    assert f"p = {result.p_value:.3g}" in result.message
+
+
+def test_friedman_detects_a_universally_better_seed():
+    rng = np.random.default_rng(1)
+    scores = pd.DataFrame(rng.random((5, 8)) * 0.01 + np.arange(5)[:, None] * 0.05)
+    result = friedman_across_seeds(scores)
+    assert result.p_value < 0.01 and "some seed does better" in result.message
+
+
+def test_friedman_needs_three_tasks_and_uses_complete_seeds():
+    two_tasks = pd.DataFrame(np.random.default_rng(0).random((6, 2)))
+    result = friedman_across_seeds(two_tasks)
+    assert np.isnan(result.p_value) and "3 tasks as blocks (2 here)" in result.message
+    scores = pd.DataFrame(np.random.default_rng(0).random((4, 3)), index=list("wxyz"))
+    scores.iloc[0, 1] = np.nan
+    assert friedman_across_seeds(scores).n_seeds == 3
+    scores.iloc[1, 1] = np.nan
+    assert "3 seeds present in every task (2 here)" in friedman_across_seeds(scores).message
+
+
+def test_seed_task_scores_matches_runs_by_name(synthetic_predictions):
+    summary = summarize_tasks(synthetic_predictions(("rte", "cola"), n_seeds=3, n_examples=60), n_boot=50)
+    scores = seed_task_scores({t: a.per_run[a.primary_metric] for t, a in summary.analyses.items()})
+    for task, analysis in summary.analyses.items():
+        for run, value in analysis.per_run[analysis.primary_metric].items():
+            assert scores.loc[run, task] == value
+    assert list(itertools.chain(scores.columns)) == ["rte", "cola"]
