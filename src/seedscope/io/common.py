@@ -7,6 +7,7 @@ name the file and line of a bad value instead of a position in a merged table.
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -116,6 +117,34 @@ def run_folders(
             seen[task] = file
         units.append((path, files))
     return units
+
+
+def json_records(path: Path) -> tuple[list[tuple[int, dict]], str]:
+    """(line number, object) pairs of a JSON-lines file, or (record number, object) of a JSON array.
+
+    The unit ("line" / "record") says what the number counts; a malformed line, a value that
+    is not an object and a file without records are errors naming the file and line.
+    """
+    text = path.read_text(encoding="utf-8")
+    if text.lstrip().startswith("["):
+        try:
+            numbered, unit = list(enumerate(json.loads(text), start=1)), "record"
+        except json.JSONDecodeError as error:
+            raise SeedscopeError(f"{path} line {error.lineno}: not valid JSON ({error.msg})") from None
+    else:
+        numbered, unit = [], "line"
+        for number, line in enumerate(text.splitlines(), start=1):
+            if line.strip():
+                try:
+                    numbered.append((number, json.loads(line)))
+                except json.JSONDecodeError as error:
+                    raise SeedscopeError(f"{path} line {number}: not valid JSON ({error.msg})") from None
+    for number, record in numbered:
+        if not isinstance(record, dict):
+            raise SeedscopeError(f"{path} {unit} {number}: expected a JSON object, found {type(record).__name__}")
+    if not numbered:
+        raise SeedscopeError(f"{path} holds no records")
+    return numbered, unit
 
 
 def pick_column(columns: list[str], given: str | None, candidates: tuple[str, ...], path: Path) -> str | None:

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from seedscope.errors import SeedscopeError
-from seedscope.io.common import LINE, ReadOptions, Source, run_folders, run_names
+from seedscope.io.common import LINE, ReadOptions, Source, json_records, run_folders, run_names
 from seedscope.predictions import EXAMPLE_ID, LABEL, PREDICTION, PROB_PREFIX, RUN
 
 #: ``samples_<task>_<datetime>``: the timestamp is what follows the last underscore
@@ -181,26 +181,10 @@ def _choose_filter(filters: list[str], wanted: str | None, task: str, path: Path
 
 
 def _records(path: Path) -> tuple[list[tuple[int, dict]], str]:
-    """(line or record number, object) pairs; a pretty-printed array is the pre-0.4.3 format."""
-    text = path.read_text(encoding="utf-8")
-    if not text.strip():
-        raise SeedscopeError(f"{path} is empty")
-    if text.lstrip().startswith("["):
-        try:
-            items = json.loads(text)
-        except json.JSONDecodeError as error:
-            raise SeedscopeError(f"{path} line {error.lineno}: not valid JSON ({error.msg})") from None
-        numbered, unit = list(enumerate(items, start=1)), "record"
-    else:
-        numbered, unit = [], "line"
-        for number, line in enumerate(text.splitlines(), start=1):
-            if line.strip():
-                try:
-                    numbered.append((number, json.loads(line)))
-                except json.JSONDecodeError as error:
-                    raise SeedscopeError(f"{path} line {number}: not valid JSON ({error.msg})") from None
+    """(line or record number, sample) pairs; a pretty-printed array is the pre-0.4.3 format."""
+    numbered, unit = json_records(path)
     for number, record in numbered:
-        if not isinstance(record, dict) or "doc_id" not in record:
+        if "doc_id" not in record:
             raise SeedscopeError(f"{path} {unit} {number}: not an lm-eval sample (no doc_id)")
     return numbered, unit
 

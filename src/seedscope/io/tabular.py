@@ -22,6 +22,7 @@ from seedscope.io.common import (
     ReadOptions,
     Source,
     as_ids,
+    json_records,
     missing_column,
     pick_column,
     run_names,
@@ -128,29 +129,8 @@ def _load_delimited(path: Path, sep: str, options: ReadOptions) -> pd.DataFrame:
 
 
 def _load_json(path: Path) -> tuple[pd.DataFrame, str]:
-    """JSON lines (one object a line), or one JSON array of objects; malformed lines are located."""
-    text = path.read_text(encoding="utf-8")
-    if text.lstrip().startswith("["):
-        try:
-            records = json.loads(text)
-        except json.JSONDecodeError as error:
-            raise SeedscopeError(f"{path} line {error.lineno}: not valid JSON ({error.msg})") from None
-        numbered = list(enumerate(records, start=1))
-        unit = "record"
-    else:
-        numbered = []
-        for number, line in enumerate(text.splitlines(), start=1):
-            if line.strip():
-                try:
-                    numbered.append((number, json.loads(line)))
-                except json.JSONDecodeError as error:
-                    raise SeedscopeError(f"{path} line {number}: not valid JSON ({error.msg})") from None
-        unit = "line"
-    for number, record in numbered:
-        if not isinstance(record, dict):
-            raise SeedscopeError(f"{path} {unit} {number}: expected a JSON object, found {type(record).__name__}")
-    if not numbered:
-        raise SeedscopeError(f"{path} holds no records")
+    """JSON lines (one object a line), or one JSON array of objects."""
+    numbered, unit = json_records(path)
     raw = pd.DataFrame.from_records([record for _, record in numbered])
     raw[LINE] = [number for number, _ in numbered]
     return raw, unit
