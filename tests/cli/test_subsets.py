@@ -1,0 +1,168 @@
+"""``seedscope subsets`` and ``seedscope compare``: outputs on real files; every bad input ends with exit 2."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from seedscope.cli import main
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def run_cli(args: list[str]) -> int:
+    """Exit status of the console script on ``args`` (0 when it returns normally)."""
+    try:
+        main(args)
+    except SystemExit as done:
+        return int(done.code or 0)
+    return 0
+
+
+def score_files(folder: Path, n: int = 60) -> list[str]:
+    rng = np.random.default_rng(0)
+    paths = []
+    for name, shift in (("circuitA", 0.0), ("circuitB", 0.2)):
+        path = folder / f"{name}.csv"
+        pd.DataFrame({"example_id": range(n), "score": rng.random(n) + shift}).to_csv(path, index=False)
+        paths.append(str(path))
+    return paths
+
+
+def test_subsets_all_outputs(tmp_path, capsys):
+    out = tmp_path / "out"
+    args = ["subsets", *score_files(tmp_path), "--subset-size", "20", "--n-seeds", "6", "--target-cv", "0.05",
+            "--n-boot", "200", "--n-permutations", "200",
+            "--json", str(out / "s.json"), "--markdown", str(out / "s.md"), "--latex", str(out / "s.tex"), "--csv", str(out / "s.csv")]
+    assert run_cli(args) == 0
+    terminal = capsys.readouterr().out
+    assert "Subset seed variance" in terminal and "circuitA − circuitB" in terminal
+    document = json.loads((out / "s.json").read_text())
+    assert document["subset_size"] == 20 and document["pool_size"] == 60 and document["seeds"] == [0, 1, 2, 3, 4, 5]
+    system = document["systems"]["circuitA"]
+    assert len(system["scores"]) == 6
+    assert system["var_seed"] == pytest.approx(np.var(system["scores"], ddof=1))
+    assert system["cv"] == pytest.approx(system["std"] / abs(system["mean"]))
+    assert system["band"] in ("negligible", "moderate", "high") and system["advice"]
+    assert set(system["full_pool"]) == {"score", "ci_low", "ci_high"} and system["needed_subset_size"] is not None
+    pair = document["pairs"][0]
+    assert (pair["system_a"], pair["system_b"]) == ("circuitA", "circuitB")
+    assert pair["deltas"] == pytest.approx(np.subtract(system["scores"], document["systems"]["circuitB"]["scores"]).tolist())
+    assert isinstance(pair["seed_robust"], bool) and 0.5 <= pair["sign_consistency"] <= 1
+    assert set(pair["full_pool"]) == {"delta", "ci_low", "ci_high", "p_value"}
+    assert "| circuitA |" in (out / "s.md").read_text()
+    assert r"\toprule" in (out / "s.tex").read_text()
+    tidy = pd.read_csv(out / "s.csv")
+    assert list(tidy.columns) == ["section", "name", "statistic", "value"]
+
+
+def test_subsets_same_seed_same_json(tmp_path):
+    files = score_files(tmp_path)
+    outputs = []
+    for run in range(2):
+        path = tmp_path / f"r{run}.json"
+        assert run_cli(["subsets", *files, "-n", "10", "-k", "5", "--seed", "3", "--n-boot", "100",
+                        "--n-permutations", "100", "--json", str(path)]) == 0
+        outputs.append(json.loads(path.read_text()))
+    assert outputs[0] == outputs[1]
+
+
+def test_subsets_long_parquet_with_ratio_and_accuracy(tmp_path):
+    rng = np.random.default_rng(1)
+    n = 40
+    long = pd.DataFrame({
+        "system": np.repeat(["x", "y"], n),
+        "idx": np.tile(np.arange(n), 2),
+        "circuit": rng.random(2 * n),
+        "empty": rng.random(2 * n) * 0.1,
+        "model": 1 + rng.random(2 * n),
+        "prediction": rng.integers(0, 2, 2 * n),
+        "label": np.tile(rng.integers(0, 2, n), 2),
+    })
+    path = tmp_path / "all.parquet"
+    long.to_parquet(path)
+    out = tmp_path / "ratio.json"
+    assert run_cli(["subsets", str(path), "-n", "10", "-k", "4", "--score", "ratio:circuit,empty,model",
+                    "--no-full-pool", "--json", str(out)]) == 0
+    document = json.loads(out.read_text())
+    assert set(document["systems"]) == {"x", "y"} and document["score"] == "ratio:circuit,empty,model"
+    x = long[long["system"] == "x"].sort_values("idx", key=lambda s: s.astype(str))
+    first = np.random.default_rng(0).choice(n, 10, replace=False)
+    sub = x.iloc[first]
+    expected = (sub["circuit"].mean() - sub["empty"].mean()) / (sub["model"].mean() - sub["empty"].mean())
+    assert document["systems"]["x"]["scores"][0] == pytest.approx(expected)
+    accuracy = tmp_path / "acc.json"
+    assert run_cli(["subsets", str(path), "-n", "10", "-k", "4", "--score", "accuracy", "--no-full-pool", "--json", str(accuracy)]) == 0
+    assert all(0 <= v <= 1 for v in json.loads(accuracy.read_text())["systems"]["y"]["scores"])
+
+
+def bad(tmp_path: Path, capsys, args: list[str], message: str) -> None:
+    target = tmp_path / "never.json"
+    assert run_cli([*args, "--json", str(target)]) == 2
+    assert message in capsys.readouterr().err.replace("\n", " ")
+    assert not target.exists()
+
+
+def test_subsets_bad_input_exits_2(tmp_path, capsys):
+    files = score_files(tmp_path, n=30)
+    bad(tmp_path, capsys, ["subsets", *files, "-n", "31"], "larger than the pool of 30")
+    bad(tmp_path, capsys, ["subsets", *files, "-n", "5", "-k", "1"], "at least 2 subset seeds")
+    other = tmp_path / "other.csv"
+    pd.DataFrame({"example_id": range(1, 31), "score": np.ones(30)}).to_csv(other, index=False)
+    bad(tmp_path, capsys, ["subsets", files[0], str(other), "-n", "5"], "different example ids")
+    nan = tmp_path / "nan.csv"
+    pd.DataFrame({"example_id": range(30), "score": [np.nan] + [0.5] * 29}).to_csv(nan, index=False)
+    bad(tmp_path, capsys, ["subsets", str(nan), "-n", "5"], "NaN")
+    zero = tmp_path / "zero.csv"
+    pd.DataFrame({"example_id": range(4), "c": [0.3] * 4, "e": [0.2] * 4, "m": [0.2] * 4}).to_csv(zero, index=False)
+    bad(tmp_path, capsys, ["subsets", str(zero), "-n", "2", "--score", "ratio:c,e,m"], "denominator is zero")
+    bad(tmp_path, capsys, ["subsets", *files, "-n", "5", "--score", "median"], "unknown score")
+    bad(tmp_path, capsys, ["subsets", str(tmp_path / "missing.csv"), "-n", "5"], "does not exist")
+    bad(tmp_path, capsys, ["subsets", *files, "-n", "5", "--target-cv", "0.05", "--sizes", "5,x"], "--sizes")
+
+
+def sweep(folder: Path, name: str, flip: float, seed: int) -> Path:
+    """A copy of the example RTE sweep where a share of wrong predictions is corrected."""
+    target = folder / name
+    shutil.copytree(EXAMPLES / "rte", target)
+    rng = np.random.default_rng(seed)
+    for path in target.glob("*.csv"):
+        frame = pd.read_csv(path)
+        fix = rng.random(len(frame)) < flip
+        frame.loc[fix, "prediction"] = frame.loc[fix, "label"]
+        frame.to_csv(path, index=False)
+    return target
+
+
+def test_compare_two_sweeps(tmp_path, capsys):
+    base = sweep(tmp_path, "base", 0.0, 0)
+    better = sweep(tmp_path, "better", 0.3, 1)
+    out = tmp_path / "c.json"
+    md = tmp_path / "c.md"
+    assert run_cli(["compare", str(base), str(better), "--n-boot", "300", "--json", str(out), "--markdown", str(md)]) == 0
+    terminal = capsys.readouterr().out
+    assert "Expected maximum" in terminal and "McNemar" in terminal
+    document = json.loads(out.read_text())
+    assert document["metric"] == "accuracy"
+    assert set(document["systems"]) == {"base", "better"}
+    assert len(document["systems"]["base"]["scores"]) == 5
+    pair = document["pairs"][0]
+    assert pair["paired"] and pair["n_matched"] == 5 and pair["delta"] < 0
+    assert pair["p_permutation"] == pytest.approx(2 / 32)  # every matched seed improves: exact two-sided p
+    assert len(pair["mcnemar"]) == 5 and all(t["b"] == 0 for t in pair["mcnemar"])
+    assert "### Systems on accuracy" in md.read_text()
+
+
+def test_compare_bad_input_exits_2(tmp_path, capsys):
+    base = sweep(tmp_path, "base", 0.0, 0)
+    bad(tmp_path, capsys, ["compare", str(base)], "at least two sweeps")
+    bad(tmp_path, capsys, ["compare", str(base), str(base)], "the same input is given twice")
+    bad(tmp_path, capsys, ["compare", str(base), str(base), "--names", "x", "--names", "y", "--metric", "bleu"], "no metric 'bleu'")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    bad(tmp_path, capsys, ["compare", str(base), str(empty)], "holds no experiment store and no prediction files")
