@@ -149,3 +149,24 @@ def test_registry_tasks_get_their_primary_metric_and_task_type():
     assert cola.primary_metric == "mcc"
     chosen = seedscope.analyze_groups(FIGURE1.assign(task="cola"), primary_metric="f1_macro")[("cola", None)]
     assert chosen.primary_metric == "f1_macro"
+
+
+def test_attach_texts_from_the_real_dev_file(data_dir, monkeypatch):
+    monkeypatch.delenv("SEEDSCOPE_DATA_DIR", raising=False)
+    table = FIGURE1.assign(task="rte")
+    with_text, notes = seedscope.api.attach_texts(table, data_dir)
+    assert notes == [] and len(with_text) == len(table)
+    first = with_text.loc[with_text["example_id"] == "0", "text"].iloc[0]
+    assert first.startswith("Dana Reeve, the widow of the actor Christopher Reeve") and " ‖ Christopher Reeve had an accident." in first
+    top = seedscope.analyze_groups(with_text)[("rte", None)].most_unstable(1)
+    assert top["text"].iloc[0] == first
+    # no data folder, unknown task, or text already there: the table comes back as it was
+    assert seedscope.api.attach_texts(table)[0] is table
+    unknown = FIGURE1.assign(task="mine")
+    assert seedscope.api.attach_texts(unknown, data_dir)[0] is unknown
+    assert seedscope.api.attach_texts(with_text, data_dir)[0] is with_text
+
+
+def test_attach_texts_reports_missing_files(tmp_path):
+    _, notes = seedscope.api.attach_texts(FIGURE1, tmp_path, task="rte")
+    assert len(notes) == 1 and notes[0].startswith("no example texts for rte")

@@ -12,6 +12,7 @@ All values are fractions in [0, 1] (accuracy 0.6, CON 0.2), never percentages.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -255,6 +256,41 @@ def _task_defaults(task, options: dict) -> dict:
     if options.get("task_type") is None and spec.task_type in ("classification", "regression"):
         options["task_type"] = spec.task_type
     return options
+
+
+def attach_texts(table: pd.DataFrame, data_dir=None, *, task: str | None = None) -> tuple[pd.DataFrame, list[str]]:
+    """Add a ``text`` column from the task's labelled dev file, so unstable examples show text.
+
+    The task comes from the table's ``task`` column or ``task``; the files from ``data_dir``
+    or ``$SEEDSCOPE_DATA_DIR`` (the hub is not tried: that is slow and often offline). Returns
+    the table and notes on what could not be attached; a table that already has text is kept.
+    """
+    from seedscope.tasks import DATA_DIR_ENV, load_examples
+
+    if TEXT_COLUMN in table.columns:
+        return table, []
+    data_dir = data_dir or os.environ.get(DATA_DIR_ENV)
+    tasks = table["task"].dropna().unique().tolist() if "task" in table.columns else [task] if task else []
+    if data_dir is None or not tasks:
+        return table, []
+    texts, notes = [], []
+    for name in tasks:
+        if task_spec(name) is None:
+            continue
+        try:
+            examples = load_examples(name, "validation", data_dir=data_dir)
+        except SeedscopeError as error:
+            notes.append(f"no example texts for {name}: {error}")
+            continue
+        pair = examples["text_pair"].fillna("") if "text_pair" in examples.columns else ""
+        text = examples["text"].astype(str) + np.where(pair == "", "", " ‖ " + pair.astype(str))
+        frame = pd.DataFrame({EXAMPLE_ID: examples[EXAMPLE_ID].astype(str), TEXT_COLUMN: text})
+        texts.append(frame.assign(task=name) if "task" in table.columns else frame)
+    if not texts:
+        return table, notes
+    keys = [EXAMPLE_ID, "task"] if "task" in table.columns else [EXAMPLE_ID]
+    merged = table.astype({EXAMPLE_ID: str}).merge(pd.concat(texts), on=keys, how="left")
+    return merged, notes
 
 
 def analyze_groups(table: pd.DataFrame, **options) -> dict[tuple, Analysis]:

@@ -88,6 +88,14 @@ def test_regression_and_intersect(tmp_path):
     assert result["micro"]["n_examples"] == 3 and set(result["metrics"]) == {"pearson", "spearman"}
 
 
+def test_unstable_examples_show_the_task_text(tmp_path, data_dir):
+    paths = figure1_files(tmp_path)
+    out = tmp_path / "r.json"
+    assert run_cli(paths + ["--task", "rte", "--data-dir", str(data_dir), "--json", str(out), "--n-boot", "50"]) == 0
+    top = json.loads(out.read_text())["most_unstable"][0]
+    assert top["example_id"] == "0" and top["text"].startswith("Dana Reeve")
+
+
 def test_help_teaches_with_examples(capsys):
     assert run_cli(["--help"]) == 0
     text = capsys.readouterr().out

@@ -65,7 +65,7 @@ def analyze_command(
     csv_file: Optional[Path] = typer.Option(None, "--csv", help="Write every number as a tidy CSV (group, section, name, statistic, value)."),
 ) -> None:
     from seedscope.analysis.summary import summarize_tasks
-    from seedscope.api import analyze_groups
+    from seedscope.api import analyze_groups, attach_texts
     from seedscope.io import read_predictions
     from seedscope.report import tables
 
@@ -85,7 +85,9 @@ def analyze_command(
             data_dir=data_dir,
             filter=lm_eval_filter,
         )
-    for note in table.attrs.get("notes", []):
+    reader_notes = list(table.attrs.get("notes", []))
+    table, text_notes = attach_texts(table, data_dir, task=task)
+    for note in reader_notes + text_notes:
         console.print(note, highlight=False)
     options = dict(
         task_type=task_type.value if task_type else None,
