@@ -57,6 +57,13 @@ Examples:
   seedscope compare a/ b/ c/ --names A B C --markdown compare.md
 """
 
+# the options both commands share
+CONFIDENCE_OPTION = typer.Option(0.95, help="Confidence level of the intervals (and of ASO in compare).")
+JSON_OPTION = typer.Option(None, "--json", help="Write every number as JSON (schema: docs/subsets.md).")
+MARKDOWN_OPTION = typer.Option(None, "--markdown", help="Write the tables as Markdown.")
+LATEX_OPTION = typer.Option(None, "--latex", help="Write the tables as LaTeX (booktabs).")
+CSV_OPTION = typer.Option(None, "--csv", help="Write every number as a tidy CSV (section, name, statistic, value).")
+
 SUBSET_HEADERS = {
     "mean": "mean θ̄",
     "var_seed": "Var_seed (÷K−1)",
@@ -95,11 +102,11 @@ def subsets_command(
     full_pool: bool = typer.Option(True, help="Bootstrap CI of each full-pool score and paired tests of each pair."),
     n_boot: int = typer.Option(2000, help="Bootstrap resamples for the full-pool CIs."),
     n_permutations: int = typer.Option(2000, help="Random swaps for the paired permutation test."),
-    confidence: float = typer.Option(0.95, help="Confidence level of the intervals."),
-    json_file: Optional[Path] = typer.Option(None, "--json", help="Write every number as JSON (schema: docs/subsets.md)."),
-    markdown_file: Optional[Path] = typer.Option(None, "--markdown", help="Write the tables as Markdown."),
-    latex_file: Optional[Path] = typer.Option(None, "--latex", help="Write the tables as LaTeX (booktabs)."),
-    csv_file: Optional[Path] = typer.Option(None, "--csv", help="Write every number as a tidy CSV (section, name, statistic, value)."),
+    confidence: float = CONFIDENCE_OPTION,
+    json_file: Optional[Path] = JSON_OPTION,
+    markdown_file: Optional[Path] = MARKDOWN_OPTION,
+    latex_file: Optional[Path] = LATEX_OPTION,
+    csv_file: Optional[Path] = CSV_OPTION,
 ) -> None:
     from seedscope.analysis.subsets import analyze_subsets, parse_score
 
@@ -265,12 +272,12 @@ def compare_command(
     input_format: Optional[str] = typer.Option(None, "--format", help="Input format when the extension does not tell."),
     n_boot: int = typer.Option(10_000, help="Bootstrap resamples (CIs, ASO, joint bootstrap, seeds needed)."),
     n_permutations: int = typer.Option(9999, help="Sign flips of the paired permutation test (exact when 2^S is smaller)."),
-    confidence: float = typer.Option(0.95, help="Confidence level of the intervals (and of ASO)."),
+    confidence: float = CONFIDENCE_OPTION,
     seed: int = typer.Option(0, help="Seed of every resampling."),
-    json_file: Optional[Path] = typer.Option(None, "--json", help="Write every number as JSON (schema: docs/subsets.md)."),
-    markdown_file: Optional[Path] = typer.Option(None, "--markdown", help="Write the tables as Markdown."),
-    latex_file: Optional[Path] = typer.Option(None, "--latex", help="Write the tables as LaTeX (booktabs)."),
-    csv_file: Optional[Path] = typer.Option(None, "--csv", help="Write every number as a tidy CSV."),
+    json_file: Optional[Path] = JSON_OPTION,
+    markdown_file: Optional[Path] = MARKDOWN_OPTION,
+    latex_file: Optional[Path] = LATEX_OPTION,
+    csv_file: Optional[Path] = CSV_OPTION,
 ) -> None:
     from seedscope.analysis.stats import compare_sweeps
 
