@@ -452,10 +452,8 @@ def _filter_text(task: str | None, model: str | None) -> str:
     return (" for " + " and ".join(p for p in parts if p)) if any(parts) else ""
 
 
-def _class_key(value) -> str | None:
+def _class_key(value) -> str:
     """A label as text: codes 1, 1.0 and "1" read "1"; booleans read "True" / "False" (SuperGLUE's names)."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return None
     if isinstance(value, bool) or type(value).__name__ == "bool_":
         return str(bool(value))
     if isinstance(value, numbers.Integral) or (isinstance(value, numbers.Real) and float(value).is_integer()):
@@ -480,13 +478,13 @@ def _with_label_names(table: pd.DataFrame, task: str) -> pd.DataFrame:
 
     def to_names(column: str) -> pd.Series:
         values = table[column]
-        keys = values.map(_class_key)
-        unknown = sorted({k for k in keys.dropna() if k not in lookup})
+        keys = {value: _class_key(value) for value in pd.unique(values.dropna())}  # per distinct value: fast
+        unknown = sorted({k for k in keys.values() if k not in lookup})
         if unknown:
             raise SeedscopeError(
                 f"{column} value(s) {', '.join(unknown[:3])} are not labels of {spec.name} ({', '.join(names)})"
             )
-        return keys.map(lambda k: None if k is None else lookup[k])
+        return values.map({value: lookup[key] for value, key in keys.items()})
 
     table = table.assign(**{PREDICTION: to_names(PREDICTION)})
     if LABEL in table.columns:
