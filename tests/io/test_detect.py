@@ -62,3 +62,14 @@ def test_mixed_formats_in_one_call(tmp_path, lm):
     with pytest.raises(SeedscopeError, match=r"mixed formats in one call \(.*seed1.csv is csv; .*samples_rte_.* is "
                                              r"lm-eval\); read each format separately"):
         read_predictions([table, samples])
+
+
+def test_a_first_line_longer_than_the_sniffed_part(tmp_path, lm, monkeypatch):
+    from seedscope.io import lm_eval
+
+    path = lm.jsonl(tmp_path / "long.jsonl", [lm.mc(0, [-1.0, -2.0], 0)])
+    monkeypatch.setattr(lm_eval, "SNIFF_CHARS", 40)
+    assert detect_format(path) == "lm-eval"
+    table = tmp_path / "table.jsonl"
+    table.write_text('{"id": 0, "prediction": 1, "text": "' + "x" * 100 + '"}\n')
+    assert detect_format(table) == "jsonl"

@@ -46,10 +46,11 @@ def looks_like_samples(path: Path) -> bool:
     if start == "[":
         return '"doc_id"' in head and ('"resps"' in head or '"filtered_resps"' in head or '"arguments"' in head)
     if start == "{":
+        line = head.lstrip().split("\n", 1)[0]
         try:
-            first = json.loads(head.lstrip().split("\n", 1)[0])
-        except json.JSONDecodeError:
-            return False
+            first = json.loads(line)
+        except json.JSONDecodeError:  # a first line longer than the sniffed part: lm-eval writes doc_id first
+            return len(line) == len(head.lstrip()) and re.match(r'\{\s*"doc_id"\s*:', line) is not None
         return isinstance(first, dict) and "doc_id" in first and ("filtered_resps" in first or "resps" in first)
     return False
 
