@@ -227,12 +227,16 @@ def test_check_reports_integrity_problems(tmp_path):
     _predictions().to_parquet(store.prediction_path(third))  # written, never recorded
     _predictions().to_parquet(store.path / "predictions" / "stranger.parquet")
     (store.path / "predictions" / ".x.parquet.tmp").write_bytes(b"half")
+    with pytest.raises(SeedscopeError, match=f"run {first} is done in the catalog but .* is missing"):
+        store.predictions()
     problems = store.check()
     assert len(problems) == 5
     assert f"run {first} is done in the catalog but" in problems[0]
     assert "holds 2 predictions, the catalog says 4" in problems[1]
     assert f"exists but run {third} is pending" in problems[2]
     assert "stranger.parquet belongs to no run" in problems[3] and "temporary file" in problems[4]
+    store.prediction_path(second).write_bytes(b"not parquet")
+    assert "cannot be read" in store.check()[1]
 
 
 KILL_SCRIPT = """

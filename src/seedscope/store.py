@@ -151,7 +151,9 @@ class ExperimentStore:
                 raise SeedscopeError(f"{path} already holds this experiment; pass --resume to continue it")
             store._reset_unfinished()
             return store
-        if path.is_dir() and any(p.name != PREDICTIONS or any(p.iterdir()) for p in path.iterdir()):
+        leftovers = [p for p in path.iterdir() if not (p.name == PREDICTIONS and p.is_dir() and not any(p.iterdir()))] \
+            if path.is_dir() else []
+        if leftovers:
             raise SeedscopeError(f"{path} is not empty and is not a seedscope experiment directory")
         with atomic_path(path / CATALOG) as tmp:  # a killed create leaves no half-made catalog
             with closing(sqlite3.connect(tmp)) as db:
@@ -393,7 +395,7 @@ class ExperimentStore:
             raise SeedscopeError(f"{self.path} has no finished run" + _filter_text(task, model))
         frames = []
         for run in runs.itertuples():
-            frame = pd.read_parquet(self.prediction_path(run.run_id))
+            frame = _read_parquet(self.prediction_path(run.run_id), run.run_id)
             frame[RUN] = run.run_id if pd.isna(run.seed) else str(run.seed)
             frame.insert(0, "model", run.label)
             frame.insert(0, "task", run.task)
@@ -409,13 +411,11 @@ class ExperimentStore:
         known = {run_id for run_id, _, _ in rows}
         for run_id, status, n_predictions in rows:
             path = self.prediction_path(run_id)
-            if status == "done" and not path.is_file():
-                problems.append(f"run {run_id} is done in the catalog but {path} is missing")
-            elif status == "done":
+            if status == "done":
                 try:
-                    n_rows = pd.read_parquet(path, columns=[EXAMPLE_ID]).shape[0]
-                except Exception as error:  # pyarrow raises several types for a damaged file
-                    problems.append(f"{path} cannot be read ({type(error).__name__}: {error})")
+                    n_rows = len(_read_parquet(path, run_id, columns=[EXAMPLE_ID]))
+                except SeedscopeError as error:
+                    problems.append(str(error))
                     continue
                 if n_rows != n_predictions:
                     problems.append(f"{path} holds {n_rows} predictions, the catalog says {n_predictions}")
@@ -427,6 +427,16 @@ class ExperimentStore:
         for path in sorted((self.path / PREDICTIONS).glob(".*.tmp")):
             problems.append(f"{path} is a temporary file left by an interrupted write")
         return problems
+
+
+def _read_parquet(path: Path, run_id: str, columns: list[str] | None = None) -> pd.DataFrame:
+    """A done run's predictions, or a sentence saying why they cannot be had."""
+    if not path.is_file():
+        raise SeedscopeError(f"run {run_id} is done in the catalog but {path} is missing (rerun with --resume)")
+    try:
+        return pd.read_parquet(path, columns=columns)
+    except Exception as error:  # pyarrow raises several types for a damaged file
+        raise SeedscopeError(f"{path} cannot be read ({type(error).__name__}: {error})") from error
 
 
 def _canonical_task(name: str) -> str:
