@@ -142,3 +142,25 @@ def test_presets_naming_each_other_in_a_circle(tmp_path, monkeypatch):
     monkeypatch.setattr(config_module, "PRESET_DIR", tmp_path)
     with pytest.raises(SeedscopeError, match=r"presets name each other in a circle"):
         load_preset("a")
+
+
+@pytest.mark.parametrize(
+    ("args", "text", "message"),
+    [
+        (["--preset", "cpu-smal"], None, "unknown preset 'cpu-smal'; did you mean cpu-small?"),
+        (["--config", "{path}"], "tasks: [rte]\nmodels: [m]\nlearning_rate: 0.1\n", "c.yaml: unknown key 'learning_rate'"),
+        (["--config", "{path}"], "tasks: [rte]\nmodels: [m]\nhparams: {epochs: 3}\n", "c.yaml: hparams: unknown hyper-parameter 'epochs'"),
+        (["--task", "rtx", "--model", "m"], None, "command line: tasks: unknown task 'rtx'"),
+    ],
+)
+def test_config_mistakes_exit_2_on_the_command_line(tmp_path, capsys, args, text, message):
+    from seedscope.cli import main
+
+    path = tmp_path / "c.yaml"
+    if text is not None:
+        path.write_text(text)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["sweep", *[a.format(path=path) for a in args], "--out", str(tmp_path / "out")])
+    assert exit_info.value.code == 2
+    assert message in " ".join(capsys.readouterr().err.split())
+    assert not (tmp_path / "out").exists()
