@@ -18,9 +18,11 @@ import pandas as pd
 from seedscope.api import TEXT_COLUMN, Analysis
 from seedscope.atomic import atomic_write_text
 from seedscope.errors import SeedscopeError
+from seedscope.metrics.stability import CATEGORIES
 from seedscope.tasks import DATA_DIR_ENV, get_task, load_examples
 
 PRED_PREFIX = "pred_"
+ALWAYS_COUNTED = ("robust", "consistently_wrong")
 TEXT_COLUMNS = (TEXT_COLUMN, "text_pair")
 #: stability columns shown beside each example, in this order, when the analysis has them
 STABILITY_COLUMNS = (
@@ -71,9 +73,14 @@ def unstable_examples(analysis: Analysis, k: int = 20, texts: pd.DataFrame | Non
 
 
 def stability_counts(analyses: Mapping[str, Analysis]) -> pd.DataFrame:
-    """Examples per stability category (columns) for each task (rows), with the total."""
+    """Examples per stability category (columns) for each task (rows), with the total.
+
+    Robust and consistently-wrong are always counted for labelled classification, zero included.
+    """
     counts = pd.DataFrame({name: a.category_counts() for name, a in analyses.items()}).T
-    counts = counts.fillna(0).astype("int64")
+    labelled = any(a.aligned.has_labels and a.task_type == "classification" for a in analyses.values())
+    shown = [c for c in CATEGORIES if c in counts.columns or (labelled and c in ALWAYS_COUNTED)]
+    counts = counts.reindex(columns=shown).fillna(0).astype("int64")
     counts["total"] = [a.aligned.n_examples for a in analyses.values()]
     counts.index.name = "task"
     return counts
