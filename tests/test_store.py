@@ -96,7 +96,9 @@ def test_names_already_given_and_bool_labels_and_regression_stay_readable(tmp_pa
                                               "label": ["True", "True"]}), {"accuracy": 0.5})
     store.mark_running(stsb)
     store.record_success(stsb, pd.DataFrame({"run": 1, "example_id": ["a", "b"], "prediction": [1.25, 4.5],
-                                             "label": [1.0, 5.0]}), {"pearson": 1.0})
+                                             "label": [1.0, 5.0], "task": "old", "model": "old"}),
+                         {"pearson": np.float32(0.5), "mse": np.float64("inf")})
+    assert store.runs().set_index("run_id").loc[stsb, "metrics"] == {"pearson": 0.5, "mse": None}
     assert store.predictions(task="boolq")["prediction"].tolist() == ["True", "False"]
     assert store.predictions(task="sts-b")["prediction"].tolist() == [1.25, 4.5]
     with pytest.raises(SeedscopeError, match="has no finished run for task cola"):

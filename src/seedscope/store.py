@@ -25,6 +25,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
+import numpy as np
 import pandas as pd
 
 from seedscope.atomic import atomic_path
@@ -85,6 +86,8 @@ def _json(value: Any) -> str | None:
 
 
 def _finite(value: Any) -> Any:
+    if isinstance(value, np.generic):  # numpy scalars (np.float32 metrics) as plain Python numbers
+        value = value.item()
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, Mapping):
@@ -395,7 +398,7 @@ class ExperimentStore:
             raise SeedscopeError(f"{self.path} has no finished run" + _filter_text(task, model))
         frames = []
         for run in runs.itertuples():
-            frame = _read_parquet(self.prediction_path(run.run_id), run.run_id)
+            frame = _read_parquet(self.prediction_path(run.run_id), run.run_id).drop(columns=["task", "model"], errors="ignore")
             frame[RUN] = run.run_id if pd.isna(run.seed) else str(run.seed)
             frame.insert(0, "model", run.label)
             frame.insert(0, "task", run.task)
