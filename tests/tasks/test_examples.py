@@ -229,3 +229,12 @@ def test_hub_failure_is_one_clear_message(monkeypatch):
     with pytest.raises(SeedscopeError, match=r"could not load nyu-mll/glue/rte \(train\) from the Hugging Face hub: "
                                              r"Couldn't reach .*; offline, pass --data-dir"):
         examples_module.load_examples("rte", "train")
+
+
+def test_offline_hub_is_one_clear_message(monkeypatch):
+    """The real ``datasets`` call with HF offline mode on (conftest), no mock."""
+    pytest.importorskip("datasets")
+    monkeypatch.delenv("SEEDSCOPE_DATA_DIR", raising=False)
+    with pytest.raises(SeedscopeError, match=r"could not load aps/super_glue/cb \(validation\) from the Hugging Face "
+                                             r"hub: .*; offline, pass --data-dir or set SEEDSCOPE_DATA_DIR"):
+        load_examples("cb", "validation")
