@@ -108,6 +108,11 @@ def validate_table(table: pd.DataFrame, source: str = "prediction table") -> pd.
 
 def _check_coverage(table: pd.DataFrame, intersect: bool) -> tuple[pd.DataFrame, np.ndarray, int]:
     """Make every run cover the same example ids, or explain which do not."""
+    all_ids = pd.unique(table[EXAMPLE_ID])
+    if (table.groupby(RUN, sort=False).size() == len(all_ids)).all():
+        # Ids are unique within a run (validated), so a run with as many rows as there are
+        # distinct ids covers them all: the common case, without building per-run sets.
+        return table, np.array(sorted(all_ids), dtype=object), 0
     ids_by_run = {run: set(group) for run, group in table.groupby(RUN, sort=False)[EXAMPLE_ID]}
     all_ids = set().union(*ids_by_run.values())
     common = set.intersection(*ids_by_run.values())
@@ -145,7 +150,7 @@ def align_runs(
     """
     table = validate_table(table, source)
     table, example_ids, n_dropped = _check_coverage(table, intersect)
-    runs = list(dict.fromkeys(table[RUN]))
+    runs = list(pd.unique(table[RUN]))
     task_type = task_type or infer_task_type(table[PREDICTION])
     position = pd.Index(example_ids)
     table = table.assign(_row=pd.Index(runs).get_indexer(table[RUN]), _col=position.get_indexer(table[EXAMPLE_ID]))
@@ -168,12 +173,19 @@ def align_runs(
     classes = _class_list(pd.concat(values, ignore_index=True), prob_classes)
     codes = {_key(c): i for i, c in enumerate(classes)}
     predictions = np.full(shape, -1, dtype=np.int64)
-    predictions[table["_row"], table["_col"]] = [codes[_key(v)] for v in table[PREDICTION]]
+    predictions[table["_row"], table["_col"]] = _codes(table[PREDICTION], codes)
     labels = None
     if labels_by_example is not None and labels_by_example.notna().any():
-        labels = np.array([codes[_key(v)] if pd.notna(v) else -1 for v in labels_by_example], dtype=np.int64)
+        labels = _codes(labels_by_example, codes)
     probabilities = _probabilities(table, probs, prob_classes, classes, shape, source) if probs else None
     return AlignedRuns(runs, example_ids, task_type, predictions, labels, classes, probabilities, n_dropped)
+
+
+def _codes(values: pd.Series, codes: dict[str, int]) -> np.ndarray:
+    """Class codes of ``values`` (−1 where missing), keying each distinct value once."""
+    positions, uniques = pd.factorize(values)  # missing values get position −1 …
+    lookup = np.array([codes[_key(v)] for v in uniques] + [-1], dtype=np.int64)
+    return lookup[positions]  # … which picks the trailing −1
 
 
 def _key(value) -> str:
@@ -187,7 +199,7 @@ def _key(value) -> str:
 
 def _class_list(values: pd.Series, prob_classes: list[str]) -> list:
     """Classes in probability-column order when given, else sorted (numerically if possible)."""
-    seen = {_key(v): v for v in values}
+    seen = {_key(v): v for v in pd.unique(values)}
     if prob_classes:
         unknown = sorted(set(seen) - set(prob_classes))
         if unknown:
@@ -206,7 +218,9 @@ def _class_list(values: pd.Series, prob_classes: list[str]) -> list:
 def _labels_by_example(table: pd.DataFrame, position: pd.Index, source: str) -> pd.Series:
     """One gold label per example; runs that disagree about a gold label are an error."""
     gold = table[[EXAMPLE_ID, LABEL]].dropna()
-    keyed = gold.assign(_k=gold[LABEL].map(_key)).drop_duplicates([EXAMPLE_ID, "_k"])
+    positions, uniques = pd.factorize(gold[LABEL])
+    keys = np.array([_key(v) for v in uniques], dtype=object)[positions]
+    keyed = gold.assign(_k=keys).drop_duplicates([EXAMPLE_ID, "_k"])
     conflict = keyed[EXAMPLE_ID].duplicated(keep=False)
     if conflict.any():
         ids = ", ".join(keyed.loc[conflict, EXAMPLE_ID].unique()[:3])
