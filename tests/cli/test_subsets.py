@@ -166,3 +166,32 @@ def test_compare_bad_input_exits_2(tmp_path, capsys):
     empty = tmp_path / "empty"
     empty.mkdir()
     bad(tmp_path, capsys, ["compare", str(base), str(empty)], "holds no experiment store and no prediction files")
+
+
+def make_store(path: Path, flip: float, seed: int) -> Path:
+    """A real experiment store of the example RTE sweep (seeds 42 … 82), optionally improved."""
+    from seedscope.plan import plan_to_dict, seed_sweep
+    from seedscope.store import ExperimentStore
+
+    seeds = [42, 52, 62, 72, 82]
+    store = ExperimentStore.create(path, plan_to_dict(seed_sweep(["rte"], ["models/minilm"], seeds)))
+    rng = np.random.default_rng(seed)
+    for run in store.runs().itertuples():
+        frame = pd.read_csv(EXAMPLES / "rte" / f"seed_{int(run.seed)}.csv")
+        fix = rng.random(len(frame)) < flip
+        frame.loc[fix, "prediction"] = frame.loc[fix, "label"]
+        store.mark_running(run.run_id)
+        store.record_success(run.run_id, frame.assign(run=str(run.seed)), {"accuracy": 0.0}, {}, {"total_s": 1.0})
+    return path
+
+
+def test_compare_experiment_stores_matches_seeds(tmp_path):
+    first = make_store(tmp_path / "base", 0.0, 0)
+    second = make_store(tmp_path / "tuned", 0.2, 1)
+    out = tmp_path / "stores.json"
+    assert run_cli(["compare", str(first), str(second), "--n-boot", "200", "--json", str(out)]) == 0
+    document = json.loads(out.read_text())
+    assert set(document["systems"]["base"]["scores"]) == {"42", "52", "62", "72", "82"}
+    pair = document["pairs"][0]
+    assert pair["paired"] and pair["n_matched"] == 5 and pair["delta"] <= 0
+    assert [t["run"] for t in pair["mcnemar"]] == ["42", "52", "62", "72", "82"]
