@@ -77,6 +77,8 @@ def test_analysis_and_summary_sections():
     assert set(long["section"]) == {"macro", "micro", "per_run"}
     con = long[(long["section"] == "micro") & (long["statistic"] == "con")]["value"].item()
     assert con == result.micro.iloc[0]["con"]
+    unlabelled = seedscope.analyze(table[table["task"] == "cb"].drop(columns="label"), n_boot=50)
+    assert "no gold labels, so CCON is undefined" in list(tables.analysis_sections(unlabelled))[0]
     summary = seedscope.summarize_tasks(table, n_boot=50)
     table7 = list(tables.summary_sections(summary).values())[1]
     cb = summary.analyses["cb"]

@@ -142,6 +142,8 @@ def analysis_sections(analysis: Analysis, top_k: int = 10) -> dict[str, pd.DataF
         index=pd.Index(list(MICRO_ROWS.values()), name="micro"),
     )
     dropped = f"; {int(micro['n_dropped'])} examples dropped by --intersect" if micro["n_dropped"] else ""
+    if not analysis.aligned.has_labels:
+        dropped += "; no gold labels, so CCON is undefined"
     sections[f"Micro: {n_pairs} run pairs over {n_examples} examples (fractions{dropped})"] = micro_frame
     if len(analysis.per_run.columns):
         sections["Per run"] = analysis.per_run
