@@ -97,11 +97,26 @@ def test_non_numeric_regression_value_names_file_and_line(tmp_path):
         read_predictions([path], task_type="regression")
 
 
-def test_nan_prediction_names_file_and_line(tmp_path):
+def test_nan_prediction_and_empty_id_name_file_and_line(tmp_path):
     path = tmp_path / "s1.jsonl"
     path.write_text('{"id": 0, "prediction": 1.5}\n\n{"id": 1, "prediction": NaN}\n')
     with pytest.raises(SeedscopeError, match=r"s1.jsonl line 3: the prediction is empty"):
         read_predictions([path])
+    path.write_text('{"id": 0, "prediction": 1}\n{"id": null, "prediction": 1}\n')
+    with pytest.raises(SeedscopeError, match=r"s1.jsonl line 2: the example id is empty"):
+        read_predictions([path])
+    csv = tmp_path / "s1.csv"
+    csv.write_text("id,prediction\n0,1\n,1\n")
+    with pytest.raises(SeedscopeError, match=r"s1.csv line 3: the example id is empty"):
+        read_predictions([csv])
+
+
+def test_ids_of_every_type_become_text(tmp_path):
+    path = tmp_path / "s1.jsonl"
+    path.write_text('{"id": 7.0, "prediction": 1}\n{"id": "007", "prediction": 1}\n{"id": 8, "prediction": 1}\n')
+    assert read_predictions([path])["example_id"].tolist() == ["7", "007", "8"]
+    frame = pd.DataFrame({"id": [1.0, 2.5], "prediction": [1, 0]})
+    assert read_predictions([_write(frame, tmp_path / "f.parquet", "parquet")])["example_id"].tolist() == ["1", "2.5"]
 
 
 def test_probability_columns(tmp_path):

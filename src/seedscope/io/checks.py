@@ -63,9 +63,10 @@ def _checked(source: Source, regression: bool) -> pd.DataFrame:
     frame = source.frame
     if frame.empty:
         raise SeedscopeError(f"{source.path} holds no predictions")
-    missing = frame[PREDICTION].isna()
-    if missing.any():
-        raise SeedscopeError(f"{source.where(frame.loc[missing, LINE].iloc[0])}: the prediction is empty")
+    for column, what in ((EXAMPLE_ID, "example id"), (PREDICTION, "prediction")):
+        missing = frame[column].isna()
+        if missing.any():
+            raise SeedscopeError(f"{source.where(frame.loc[missing, LINE].iloc[0])}: the {what} is empty")
     _check_duplicates(source)
     if regression:
         frame = frame.assign(**{PREDICTION: _numbers(source, PREDICTION, allow_missing=False)})

@@ -171,11 +171,11 @@ def missing_column(what: str, candidates: tuple[str, ...], option: str, columns:
 
 def as_ids(values: pd.Series) -> pd.Series:
     """Example ids as text, so 7, 7.0 and "7" are one id across files (but "007" stays "007")."""
-    def one(value):
-        if isinstance(value, (float, np.floating)) and float(value).is_integer():
-            return str(int(value))
-        return str(value)
-
-    if pd.api.types.is_integer_dtype(values.dtype):
+    dtype = values.dtype
+    if isinstance(dtype, pd.StringDtype) or pd.api.types.is_integer_dtype(dtype) or pd.api.types.is_bool_dtype(dtype):
         return values.astype(str)
-    return values.map(one).astype(object)
+    if pd.api.types.is_float_dtype(dtype):
+        whole = np.mod(values.to_numpy(), 1) == 0
+        return values.astype(object).where(~whole, values.where(whole, 0).astype(np.int64)).astype(str)
+    # Python objects of mixed types (JSON): whole floats lose their ".0"
+    return values.map(lambda v: str(int(v)) if isinstance(v, float) and v.is_integer() else v).astype(str)

@@ -16,6 +16,7 @@ label = the target text. One run per file, or per folder ("seed directory").
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -204,10 +205,12 @@ def _row(record: dict, where: str) -> tuple:
             f"{where}: a perplexity (loglikelihood_rolling) sample has no prediction to compare across seeds"
         )
     scores = [_loglikelihood(r) for r in responses]
-    if all(score is not None for score in scores):
-        scores = np.array(scores, dtype=float)
-        probabilities = np.exp(scores - scores.max())
-        return doc_id, int(np.argmax(scores)), _gold_index(record, len(scores), where), probabilities / probabilities.sum()
+    if None not in scores:
+        top = max(scores)  # plain floats: a few choices are faster without numpy
+        weights = [math.exp(score - top) for score in scores]
+        total = sum(weights)
+        probabilities = [weight / total for weight in weights]
+        return doc_id, scores.index(top), _gold_index(record, len(scores), where), probabilities
     target = record.get("target")
     label = target if isinstance(target, str) or target is None else json.dumps(target)
     return doc_id, _text(responses), label, None
@@ -267,10 +270,8 @@ def _frame(rows: list[tuple], run: str, task: str) -> pd.DataFrame:
     doc_ids, predictions, labels, probabilities, lines = zip(*rows)
     frame = pd.DataFrame({RUN: run, "_doc": doc_ids, PREDICTION: predictions, LABEL: labels, LINE: lines})
     if all(p is not None for p in probabilities):
-        width = max(len(p) for p in probabilities)
-        matrix = np.zeros((len(rows), width))
-        for i, p in enumerate(probabilities):
-            matrix[i, : len(p)] = p  # absent choices get probability 0
+        width = max(map(len, probabilities))
+        matrix = np.array([p + [0.0] * (width - len(p)) for p in probabilities])  # absent choices: 0
         frame = pd.concat([frame, pd.DataFrame(matrix, columns=[f"{PROB_PREFIX}{i}" for i in range(width)])], axis=1)
     frame = frame.sort_values("_doc", kind="stable").reset_index(drop=True)
     frame.insert(1, EXAMPLE_ID, frame.pop("_doc").astype(str))
