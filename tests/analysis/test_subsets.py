@@ -118,6 +118,8 @@ def test_accuracy_and_ratio_scores_by_hand():
     )
     pool = score_pool(table, "accuracy")
     assert pool.values[0, :, 0].tolist() == [1.0, 0.0, 1.0, 0.0]
+    numeric = pd.DataFrame({"system": "A", "example_id": [0, 1, 2], "prediction": [1, 0, 2], "label": [1.0, 1.0, 2.0]})
+    assert score_pool(numeric, "accuracy").values[0, :, 0].tolist() == [1.0, 0.0, 1.0]  # 1 equals 1.0
     ratio = pd.DataFrame({"system": "A", "example_id": [0, 1], "circuit": [0.5, 0.7], "empty": [0.1, 0.1], "model": [0.9, 1.1]})
     result = subset_variance(ratio, subset_size=2, n_seeds=2, score="ratio:circuit,empty,model")
     # (0.6 − 0.1) / (1.0 − 0.1)
@@ -176,7 +178,13 @@ def test_callable_api_matches_vectorised_path():
     rng = np.random.default_rng(5)
     ids = [f"q{i}" for i in range(40)]
     scores = {"A": dict(zip(ids, rng.random(40))), "B": dict(zip(ids, rng.random(40)))}
-    scorers = {name: (lambda subset, table=table: float(np.mean([table[i] for i in subset]))) for name, table in scores.items()}
+    seen = []
+
+    def recording(subset):
+        seen.append(subset)
+        return float(np.mean([scores["A"][i] for i in subset]))
+
+    scorers = {"A": recording, "B": lambda subset: float(np.mean([scores["B"][i] for i in subset]))}
     by_callable = callable_subset_variance(scorers, ids[::-1], subset_size=8, n_seeds=5, seed=2, progress=False)
     table = pd.concat(
         [pd.DataFrame({"system": n, "example_id": list(t), "score": list(t.values())}) for n, t in scores.items()]
@@ -184,6 +192,9 @@ def test_callable_api_matches_vectorised_path():
     vectorised = subset_variance(table, subset_size=8, n_seeds=5, seed=2)
     assert np.allclose(by_callable.theta.to_numpy(), vectorised.theta.to_numpy())
     assert by_callable.score == "callable"
+    assert len(seen) == 5 and all(len(subset) == 8 and set(subset) <= set(ids) for subset in seen)
+    ints = callable_subset_variance(lambda subset: float(sum(subset)), [3, 1, 2], subset_size=1, n_seeds=3, progress=False)
+    assert set(ints.theta["system"]) <= {1.0, 2.0, 3.0}  # the callable gets the caller's own ids
 
 
 # --------------------------------------------------------------------------- full pool: CI and paired test

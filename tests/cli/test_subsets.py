@@ -124,6 +124,9 @@ def test_subsets_bad_input_exits_2(tmp_path, capsys):
     bad(tmp_path, capsys, ["subsets", *files, "-n", "5", "--score", "median"], "unknown score")
     bad(tmp_path, capsys, ["subsets", str(tmp_path / "missing.csv"), "-n", "5"], "does not exist")
     bad(tmp_path, capsys, ["subsets", *files, "-n", "5", "--target-cv", "0.05", "--sizes", "5,x"], "--sizes")
+    bad(tmp_path, capsys, ["subsets", *files, "-n", "5", "--n-boot", "0"], "at least 1")
+    bad(tmp_path, capsys, ["subsets", *files, "-n", "5", "--confidence", "1.5"], "strictly between 0 and 1")
+    bad(tmp_path, capsys, ["subsets", *files, "-n", "5", "--target-cv", "0"], "target CV must be positive")
 
 
 def sweep(folder: Path, name: str, flip: float, seed: int) -> Path:

@@ -87,8 +87,7 @@ class ScoreSpec:
             for name, column in zip(self.columns, (prediction, label)):
                 if column.isna().any():
                     raise SeedscopeError(f"{source}: column {name} has missing values (e.g. example {_first_id(table, column.isna())})")
-            correct = prediction.astype(str).to_numpy() == label.astype(str).to_numpy()
-            return correct.astype(float)[:, None]
+            return _equal(prediction, label).astype(float)[:, None]
         out = np.empty((len(table), len(self.columns)))
         for j, name in enumerate(self.columns):
             numeric = pd.to_numeric(table[name], errors="coerce")
@@ -108,6 +107,14 @@ class ScoreSpec:
         denominator = means[..., 2] - means[..., 1]
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.where(denominator == 0, np.nan, numerator / np.where(denominator == 0, 1, denominator))
+
+
+def _equal(prediction: pd.Series, label: pd.Series) -> np.ndarray:
+    """Prediction == label: numerically when both columns are numbers (so 1 equals 1.0), else as text."""
+    numbers = [pd.to_numeric(column, errors="coerce") for column in (prediction, label)]
+    if all(n.notna().all() for n in numbers):
+        return numbers[0].to_numpy(dtype=float) == numbers[1].to_numpy(dtype=float)
+    return prediction.astype(str).to_numpy() == label.astype(str).to_numpy()
 
 
 def _first_id(table: pd.DataFrame, mask: pd.Series) -> str:
@@ -478,16 +485,18 @@ def callable_subset_variance(
     """Seed variance of any evaluation: ``score(subset_ids) -> float`` is called once per seed and system.
 
     ``scorers`` is one callable or a mapping system → callable (all get the same subset under
-    one seed). ``example_ids`` is the pool; it is sorted (as strings) before drawing so that
-    the subsets do not depend on the order the pool was listed in. A progress bar shows the
+    one seed). ``example_ids`` is the pool; it is sorted by the ids' text before drawing (as
+    the table path does) so that the subsets do not depend on the order the pool was listed
+    in; each callable receives an array of the user's own ids. A progress bar shows the
     K × M calls.
     """
     if callable(scorers):
         scorers = {"system": scorers}
     if not scorers:
         raise SeedscopeError("no scoring function given")
-    pool_ids = np.array(sorted(map(str, example_ids)), dtype=object)
-    if len(set(pool_ids)) != len(pool_ids):
+    pool_ids = np.empty(len(example_ids), dtype=object)
+    pool_ids[:] = sorted(example_ids, key=str)
+    if len({str(i) for i in pool_ids}) != len(pool_ids):
         raise SeedscopeError("the example pool lists some example id more than once")
     seed_array = subset_seeds(n_seeds, seed) if seeds is None else np.asarray(seeds, dtype=np.int64)
     subsets = draw_subsets(len(pool_ids), subset_size, seed_array)
