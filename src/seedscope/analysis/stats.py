@@ -673,7 +673,7 @@ def compare_sweeps(
     per_run, per_example, notes = {}, {}, []
     chosen = metric
     for name, table in tables.items():
-        try:
+        try:  # only per_run and the aligned arrays are used here, so analyze's own CI stays small
             result = analyze(table, n_boot=max(1, min(n_boot, 1000)), confidence=confidence, seed=seed)
         except SeedscopeError as error:
             raise SeedscopeError(f"sweep {name}: {error}") from None
