@@ -52,14 +52,14 @@ def mc_record(doc_id, lls, gold, *, version="0.4.7", filter="none", metrics=("ac
 
 
 def generation_record(doc_id, text, target, *, filter="strict-match") -> dict:
-    """One gsm8k-style generation sample (v0.4.7+)."""
+    """One gsm8k-style generation sample (v0.4.7+); the target is the answer after ``####``."""
     doc = {"question": f"question {doc_id}?", "answer": f"reasoning\n#### {target}"}
     prompt = f"Question: {doc['question']}\nAnswer:"
-    return {"doc_id": doc_id, "doc": doc, "target": doc["answer"],
+    return {"doc_id": doc_id, "doc": doc, "target": str(target),
             "arguments": {"gen_args_0": {"arg_0": prompt, "arg_1": {"until": ["\n\n"], "do_sample": False}}},
             "resps": [[f"reasoning ... {text}"]], "filtered_resps": [text], "filter": filter,
             "metrics": ["exact_match"], "doc_hash": sha256(json.dumps(doc, indent=2, ensure_ascii=False)),
-            "prompt_hash": sha256(prompt), "target_hash": sha256(doc["answer"]),
+            "prompt_hash": sha256(prompt), "target_hash": sha256(str(target)),
             "exact_match": float(text == str(target))}
 
 

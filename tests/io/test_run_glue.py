@@ -130,5 +130,5 @@ def test_repeated_index_is_a_duplicate(data_dir, tmp_path):
 
 def test_unknown_task_in_the_file_name(data_dir, tmp_path):
     path = _write(tmp_path / "predict_results_mnli-mm.txt", ["entailment"])
-    with pytest.raises(SeedscopeError, match=r"unknown task 'mnli-mm'"):
+    with pytest.raises(SeedscopeError, match=r"predict_results_mnli-mm.txt: unknown task 'mnli-mm'"):
         read_predictions([path], data_dir=data_dir)

@@ -47,7 +47,10 @@ def read_run_glue(paths: list[Path], options: ReadOptions) -> list[Source]:
     sources = []
     for (_, files), run in zip(units, names):
         for path in files:
-            spec = get_task(task_of(path))
+            try:
+                spec = get_task(task_of(path))
+            except SeedscopeError as error:
+                raise SeedscopeError(f"{path}: {error}") from None
             if spec.name not in gold:
                 gold[spec.name] = load_examples(spec, "validation", options.data_dir)
             sources.append(_read_file(path, run, spec, gold[spec.name]))
