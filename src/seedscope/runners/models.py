@@ -129,3 +129,16 @@ def add_lora(network, settings: FinetuneSettings, kind: Kind):
             f"method lora is not supported for model type {network.config.model_type!r} as configured "
             f"({str(error).splitlines()[0]}); set lora_target_modules to its attention projection names"
         ) from error
+
+
+def check_method(config, method: str, settings: FinetuneSettings) -> None:
+    """Refuse LoRA on an architecture with no known attention projections (unless named)."""
+    if method != "lora" or settings.lora_target_modules:
+        return
+    from peft.utils import TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING as defaults
+
+    if config.model_type not in defaults:
+        raise SeedscopeError(
+            f"method lora has no default target modules for model type {config.model_type!r}; "
+            "set lora_target_modules to its attention projection names"
+        )

