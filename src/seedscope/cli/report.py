@@ -12,24 +12,24 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from seedscope.errors import SeedscopeError
 
-HELP = """Everything the paper shows, ready to paste, plus the views that find the problem
-examples and seeds: Table 1 / Table 7 layouts (LaTeX booktabs, CSV, Markdown), the seed × task
-heatmap with a Friedman test, training-set size against VAR / CON / CCON, per task the S×S
-CON matrix, the metric over seeds, per-example agreement and accuracy against consistency,
-the most unstable examples with every seed's prediction, and the run environment, all in ONE
-self-contained HTML file that works offline.
-
-DIR_OR_FILES is an experiment directory from `seedscope sweep`, or prediction files (one per
-run, or one long table with run and task columns) as read by `seedscope analyze`.
-Without any output option the HTML report is written to seedscope-report.html. Every number
-is a fraction in [0, 1]; VAR is the population std (divisor S), as published.
-
-\b
-Examples:
-  seedscope report runs/rte-sweep --html rte.html
-  seedscope report runs/glue --latex paper/tables --figures paper/figures --fig-format pdf
-  seedscope report preds/*.csv --task rte --data-dir ../data --unstable-csv unstable.csv
-"""
+HELP = (
+    "Everything the paper shows, ready to paste, plus the views that find the problem examples and seeds: "
+    "Table 1 / Table 7 layouts (LaTeX booktabs, CSV, Markdown), the seed × task heatmap with a Friedman test, "
+    "training-set size against VAR / CON / CCON, per task the S×S CON matrix, the metric over seeds, per-example "
+    "agreement and accuracy against consistency, the most unstable examples with every seed's prediction, and the "
+    "run environment, all in ONE self-contained HTML file that works offline.\n\n"
+    "DIR_OR_FILES is an experiment directory from `seedscope sweep` or `seedscope factors run`, or prediction files "
+    "(one per run, or one long table with run and task columns) as read by `seedscope analyze`. Without any output "
+    "option the HTML report is written to seedscope-report.html. Every number is a fraction in [0, 1]; VAR is the "
+    "population std (divisor S), as published.\n\n"
+    "Examples:\n\n"
+    "```\n"
+    "seedscope report runs/rte-sweep --html rte.html\n"
+    "seedscope report runs/glue --latex paper/tables --figures paper/figures --fig-format pdf\n"
+    "seedscope report preds/*.csv --task rte --data-dir ../data --unstable-csv unstable.csv\n"
+    "seedscope report runs/sst2 --factor-scores factor_scores.csv --html sst2.html\n"
+    "```\n"
+)
 
 
 class FigFormat(str, Enum):
@@ -56,14 +56,29 @@ def report_command(
         None, help="Folder with the task data, to show the text of unstable examples (default $SEEDSCOPE_DATA_DIR)."
     ),
     intersect: bool = typer.Option(False, help="Use only the example ids that every run covers."),
+    factor_scores: Optional[Path] = typer.Option(
+        None, help="A factor score table (as for `seedscope factors analyze`) whose factor importance the report adds."
+    ),
+    input_format: Optional[str] = typer.Option(
+        None, "--format", help="Input format when the file extension does not tell (csv, tsv, jsonl, parquet, lm-eval, run-glue)."
+    ),
+    run_column: Optional[str] = typer.Option(None, help="Column naming the run (long tables); default: auto-detected."),
+    id_column: Optional[str] = typer.Option(None, help="Column with the example id; default: auto-detected."),
+    prediction_column: Optional[str] = typer.Option(None, help="Column with the prediction; default: auto-detected."),
+    label_column: Optional[str] = typer.Option(None, help="Column with the gold label; default: auto-detected."),
     title: str = typer.Option("seedscope report", help="Title of the HTML report."),
 ) -> None:
+    from seedscope.analysis.factor_table import read_score_table, study_from_table
+    from seedscope.analysis.factors import analyze_factors
     from seedscope.report.build import build_report
 
     if fig_format is not None and figures is None:
         raise SeedscopeError("--fig-format needs --figures DIR to say where the figures go")
     if html is None and latex is None and figures is None and unstable_csv is None:
         html = DEFAULT_HTML
+    factors = analyze_factors(study_from_table(read_score_table(factor_scores))) if factor_scores else None
+    read_options = {"format": input_format, "run_column": run_column, "id_column": id_column,
+                    "prediction_column": prediction_column, "label_column": label_column}
     console = Console(stderr=True)
     with Progress(
         TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
@@ -77,7 +92,8 @@ def report_command(
         build_report(
             [str(p) for p in paths], html=html, latex_dir=latex, figures_dir=figures,
             fig_format=(fig_format or FigFormat.png).value, unstable_csv=unstable_csv, top_k=top,
-            task=task, data_dir=data_dir, intersect=intersect, title=title, progress=progress,
+            task=task, data_dir=data_dir, intersect=intersect, title=title, progress=progress, factors=factors,
+            read_options=read_options,
         )
     out = Console()
     for label, path in (("HTML report", html), ("paper tables", latex), ("figures", figures), ("unstable examples", unstable_csv)):

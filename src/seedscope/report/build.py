@@ -26,18 +26,20 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from seedscope import __version__
-from seedscope.analysis.factors import FactorAnalysis
+from seedscope.analysis.factor_table import score_table_from_store, study_from_table
+from seedscope.analysis.factors import FactorAnalysis, analyze_factors
 from seedscope.analysis.subsets import HIGH_ABOVE, NEGLIGIBLE_BELOW, SubsetVariance
 from seedscope.analysis.summary import TaskSummary, summarize_tasks
 from seedscope.api import Analysis
 from seedscope.errors import SeedscopeError
 from seedscope.io import read_predictions
+from seedscope.plan import parse_study_tag
 from seedscope.report import figures as figs
 from seedscope.report import tables
 from seedscope.report.html import FigureBlock, Section, TableBlock, render_html
 from seedscope.report.seeds import SeedTest, friedman_across_seeds, normalise_per_task, seed_task_scores
-from seedscope.store import ExperimentStore
 from seedscope.report.unstable import stability_counts, task_texts, unstable_csv, unstable_examples
+from seedscope.store import ExperimentStore
 
 #: task name given to predictions that carry no ``task`` column
 DEFAULT_TASK = "predictions"
@@ -84,28 +86,43 @@ def environment_tables(environment: pd.DataFrame | None) -> dict[str, pd.DataFra
     return out
 
 
+def store_factors(store: ExperimentStore) -> FactorAnalysis | str | None:
+    """The factor analysis of a store's factor-study runs; None without such runs, or the one-line
+    reason when they cannot be analysed yet (e.g. runs still missing)."""
+    if not store.runs()["tag"].map(parse_study_tag).notna().any():
+        return None
+    try:
+        table, info = score_table_from_store(store)
+        return analyze_factors(study_from_table(table, metric=info["metric"], chance=info["chance"]))
+    except SeedscopeError as error:
+        return str(error)
+
+
 def _load(source, *, task: str | None, data_dir, intersect: bool, options: dict,
-          read_options: dict) -> tuple[TaskSummary, pd.DataFrame | None]:
-    """(summary, recorded environment) from store directories, prediction files, a table or analyses."""
-    environment = None
+          read_options: dict) -> tuple[TaskSummary, pd.DataFrame | None, FactorAnalysis | str | None]:
+    """(summary, recorded environment, factor analysis) from store directories, prediction
+    files, a table or analyses; the last two only come from stores."""
+    environment = factors = None
     if isinstance(source, TaskSummary):
-        return source, None
+        return source, None, None
     if isinstance(source, Analysis):
         source = {task or DEFAULT_TASK: source}
     if isinstance(source, Mapping):
         if not source or not all(isinstance(a, Analysis) for a in source.values()):
             raise SeedscopeError("a mapping passed to build_report must map task names to Analysis results")
-        return summarize_tasks(dict(source)), None
+        return summarize_tasks(dict(source)), None, None
     if isinstance(source, pd.DataFrame):
         table = source
     else:
         paths = [Path(p) for p in ([source] if isinstance(source, (str, os.PathLike)) else list(source))]
         table = read_predictions(paths, task=task, data_dir=data_dir, **read_options)
-        stores = [ExperimentStore.open(p).environment() for p in paths if ExperimentStore.is_store(p)]
-        environment = pd.concat(stores, ignore_index=True) if stores else None
+        stores = [ExperimentStore.open(p) for p in paths if ExperimentStore.is_store(p)]
+        if stores:
+            environment = pd.concat([store.environment() for store in stores], ignore_index=True)
+            factors = next((found for found in map(store_factors, stores) if found is not None), None)
     if "task" not in table.columns:
         table = table.assign(task=task or DEFAULT_TASK)
-    return summarize_tasks(table, intersect=intersect, **options), environment
+    return summarize_tasks(table, intersect=intersect, **options), environment, factors
 
 
 def _task_of(label: str) -> str:
@@ -240,8 +257,12 @@ def _task_section(label: str, analysis: Analysis, unstable: pd.DataFrame, builde
     return section
 
 
-def _factor_section(factors: FactorAnalysis, builder: _Builder) -> Section:
+def _factor_section(factors: FactorAnalysis | str, builder: _Builder) -> Section:
     section = Section("Randomness factors")
+    if isinstance(factors, str):
+        section.lines.append(f"The store holds factor-study runs, but they cannot be analysed yet: {factors}")
+        builder.step("factor importance")
+        return section
     columns = [c for c in ("importance", "importance_ci_low", "importance_ci_high", "c_std", "m_std",
                            "golden_std", "n_runs", "n_groups") if c in factors.summary.columns]
     section.tables.append(TableBlock("Factor importance IS = (c − m) / σ_GM with its bootstrap interval "
@@ -290,7 +311,8 @@ def _environment_section(environment: pd.DataFrame | None, summary: TaskSummary)
     return section
 
 
-def assemble(summary: TaskSummary, *, environment: pd.DataFrame | None = None, factors: FactorAnalysis | None = None,
+def assemble(summary: TaskSummary, *, environment: pd.DataFrame | None = None,
+             factors: FactorAnalysis | str | None = None,
              subsets: SubsetVariance | None = None, top_k: int = 20,
              data_dir: str | os.PathLike | None = None, title: str = "seedscope report",
              progress: Progress | None = None) -> Report:
@@ -385,20 +407,22 @@ def _stage_file(target: Path, data: bytes) -> Path:
     return Path(name)
 
 
+#: file stems of the paper tables, in the order of :func:`seedscope.report.tables.summary_sections`
 PAPER_FILES = ("table1", "table7", "size-correlation")
 
 
 def _write_paper_tables(paper: dict[str, pd.DataFrame], folder: Path) -> None:
-    """One ``.tex`` (booktabs), ``.csv`` and ``.md`` per paper table, and ``tables.tex`` with all."""
-    for stem, (title, frame) in zip(PAPER_FILES, paper.items()):
-        (folder / f"{stem}.tex").write_text(tables.to_latex(frame, caption=title, label=f"tab:{stem}"), encoding="utf-8")
+    """One ``.tex`` (booktabs), ``.csv`` and ``.md`` per paper table, and ``tables.tex`` holding
+    every table, so that one ``\\input`` brings them all into a paper."""
+    stems = [PAPER_FILES[i] if i < len(PAPER_FILES) else f"table-{i + 1}" for i in range(len(paper))]
+    latex = []
+    for stem, (title, frame) in zip(stems, paper.items()):
+        latex.append(tables.to_latex(frame, caption=title, label=f"tab:{stem}"))
+        (folder / f"{stem}.tex").write_text(latex[-1], encoding="utf-8")
         (folder / f"{stem}.csv").write_text(tables.to_csv(frame), encoding="utf-8")
         (folder / f"{stem}.md").write_text(f"### {title}\n\n{tables.to_markdown(frame)}", encoding="utf-8")
-    (folder / "tables.tex").write_text(
-        "% seedscope paper tables: \\input{tables} (needs \\usepackage{booktabs})\n"
-        + "\n".join(f"\\input{{{stem}}}" for stem in PAPER_FILES[: len(paper)]) + "\n",
-        encoding="utf-8",
-    )
+    header = "% seedscope paper tables (fractions); needs \\usepackage{booktabs}\n"
+    (folder / "tables.tex").write_text(header + "\n".join(latex), encoding="utf-8")
 
 
 def build_report(
@@ -427,7 +451,8 @@ def build_report(
     a mapping task → Analysis or a :class:`~seedscope.analysis.summary.TaskSummary`. ``task``
     names the task of predictions without a ``task`` column; ``data_dir`` is where task texts
     are read for the unstable examples; ``factors`` a
-    :class:`~seedscope.analysis.factors.FactorAnalysis` and ``subsets`` a
+    :class:`~seedscope.analysis.factors.FactorAnalysis` (found by itself in a store of
+    ``seedscope factors run``) and ``subsets`` a
     :class:`~seedscope.analysis.subsets.SubsetVariance` add their sections. Outputs: ``html``
     (one self-contained file), ``latex_dir`` (Table 1 / Table 7 / size correlation as booktabs
     ``.tex`` plus ``.csv`` and ``.md``), ``figures_dir`` (every figure as ``fig_format``),
@@ -440,8 +465,9 @@ def build_report(
         raise SeedscopeError(f"the number of unstable examples to list must be 0 or more, not {top_k}")
     if progress is not None:
         progress("reading and analysing predictions", 0, None)
-    summary, environment = _load(source, task=task, data_dir=data_dir, intersect=intersect, options=analysis_options,
-                                 read_options=dict(read_options or {}))
+    summary, environment, found = _load(source, task=task, data_dir=data_dir, intersect=intersect, options=analysis_options,
+                                       read_options=dict(read_options or {}))
+    factors = factors if factors is not None else found
     report = assemble(summary, environment=environment, factors=factors, subsets=subsets, top_k=top_k, data_dir=data_dir,
                       title=title, progress=progress)
     write_outputs(report, html=html, latex_dir=latex_dir, figures_dir=figures_dir, fig_format=fig_format,

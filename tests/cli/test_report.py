@@ -1,0 +1,152 @@
+"""``seedscope report``: every output from a store or prediction files, and exit 2 with one clear
+message and nothing written for every bad input."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from seedscope.analysis.summary import summarize_tasks
+from seedscope.cli import main
+from seedscope.plan import plan_to_dict, seed_sweep
+from seedscope.store import ExperimentStore
+
+TASKS, SEEDS = ("rte", "mrpc", "cola"), (42, 52, 62)
+
+
+@pytest.fixture(scope="module")
+def predictions(synthetic_predictions) -> pd.DataFrame:
+    return synthetic_predictions(TASKS, n_seeds=len(SEEDS), n_examples=150, seed=11)
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory, predictions) -> Path:
+    path = tmp_path_factory.mktemp("cli") / "sweep"
+    store = ExperimentStore.create(path, plan_to_dict(seed_sweep(list(TASKS), ["models/minilm"], list(SEEDS))))
+    for run in store.runs().itertuples():
+        rows = predictions[(predictions["task"] == run.task) & (predictions["run"] == str(run.seed))]
+        store.mark_running(run.run_id)
+        store.record_success(run.run_id, rows.drop(columns="task"), {"accuracy": 0.5},
+                             {"torch": "2.13.0", "device": "cpu", "deterministic": True}, {"total_s": 1.0})
+    return path
+
+
+def _seed_files(predictions: pd.DataFrame, folder: Path, task: str = "rte") -> list[str]:
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for run, rows in predictions[predictions["task"] == task].groupby("run"):
+        path = folder / f"seed{run}.csv"
+        rows.drop(columns=["task", "run"]).to_csv(path, index=False)
+        paths.append(str(path))
+    return paths
+
+
+def _files(folder: Path) -> set[str]:
+    return {str(p.relative_to(folder)) for p in folder.rglob("*")}
+
+
+def test_every_output_from_a_store(store, tmp_path, capsys):
+    out = tmp_path / "out"
+    main(["report", str(store), "--html", str(out / "r.html"), "--latex", str(out / "tables"),
+          "--figures", str(out / "figs"), "--fig-format", "pdf", "--unstable-csv", str(out / "u.csv"), "--top", "5"])
+    assert "wrote HTML report" in capsys.readouterr().out
+    html = (out / "r.html").read_text(encoding="utf-8")
+    assert html.startswith("<!DOCTYPE html>") and "Run environment" in html and "2.13.0" in html
+    tex = (out / "tables" / "tables.tex").read_text(encoding="utf-8")
+    assert r"\toprule" in tex and r"\bottomrule" in tex and tex.count(r"\begin{table}") == 3
+    figs = sorted(p.name for p in (out / "figs").iterdir())
+    assert "seed-task-heatmap.pdf" in figs and "rte-con-matrix.pdf" in figs and len(figs) == 2 + 4 * len(TASKS)
+    assert all((out / "figs" / name).read_bytes().startswith(b"%PDF") for name in figs)
+    unstable = pd.read_csv(out / "u.csv")
+    assert unstable.groupby("task").size().to_dict() == {t: 5 for t in TASKS}
+    # golden: the CSV of Table 1 holds the analysis API's numbers
+    expected = summarize_tasks(ExperimentStore.open(store).predictions())
+    table1 = pd.read_csv(out / "tables" / "table1.csv", index_col=0)
+    assert list(table1.columns) == list(expected.table1.columns) and len(table1) == len(expected.table1) == 4
+    pd.testing.assert_frame_equal(table1.reset_index(drop=True), expected.table1.reset_index(drop=True), rtol=1e-15)
+    assert not [p for p in out.rglob("*.tmp")]
+
+
+def test_prediction_files_with_text_and_default_output(predictions, tmp_path, monkeypatch, data_dir, capsys):
+    paths = _seed_files(predictions, tmp_path / "preds")
+    monkeypatch.chdir(tmp_path)
+    main(["report", *paths, "--task", "rte", "--data-dir", str(data_dir)])
+    html = (tmp_path / "seedscope-report.html").read_text(encoding="utf-8")
+    assert "Task rte" in html and "No run environment was recorded" in html
+    assert "Friedman" not in html  # one task: no seed × task test
+    assert "wrote HTML report: seedscope-report.html" in capsys.readouterr().out
+
+
+def test_help_teaches_with_examples(capsys):
+    main(["report", "--help"])
+    text = capsys.readouterr().out
+    assert "seedscope report runs/glue --latex" in text and "--unstable-csv" in text
+
+
+def _fails(args: list[str], capsys) -> str:
+    with pytest.raises(SystemExit) as done:
+        main(args)
+    assert done.value.code == 2
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err
+    return " ".join(captured.err.split())
+
+
+def test_missing_input(tmp_path, capsys):
+    err = _fails(["report", str(tmp_path / "nope"), "--html", str(tmp_path / "r.html")], capsys)
+    assert "nope" in err
+    assert _files(tmp_path) == set()
+
+
+def test_fig_format_without_figures(store, tmp_path, capsys):
+    err = _fails(["report", str(store), "--fig-format", "pdf", "--html", str(tmp_path / "r.html")], capsys)
+    assert "--fig-format needs --figures DIR" in err
+    assert _files(tmp_path) == set()
+
+
+def test_bad_fig_format(store, tmp_path, capsys):
+    err = _fails(["report", str(store), "--figures", str(tmp_path / "f"), "--fig-format", "jpg"], capsys)
+    assert "jpg" in err
+    assert _files(tmp_path) == set()
+
+
+def test_one_run_only(predictions, tmp_path, capsys):
+    paths = _seed_files(predictions, tmp_path / "preds")[:1]
+    err = _fails(["report", *paths, "--html", str(tmp_path / "r.html")], capsys)
+    assert "at least two seeds" in err
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_mismatched_example_ids(predictions, tmp_path, capsys):
+    paths = _seed_files(predictions, tmp_path / "preds")
+    short = pd.read_csv(paths[0]).iloc[:-3]
+    short.to_csv(paths[0], index=False)
+    err = _fails(["report", *paths, "--html", str(tmp_path / "r.html")], capsys)
+    assert "cover different example ids" in err
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_output_that_is_a_directory(store, tmp_path, capsys):
+    (tmp_path / "taken").mkdir()
+    err = _fails(["report", str(store), "--html", str(tmp_path / "taken")], capsys)
+    assert "is a directory" in err
+    assert _files(tmp_path) == {"taken"}
+
+
+def test_nothing_half_written_when_a_later_output_fails(store, tmp_path, capsys):
+    """The HTML is requested first, the figures folder is a file: neither is written, no temp left."""
+    (tmp_path / "figs").write_text("a file, not a folder")
+    err = _fails(["report", str(store), "--html", str(tmp_path / "r.html"), "--latex", str(tmp_path / "tables"),
+                  "--figures", str(tmp_path / "figs")], capsys)
+    assert "figs exists and is not a directory" in err
+    assert _files(tmp_path) == {"figs"}
+
+
+def test_bad_factor_scores(store, tmp_path, capsys):
+    bad = tmp_path / "scores.csv"
+    bad.write_text("experiment,score\ngolden,0.5\n")
+    err = _fails(["report", str(store), "--factor-scores", str(bad), "--html", str(tmp_path / "r.html")], capsys)
+    assert "score table" in err or "golden" in err or "factor" in err
+    assert _files(tmp_path) == {"scores.csv"}
