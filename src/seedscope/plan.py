@@ -245,10 +245,11 @@ class FactorStudyPlan:
     def golden_specs(self) -> list[RunSpec]:
         return list(self.specs[: self.n_golden])
 
-    def group_specs(self, first: int, last: int) -> list[RunSpec]:
-        """Runs of mitigation runs ``first`` … ``last`` (1-based, inclusive) of every factor."""
+    def group_specs(self, first: int, last: int, factors: Sequence[str] | None = None) -> list[RunSpec]:
+        """Runs of mitigation runs ``first`` … ``last`` (1-based, inclusive) of every factor (or of ``factors``)."""
         per_group = len(self.factors) * len(self.investigation_seeds)
-        return list(self.specs[self.n_golden + (first - 1) * per_group: self.n_golden + last * per_group])
+        chosen = self.specs[self.n_golden + (first - 1) * per_group: self.n_golden + last * per_group]
+        return [s for s in chosen if factors is None or parse_study_tag(s.tag)[0] in factors]
 
     def to_dict(self) -> dict[str, Any]:
         """The stored plan: every run spec plus the study's seed lists (recorded, reproducible)."""

@@ -145,3 +145,75 @@ def test_nothing_written_on_error(tmp_path, capsys):
     out = tmp_path / "f.json"
     fail(["factors", "analyze", str(worked_table(tmp_path)), "--factor", "x", "--json", str(out)], capsys)
     assert not out.exists()
+
+
+# ---- factors run ----------------------------------------------------------------------------
+
+# a randomly initialised tiny model predicts one class, so its accuracy on a balanced split is constant:
+# the CLI tests analyse the evaluation loss, which differs from run to run
+TINY = ["--set", "max_train_examples=200", "--set", "max_eval_examples=40", "--set", "max_steps=2",
+        "--set", "per_device_train_batch_size=4", "--num-labelled", "16", "--metric", "eval_loss"]
+
+
+def run_args(model, data_dir, *extra):
+    return ["factors", "run", "--task", "sst2", "--model", str(model), "--data-dir", str(data_dir), *TINY, *extra]
+
+
+@pytest.mark.slow
+def test_run_fine_tunes_the_plan_and_analyses_it(tmp_path, tiny_bert, data_dir, capsys):
+    from seedscope.plan import draw_seeds
+    from seedscope.store import ExperimentStore
+
+    out, result = tmp_path / "study", tmp_path / "result.json"
+    main(run_args(tiny_bert, data_dir, "--factor", "data_order", "-N", "2", "-M", "2", "-L", "3",
+                  "--out", str(out), "--json", str(result), "--bootstrap", "100"))
+    printed = " ".join(capsys.readouterr().out.split())
+    assert "Factor importance (eval_loss" in printed and "7 runs done" in printed
+    runs = ExperimentStore.open(out).runs()
+    assert (runs["status"] == "done").all() and len(runs) == 3 + 2 * 2
+    assert all(m["accuracy"] == 0.5 for m in runs["metrics"])  # balanced split, one-class tiny model
+    study_runs = runs[runs["tag"].str.startswith("data_order")]
+    assert set(study_runs["data_order"]) == set(draw_seeds(27, 2))  # investigation seeds, recorded per run
+    assert set(study_runs["model_init"]) == set(draw_seeds(42, 3)[:2])  # mitigation seeds hold the rest
+    payload = json.loads(result.read_text())
+    entry = payload["factors"]["data_order"]
+    assert (entry["n_runs"], entry["n_groups"], entry["n_configs"]) == (4, 2, 2)
+    assert payload["golden"]["n_runs"] == 3 and payload["settings"]["metric"] == "eval_loss"
+    assert payload["runs"]["data_order"]["runs_used"] == 4
+    # the directory analyses like any score table, and resuming redoes nothing
+    assert "all golden-model runs have the same score" in fail(["factors", "analyze", str(out)], capsys)
+    main(["factors", "analyze", str(out), "--metric", "train_loss", "--bootstrap", "50"])
+    assert "Factor importance (train_loss" in capsys.readouterr().out
+    main(run_args(tiny_bert, data_dir, "--factor", "data_order", "-N", "2", "-M", "2", "-L", "3",
+                  "--out", str(out), "--resume", "--bootstrap", "50"))
+    capsys.readouterr()
+    assert (ExperimentStore.open(out).runs()["attempts"] == 1).all()
+
+
+@pytest.mark.slow
+def test_plan_only_prints_size_and_estimate_and_stores_nothing(tmp_path, tiny_bert, data_dir, capsys):
+    main(run_args(tiny_bert, data_dir, "--factor", "all", "-N", "3", "-M", "4", "--plan-only"))
+    printed = " ".join(capsys.readouterr().out.split())
+    assert "N = 3, M = 4, L = 12; 60 runs" in printed
+    assert "one run took" in printed and "the whole plan ≈" in printed
+    assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--factor", "shuffle"], "unknown randomness factor 'shuffle'"),
+        (["--factor", "sample_choice"], "the finetune runner cannot vary 'sample_choice'"),
+        (["--factor", "optimisation"], "never investigated"),
+        (["--factor", "data_order", "-N", "1"], "at least 2 investigation runs, not 1"),
+        (["--factor", "data_order", "-M", "1"], "at least 2 mitigation runs, not 1"),
+        (["--factor", "data_order", "-L", "1"], "at least 2 golden runs, not 1"),
+        (["--factor", "data_order"], "no output directory"),
+        (["--factor", "data_order", "--set", "learning_rate"], "--set expects KEY=VALUE"),
+        (["--factor", "data_order", "--set", "lerning_rate=1"], "lerning_rate"),
+        (["--factor", "data_order", "--tolerance", "0", "--out", "x"], "tolerance must be positive"),
+    ],
+)
+def test_run_bad_input(extra, message, tmp_path, capsys):
+    argv = ["factors", "run", "--task", "sst2", "--model", "all-minilm-l6-v2", *extra]
+    assert message in fail(argv, capsys)

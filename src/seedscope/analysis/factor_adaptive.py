@@ -72,16 +72,18 @@ class AdaptiveSchedule:
         c, m, score = prefix_importance(partial_mean, partial_std, golden_std, sizes)
         return np.stack([score, c / golden_std, m / golden_std], axis=-1)
 
-    def next_size(self, partial_mean: np.ndarray, partial_std: np.ndarray, golden_std: float) -> int | None:
-        """How many mitigation runs to have next, given those done so far (``None``: stop)."""
-        done = len(partial_mean)
+    def settled(self, partial_mean: np.ndarray, partial_std: np.ndarray, golden_std: float) -> bool:
+        """Whether the mitigation runs done so far (in order) have settled IS, c and m."""
         sizes = self.sizes()
-        reached = sizes[sizes <= done]
-        if len(reached) and first_converged_step(
-            self.trace(partial_mean, partial_std, golden_std, reached), self.tolerance, self.patience
-        ) >= 0:
+        reached = sizes[sizes <= len(partial_mean)]
+        trace = self.trace(partial_mean, partial_std, golden_std, reached)
+        return len(reached) > 0 and bool(first_converged_step(trace, self.tolerance, self.patience) >= 0)
+
+    def next_size(self, partial_mean: np.ndarray, partial_std: np.ndarray, golden_std: float) -> int | None:
+        """How many mitigation runs to have next, given those done so far (``None``: settled or at the cap)."""
+        if self.settled(partial_mean, partial_std, golden_std):
             return None
-        later = sizes[sizes > done]
+        later = self.sizes()[self.sizes() > len(partial_mean)]
         return int(later[0]) if len(later) else None
 
 

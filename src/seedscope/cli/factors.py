@@ -3,35 +3,41 @@
 from __future__ import annotations
 
 import json
+import time
+from enum import Enum
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import pandas as pd
 import typer
+import yaml
 from rich.console import Console
 
 from seedscope.analysis.factor_adaptive import AdaptiveSchedule, simulate_adaptive
-from seedscope.analysis.factor_table import read_score_table, study_from_table
+from seedscope.analysis.factor_table import read_score_table, score_table_from_store, study_from_table
 from seedscope.analysis.factors import FactorAnalysis, FactorStudy, analyze_factors
-from seedscope.atomic import atomic_write_text
+from seedscope.cli.outputs import check_outputs, write_outputs
 from seedscope.errors import SeedscopeError
 from seedscope.report.tables import render_markdown, to_rich
+from seedscope.store import ExperimentStore
 
 factors_app = typer.Typer(
     name="factors",
     help=(
-        "Which randomness factor matters? Interaction-aware importance (investigation × mitigation "
-        "runs normalised by a golden model).\n\n"
-        "Examples:\n\n"
-        "  seedscope factors analyze scores.csv --num-classes 2 --json importance.json\n\n"
+        "Which randomness factor matters? Interaction-aware importance: N investigation × M mitigation "
+        "runs per factor, normalised by a golden model (docs/factors.md).\n\n"
+        "\b\nExamples:\n"
+        "  seedscope factors run --task sst2 --model all-minilm-l6-v2 --factor all --investigation-runs 5 \\\n"
+        "      --mitigation-runs 10 --golden-runs 50 --num-labelled 200 --tolerance 0.05 --out runs/factors\n"
+        "  seedscope factors analyze runs/factors --json importance.json\n"
+        "  seedscope factors analyze scores.csv --num-classes 2 --markdown importance.md\n"
         "  seedscope factors simulate-adaptive scores.csv --tolerance 0.05"
     ),
     no_args_is_help=True,
 )
 console = Console()
 DIGITS = 5
-
-METRIC = typer.Option("score", "--metric", help="Score column of the table (fractions, e.g. macro-F1 0.82).")
+ALL = "all"
 
 
 def _chance(num_classes: Optional[int], chance: Optional[float]) -> Optional[float]:
@@ -44,22 +50,26 @@ def _chance(num_classes: Optional[int], chance: Optional[float]) -> Optional[flo
     return chance
 
 
-def load_study(source: Path, *, metric: str = "score", chance: Optional[float] = None) -> FactorStudy:
-    """A factor study from a long score table file."""
-    return study_from_table(read_score_table(source), metric=metric, chance=chance)
+def load_study(source: Path, *, metric: Optional[str] = None, chance: Optional[float] = None) -> tuple[FactorStudy, list[str]]:
+    """A factor study from a long score table file or a ``factors run`` experiment directory, and notes to print."""
+    if ExperimentStore.is_store(source):
+        table, info = score_table_from_store(ExperimentStore.open(source), metric)
+        notes = [f"{info['task']} / {info['model']}: score = {info['metric']} (fractions)"]
+        if info["not_done"]:
+            counts = ", ".join(f"{n} {status}" for status, n in info["not_done"].items())
+            notes.append(f"study runs not done ({counts}): inside an analysed group they are missing runs")
+        chance = info["chance"] if chance is None else chance
+        return study_from_table(table, metric=info["metric"], chance=chance), notes
+    return study_from_table(read_score_table(source), metric=metric or "score", chance=chance), []
 
 
-def _fmt(value, digits: int = 4) -> str:
-    if value is None or (isinstance(value, float) and pd.isna(value)):
-        return "—"
-    if isinstance(value, float):
-        return f"{value:.{digits}g}"
-    return str(value)
+def _fmt(value, digits: int = 3) -> str:
+    return "—" if value is None or pd.isna(value) else f"{value:.{digits}g}"
 
 
 def _summary_frame(result: FactorAnalysis, *, full: bool) -> pd.DataFrame:
     s = result.summary
-    interval = [f"{_fmt(lo, 3)}…{_fmt(hi, 3)}" for lo, hi in zip(s["importance_ci_low"], s["importance_ci_high"])]
+    interval = [f"{_fmt(lo)}…{_fmt(hi)}" for lo, hi in zip(s["importance_ci_low"], s["importance_ci_high"])]
     frame = pd.DataFrame({
         "IS": s["importance"], f"{result.settings['confidence']:.0%} CI": interval,
         "c": s["c_std"], "m": s["m_std"], "runs": s["n_runs"], "groups": s["n_groups"], "failed": s["failed_share"],
@@ -79,64 +89,91 @@ def _baseline_frame(result: FactorAnalysis) -> pd.DataFrame:
     return pd.DataFrame({
         "Random std": b["random_std"], "Random imp.": b["random_important"],
         "Fixed std median": b["fixed_std_median"],
-        "Fixed std range": [f"{_fmt(lo, 3)}…{_fmt(hi, 3)}" for lo, hi in zip(b["fixed_std_min"], b["fixed_std_max"])],
+        "Fixed std range": [f"{_fmt(lo)}…{_fmt(hi)}" for lo, hi in zip(b["fixed_std_min"], b["fixed_std_max"])],
         "Fixed imp. share": b["fixed_important_share"],
         "IS > 0": result.summary["importance"] > 0,
     })
 
 
+def show_analysis(result: FactorAnalysis, notes: list[str]) -> dict[str, pd.DataFrame]:
+    """Print the analysis; return the titled sections for Markdown."""
+    metric = result.settings["metric"]
+    titles = (f"Factor importance ({metric}; fractions, population std)", "Baselines: important when std ≥ 50% of σ_GM")
+    console.print(to_rich(_summary_frame(result, full=False), titles[0], digits=DIGITS))
+    console.print(to_rich(_baseline_frame(result), titles[1], digits=DIGITS))
+    console.print(golden_line(result), highlight=False)
+    missing = int(result.summary["n_missing"].sum())
+    for note in notes + ([f"{missing} missing run(s); groups used the runs present"] if missing else []):
+        console.print(f"[yellow]note:[/] {note}", highlight=False)
+    return {titles[0]: _summary_frame(result, full=True), titles[1]: _baseline_frame(result)}
+
+
+def golden_line(result: FactorAnalysis) -> str:
+    g = result.golden
+    return (f"golden model ({result.settings['metric']}, population std): {g['n_runs']} runs, mean {_fmt(g['mean'], 4)}, "
+            f"σ_GM {_fmt(g['std'], 4)}, min {_fmt(g['min'], 4)}, max {_fmt(g['max'], 4)}, failed {_fmt(g['failed_share'])}")
+
+
+ANALYSIS_OPTIONS = {
+    "bootstrap": typer.Option(10_000, "--bootstrap", help="Bootstrap resamples of mitigation runs for the IS interval."),
+    "confidence": typer.Option(0.95, "--confidence", help="Confidence level of the interval."),
+    "seed": typer.Option(0, "--seed", help="Seed of the bootstrap resampling."),
+    "json_out": typer.Option(None, "--json", help="Write the full result as JSON (schema: docs/factors.md)."),
+    "markdown_out": typer.Option(None, "--markdown", help="Write the tables as Markdown."),
+}
+
+
 @factors_app.command("analyze")
 def analyze_command(
-    source: Path = typer.Argument(..., help="Long score table (CSV, TSV, Parquet, JSON Lines)."),
-    metric: str = METRIC,
+    source: Path = typer.Argument(..., help="Long score table (CSV, TSV, Parquet, JSON Lines) or a `factors run` directory."),
+    metric: Optional[str] = typer.Option(
+        None, "--metric", help="Score column of a table (default `score`) or run metric of a directory (default: the task's primary metric)."
+    ),
     factor: Optional[list[str]] = typer.Option(None, "--factor", help="Analyse only this factor (repeatable)."),
-    num_classes: Optional[int] = typer.Option(None, "--num-classes", help="K: runs below 1/K count as failed."),
+    num_classes: Optional[int] = typer.Option(None, "--num-classes", help="K: runs below 1/K count as failed (tables)."),
     chance: Optional[float] = typer.Option(None, "--chance", help="Chance score (e.g. 0 for MCC) instead of 1/K."),
-    bootstrap: int = typer.Option(10_000, "--bootstrap", help="Bootstrap resamples of mitigation runs for the IS interval."),
-    confidence: float = typer.Option(0.95, "--confidence", help="Confidence level of the interval."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap resampling."),
+    bootstrap: int = ANALYSIS_OPTIONS["bootstrap"],
+    confidence: float = ANALYSIS_OPTIONS["confidence"],
+    seed: int = ANALYSIS_OPTIONS["seed"],
     allow_missing: bool = typer.Option(False, "--allow-missing", help="Compute each group over the runs present."),
     allow_small_groups: bool = typer.Option(
         False, "--allow-small-groups", help="Skip (and count) groups with fewer than 2 runs instead of refusing."
     ),
-    json_out: Optional[Path] = typer.Option(None, "--json", help="Write the full result as JSON (docs/factors.md)."),
-    markdown_out: Optional[Path] = typer.Option(None, "--markdown", help="Write the tables as Markdown."),
+    json_out: Optional[Path] = ANALYSIS_OPTIONS["json_out"],
+    markdown_out: Optional[Path] = ANALYSIS_OPTIONS["markdown_out"],
 ) -> None:
-    """Importance score IS = (c − m) / σ_GM of every factor, with Random / Fixed baselines.
-
-    Example: seedscope factors analyze sst2_bert.csv --num-classes 2 --json sst2.json
+    """Importance IS = (c − m) / σ_GM of every factor, with its interval and the Random / Fixed baselines.
 
     IS > 0: the factor alone spreads the results more than all other factors together
     (important); IS ≤ 0: its effect cannot be told apart from the rest.
+
+    \b
+    Examples:
+      seedscope factors analyze runs/factors --json importance.json
+      seedscope factors analyze sst2_bert.csv --num-classes 2 --factor label --bootstrap 20000
     """
-    study = load_study(source, metric=metric, chance=_chance(num_classes, chance))
+    check_outputs(json_out, markdown_out)
+    study, notes = load_study(source, metric=metric, chance=_chance(num_classes, chance))
     result = analyze_factors(study, factors=factor or None, n_boot=bootstrap, confidence=confidence, seed=seed,
                              allow_missing=allow_missing, allow_small_groups=allow_small_groups)
-    baselines = _baseline_frame(result)
-    golden = result.golden
-    golden_line = (
-        f"golden model ({study.metric}, population std): {golden['n_runs']} runs, mean {_fmt(golden['mean'])}, "
-        f"σ_GM {_fmt(golden['std'])}, min {_fmt(golden['min'])}, max {_fmt(golden['max'])}, "
-        f"failed {_fmt(golden['failed_share'])}"
-    )
-    titles = (f"Factor importance ({study.metric}; fractions, population std)",
-              "Baselines: important when std ≥ 50% of σ_GM")
-    console.print(to_rich(_summary_frame(result, full=False), titles[0], digits=DIGITS))
-    console.print(to_rich(baselines, titles[1], digits=DIGITS))
-    console.print(golden_line, highlight=False)
-    if result.summary["n_missing"].sum():
-        console.print(f"[yellow]note:[/] {int(result.summary['n_missing'].sum())} missing run(s); groups used the runs present")
+    _write(result, show_analysis(result, notes), json_out, markdown_out)
+
+
+def _write(result: FactorAnalysis, sections: dict[str, pd.DataFrame], json_out: Optional[Path],
+           markdown_out: Optional[Path], extra: Optional[dict[str, Any]] = None) -> None:
+    outputs = {}
     if json_out:
-        atomic_write_text(json_out, json.dumps(result.to_dict(), indent=2, ensure_ascii=False) + "\n")
+        outputs[json_out] = json.dumps({**result.to_dict(), **(extra or {})}, indent=2, ensure_ascii=False,
+                                       allow_nan=False) + "\n"
     if markdown_out:
-        sections = {titles[0]: _summary_frame(result, full=True), titles[1]: baselines}
-        atomic_write_text(markdown_out, render_markdown(sections, digits=DIGITS) + "\n" + golden_line + "\n")
+        outputs[markdown_out] = render_markdown(sections, digits=DIGITS) + "\n" + golden_line(result) + "\n"
+    write_outputs(outputs, console)
 
 
 @factors_app.command("simulate-adaptive")
 def simulate_adaptive_command(
-    source: Path = typer.Argument(..., help="Long score table of a finished study."),
-    metric: str = METRIC,
+    source: Path = typer.Argument(..., help="Long score table of a finished study (or a `factors run` directory)."),
+    metric: Optional[str] = typer.Option(None, "--metric", help="Score column / run metric (as for analyze)."),
     tolerance: float = typer.Option(0.05, "--tolerance", help="Largest change of IS, c/σ_GM, m/σ_GM that counts as settled."),
     start: int = typer.Option(10, "--start", help="Mitigation runs before the first check."),
     batch: int = typer.Option(10, "--batch", help="Mitigation runs added per step."),
@@ -146,20 +183,161 @@ def simulate_adaptive_command(
     seed: int = typer.Option(0, "--seed", help="Seed of the random orders."),
     json_out: Optional[Path] = typer.Option(None, "--json", help="Write the result as JSON."),
 ) -> None:
-    """Replay the adaptive run count on recorded runs and report the runs it saves against N = 10, M = 100.
+    """Replay the adaptive run count on recorded runs: runs saved against N = 10, M = 100, and accuracy.
 
-    Example: seedscope factors simulate-adaptive sst2_bert.csv --tolerance 0.05
+    \b
+    Example:
+      seedscope factors simulate-adaptive sst2_bert.csv --tolerance 0.05 --repeats 1000
     """
+    check_outputs(json_out)
     schedule = AdaptiveSchedule(tolerance=tolerance, start=start, batch=batch, cap=cap, patience=patience)
-    result = simulate_adaptive(load_study(source, metric=metric), schedule, repeats=repeats, seed=seed)
+    study, notes = load_study(source, metric=metric)
+    result = simulate_adaptive(study, schedule, repeats=repeats, seed=seed)
     shown = result[["importance_all", "m_used_mean", "runs_used_mean", "saved_share",
                     "within_tolerance_share", "reference_within_tolerance_share"]].set_axis(
         ["IS (all runs)", "M used", "runs used", "saved vs 10×100", "IS within tol.", "M=100 within tol."], axis=1)
     console.print(to_rich(shown, f"Adaptive run count, tolerance {tolerance} ({repeats} random orders)", digits=3))
+    for note in notes:
+        console.print(f"[yellow]note:[/] {note}", highlight=False)
     if json_out:
         payload = {"schedule": schedule.__dict__, "repeats": repeats, "seed": seed,
                    "factors": json.loads(result.drop(columns=list(schedule.__dict__)).to_json(orient="index"))}
-        atomic_write_text(json_out, json.dumps(payload, indent=2) + "\n")
+        write_outputs({json_out: json.dumps(payload, indent=2) + "\n"}, console)
+
+
+class Executor(str, Enum):
+    local = "local"
+    ray = "ray"
+
+
+def _hparams(preset: Optional[str], config: Optional[Path], settings: list[str], task: str, model: str) -> dict[str, Any]:
+    """Hyper-parameters from a preset / YAML config and ``--set KEY=VALUE`` overrides (values parsed as YAML)."""
+    from seedscope.config import build_config
+
+    overrides: dict[str, Any] = {}
+    for item in settings:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise SeedscopeError(f"--set expects KEY=VALUE, got {item!r}")
+        overrides[key.strip()] = yaml.safe_load(value)
+    merged = build_config(preset, config, {"tasks": [task], "models": [model], "hparams": overrides})
+    return merged.hparams_for(task)
+
+
+@factors_app.command("run")
+def run_command(
+    task: str = typer.Option(..., "--task", help="Task, e.g. sst2, cola, mrpc, glue-rte."),
+    model: str = typer.Option(..., "--model", help="Hugging Face model id, local folder, or all-minilm-l6-v2."),
+    factor: list[str] = typer.Option(..., "--factor", help="data_split, label_choice, data_order, model_init, or all (repeatable)."),
+    investigation_runs: int = typer.Option(10, "--investigation-runs", "-N", help="N: configurations of the investigated factor."),
+    mitigation_runs: int = typer.Option(100, "--mitigation-runs", "-M", help="M: configurations of all other factors (the cap with --tolerance)."),
+    golden_runs: Optional[int] = typer.Option(None, "--golden-runs", "-L", help="L: golden-model runs (default N × M, as the reference)."),
+    num_labelled: int = typer.Option(1000, "--num-labelled", help="Class-balanced labelled examples per run (label_choice)."),
+    test_fraction: float = typer.Option(0.2, "--test-fraction", help="Held-out share of the stratified re-split (data_split)."),
+    tolerance: Optional[float] = typer.Option(None, "--tolerance", help="Adaptive run count: stop adding mitigation runs once IS, c, m change less than this."),
+    start: int = typer.Option(10, "--start", help="Adaptive: mitigation runs before the first check."),
+    batch: int = typer.Option(10, "--batch", help="Adaptive: mitigation runs added per step."),
+    patience: int = typer.Option(2, "--patience", help="Adaptive: successive settled steps needed to stop."),
+    method: str = typer.Option("full", "--method", help="full or lora."),
+    preset: Optional[str] = typer.Option(None, "--preset", help="Hyper-parameters of a shipped preset, e.g. cpu-small."),
+    config: Optional[Path] = typer.Option(None, "--config", help="Hyper-parameters from a sweep YAML config."),
+    settings: Optional[list[str]] = typer.Option(None, "--set", help="Hyper-parameter override KEY=VALUE (repeatable), e.g. --set learning_rate=1e-5."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Experiment directory (required unless --plan-only)."),
+    resume: bool = typer.Option(False, "--resume", help="Continue a directory holding the same plan."),
+    fail_fast: bool = typer.Option(False, "--fail-fast", help="Stop at the first failed run."),
+    executor: Executor = typer.Option(Executor.local, "--executor", help="local (in this process) or ray."),
+    ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Join this Ray cluster (default: start a local one)."),
+    gpus_per_run: float = typer.Option(0, "--gpus-per-run", help="GPUs per run under Ray (fractions pack runs)."),
+    cpus_per_run: float = typer.Option(1, "--cpus-per-run", help="CPUs per run under Ray."),
+    data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Folder with the task files (default $SEEDSCOPE_DATA_DIR, else the hub)."),
+    plan_only: bool = typer.Option(False, "--plan-only", help="Print the plan size and a cost estimate from one timed run; store nothing."),
+    metric: Optional[str] = typer.Option(
+        None, "--metric", help="Run metric to analyse (and to settle with --tolerance), e.g. f1_macro as the reference; default: the task's primary metric."
+    ),
+    bootstrap: int = ANALYSIS_OPTIONS["bootstrap"],
+    seed: int = ANALYSIS_OPTIONS["seed"],
+    json_out: Optional[Path] = ANALYSIS_OPTIONS["json_out"],
+    markdown_out: Optional[Path] = ANALYSIS_OPTIONS["markdown_out"],
+) -> None:
+    """Fine-tune the investigation × mitigation plan of each factor plus the shared golden runs, then analyse.
+
+    Every run pools the task's labelled data, re-splits it (stratified, --test-fraction held
+    out, data_split seed), picks --num-labelled class-balanced examples (label_choice seed)
+    and fine-tunes with its own data_order, model_init and optimisation (dropout) seeds.
+    Seeds are drawn without replacement (master seeds 42 and 27) and stored with every run.
+
+    \b
+    Examples:
+      seedscope factors run --task sst2 --model all-minilm-l6-v2 --factor data_order --factor label_choice \\
+          -N 5 -M 10 -L 50 --num-labelled 200 --preset cpu-small --out runs/sst2-factors
+      seedscope factors run --task sst2 --model bert-base-uncased --factor all -N 10 -M 100 \\
+          --tolerance 0.05 --executor ray --gpus-per-run 0.25 --out runs/bert-factors
+      seedscope factors run ... --plan-only
+    """
+    from seedscope.config import resolve_model
+    from seedscope.factor_run import run_study
+    from seedscope.plan import INVESTIGABLE_FACTORS, factor_study_plan, model_short_name
+    from seedscope.sweep import execute, preflight
+
+    check_outputs(json_out, markdown_out)
+    factors = [f for name in factor for f in (INVESTIGABLE_FACTORS["finetune"] if name == ALL else [name])]
+    hparams = {**_hparams(preset, config, settings or [], task, model),
+               "resplit": True, "test_fraction": test_fraction, "num_labelled": num_labelled}
+    path = resolve_model(model)
+    golden = golden_runs if golden_runs is not None else investigation_runs * mitigation_runs
+    plan = factor_study_plan(task, path, factors, investigation_runs, mitigation_runs, golden, method, hparams,
+                             model_name=model_short_name(model))
+    schedule = None
+    if tolerance is not None:
+        schedule = AdaptiveSchedule(tolerance=tolerance, start=min(start, mitigation_runs), batch=batch,
+                                    cap=mitigation_runs, patience=patience)
+    if not plan_only and out is None:
+        raise SeedscopeError("no output directory: pass --out DIR (or --plan-only for a dry run)")
+    preflight(list(plan.specs), data_dir)
+    if plan_only:
+        _plan_only(plan, data_dir)
+        return
+    store = ExperimentStore.create(out, plan.to_dict(), resume=resume)
+    from seedscope.executors.progress import RichProgress
+
+    def run_specs(specs) -> None:
+        execute(list(specs), store, executor=executor.value, data_dir=data_dir, fail_fast=fail_fast,
+                progress=RichProgress(), ray_address=ray_address, gpus_per_run=gpus_per_run, cpus_per_run=cpus_per_run)
+
+    started = time.perf_counter()
+    used = run_study(plan, store, run_specs, schedule, metric=metric)
+    wall = time.perf_counter() - started
+    study, notes = load_study(out, metric=metric)
+    result = analyze_factors(study, n_boot=bootstrap, seed=seed, allow_missing=True, allow_small_groups=True)
+    sections = show_analysis(result, notes)
+    shown = used.drop(columns="trace")
+    console.print(to_rich(shown, "Runs per factor (reference: N = 10 × M = 100 = 1000)", digits=3))
+    done = int((store.runs()["status"] == "done").sum())
+    console.print(f"wall time {wall:.0f} s; {done} runs done in {out}", highlight=False)
+    sections["Runs per factor"] = shown
+    _write(result, sections, json_out, markdown_out,
+           {"runs": json.loads(used.to_json(orient="index")), "wall_seconds": wall})
+
+
+def _plan_only(plan, data_dir: Optional[Path]) -> None:
+    """Plan size per experiment and an estimate of the total cost from one timed run (not stored)."""
+    from seedscope.runners.finetune import run
+
+    n, m = len(plan.investigation_seeds), plan.n_mitigation
+    sizes = pd.DataFrame(
+        [{"experiment": "golden", "runs": plan.n_golden}]
+        + [{"experiment": f, "runs": n * m} for f in plan.factors]
+    ).set_index("experiment")
+    console.print(to_rich(sizes, f"Plan: N = {n}, M = {m}, L = {plan.n_golden}; {len(plan.specs)} runs"))
+    console.print("timing one run (golden run 1) …")
+    result = run(plan.specs[0], None if data_dir is None else str(data_dir))
+    seconds = float(result.timings["total_seconds"])
+    total = seconds * len(plan.specs)
+    console.print(
+        f"one run took {seconds:.1f} s ({result.timings['train_examples']} train, {result.timings['eval_examples']} eval "
+        f"examples); the whole plan ≈ {total / 3600:.2f} h run one after another on this machine "
+        f"(less with --tolerance, or spread over Ray workers)", highlight=False,
+    )
 
 
 def register(app: typer.Typer) -> None:
