@@ -102,3 +102,51 @@ def tiny_llama(tmp_path_factory, data_dir: Path) -> Path:
     torch.manual_seed(0)
     LlamaForCausalLM(config).save_pretrained(folder)
     return folder
+
+
+@pytest.fixture(scope="session")
+def synthetic_predictions():
+    """Factory of long prediction tables (task, run, example_id, prediction, label) for S seeds.
+
+    Each example has an ease drawn from Beta(4, 1.5) and each seed a small quality shift, so
+    that runs agree on easy examples and flip on hard ones, like real sweeps. Fixed rng seed.
+    """
+    import numpy as np
+    import pandas as pd
+
+    def make(tasks=("rte",), n_seeds=5, n_examples=200, n_classes=2, seed=0):
+        rng = np.random.default_rng(seed)
+        frames = []
+        for task in tasks:
+            labels = rng.integers(0, n_classes, n_examples)
+            ease = rng.beta(4, 1.5, n_examples)
+            ids = np.arange(n_examples).astype(str)
+            for s in range(n_seeds):
+                correct = rng.random(n_examples) < np.clip(ease + rng.normal(0, 0.05), 0, 1)
+                wrong = (labels + rng.integers(1, n_classes, n_examples)) % n_classes
+                frames.append(pd.DataFrame({"task": task, "run": str(42 + 10 * s), "example_id": ids,
+                                            "prediction": np.where(correct, labels, wrong), "label": labels}))
+        return pd.concat(frames, ignore_index=True)
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def synthetic_store():
+    """Factory: a real experiment store at ``path`` holding a long table (task, run = seed, …)
+    as one plain sweep with every run done and ``environment`` recorded (plus the run's seed)."""
+    from seedscope.plan import plan_to_dict, seed_sweep
+    from seedscope.store import ExperimentStore
+
+    def make(path, table, environment=None):
+        tasks = list(dict.fromkeys(table["task"]))
+        seeds = [int(s) for s in dict.fromkeys(table["run"])]
+        store = ExperimentStore.create(path, plan_to_dict(seed_sweep(tasks, ["models/minilm"], seeds)))
+        for run in store.runs().itertuples():
+            rows = table[(table["task"] == run.task) & (table["run"] == str(run.seed))]
+            store.mark_running(run.run_id)
+            store.record_success(run.run_id, rows.drop(columns="task"), {"accuracy": 0.5},
+                                 dict(environment or {}) | {"seed": int(run.seed)}, {"total_s": 1.0})
+        return store
+
+    return make

@@ -10,7 +10,6 @@ import pytest
 
 from seedscope.analysis.summary import summarize_tasks
 from seedscope.cli import main
-from seedscope.plan import plan_to_dict, seed_sweep
 from seedscope.store import ExperimentStore
 
 TASKS, SEEDS = ("rte", "mrpc", "cola"), (42, 52, 62)
@@ -22,14 +21,9 @@ def predictions(synthetic_predictions) -> pd.DataFrame:
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory, predictions) -> Path:
+def store(tmp_path_factory, predictions, synthetic_store) -> Path:
     path = tmp_path_factory.mktemp("cli") / "sweep"
-    store = ExperimentStore.create(path, plan_to_dict(seed_sweep(list(TASKS), ["models/minilm"], list(SEEDS))))
-    for run in store.runs().itertuples():
-        rows = predictions[(predictions["task"] == run.task) & (predictions["run"] == str(run.seed))]
-        store.mark_running(run.run_id)
-        store.record_success(run.run_id, rows.drop(columns="task"), {"accuracy": 0.5},
-                             {"torch": "2.13.0", "device": "cpu", "deterministic": True}, {"total_s": 1.0})
+    synthetic_store(path, predictions, {"torch": "2.13.0", "device": "cpu", "deterministic": True})
     return path
 
 

@@ -24,7 +24,6 @@ import pytest
 from seedscope.analysis.factors import FactorGrid, FactorStudy, analyze_factors
 from seedscope.analysis.subsets import subset_variance
 from seedscope.analysis.summary import summarize_tasks
-from seedscope.plan import plan_to_dict, seed_sweep
 from seedscope.report.build import build_report
 from seedscope.report.tables import MACRO_HEADERS
 from seedscope.report.unstable import unstable_examples
@@ -84,16 +83,11 @@ def _find(tables: list[tuple[str, pd.DataFrame]], start: str, nth: int = 0) -> p
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory, synthetic_predictions) -> tuple[Path, pd.DataFrame]:
+def store(tmp_path_factory, synthetic_predictions, synthetic_store) -> tuple[Path, pd.DataFrame]:
     """A real experiment store: 3 tasks × 4 seeds, every run done with its environment."""
     table = synthetic_predictions(TASKS, n_seeds=len(SEEDS), n_examples=240, seed=7)
     path = tmp_path_factory.mktemp("report") / "sweep"
-    store = ExperimentStore.create(path, plan_to_dict(seed_sweep(list(TASKS), ["models/minilm"], list(SEEDS))))
-    for run in store.runs().itertuples():
-        rows = table[(table["task"] == run.task) & (table["run"] == str(run.seed))]
-        store.mark_running(run.run_id)
-        store.record_success(run.run_id, rows.drop(columns="task"), {"accuracy": 0.5},
-                             ENVIRONMENT | {"seed": int(run.seed)}, {"total_s": 1.0})
+    synthetic_store(path, table, ENVIRONMENT)
     return path, table
 
 
