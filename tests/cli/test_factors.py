@@ -209,7 +209,7 @@ def test_plan_only_prints_size_and_estimate_and_stores_nothing(tmp_path, tiny_be
         (["--factor", "data_order", "-M", "1"], "at least 2 mitigation runs, not 1"),
         (["--factor", "data_order", "-L", "1"], "at least 2 golden runs, not 1"),
         (["--factor", "data_order"], "no output directory"),
-        (["--factor", "data_order", "--set", "learning_rate"], "--set expects KEY=VALUE"),
+        (["--factor", "data_order", "--set", "learning_rate"], "--set takes KEY=VALUE"),
         (["--factor", "data_order", "--set", "lerning_rate=1"], "lerning_rate"),
         (["--factor", "data_order", "--tolerance", "0", "--out", "x"], "tolerance must be positive"),
     ],

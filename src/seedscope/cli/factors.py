@@ -4,19 +4,18 @@ from __future__ import annotations
 
 import json
 import time
-from enum import Enum
 from pathlib import Path
 from typing import Any, Optional
 
 import pandas as pd
 import typer
-import yaml
 from rich.console import Console
 
 from seedscope.analysis.factor_adaptive import AdaptiveSchedule, simulate_adaptive
 from seedscope.analysis.factor_table import read_score_table, score_table_from_store, study_from_table
 from seedscope.analysis.factors import FactorAnalysis, FactorStudy, analyze_factors
 from seedscope.cli.outputs import check_outputs, write_outputs
+from seedscope.cli.sweep import Executor, Method, parse_settings, quiet_libraries
 from seedscope.errors import SeedscopeError
 from seedscope.report.tables import render_markdown, to_rich
 from seedscope.store import ExperimentStore
@@ -205,23 +204,13 @@ def simulate_adaptive_command(
         write_outputs({json_out: json.dumps(payload, indent=2) + "\n"}, console)
 
 
-class Executor(str, Enum):
-    local = "local"
-    ray = "ray"
-
-
-def _hparams(preset: Optional[str], config: Optional[Path], settings: list[str], task: str, model: str) -> dict[str, Any]:
-    """Hyper-parameters from a preset / YAML config and ``--set KEY=VALUE`` overrides (values parsed as YAML)."""
+def _hparams(preset: Optional[str], config: Optional[Path], settings: Optional[list[str]], task: str,
+             model: str) -> dict[str, Any]:
+    """Hyper-parameters from a preset / YAML config and ``--set KEY=VALUE`` overrides, as ``sweep`` reads them."""
     from seedscope.config import build_config
 
-    overrides: dict[str, Any] = {}
-    for item in settings:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise SeedscopeError(f"--set expects KEY=VALUE, got {item!r}")
-        overrides[key.strip()] = yaml.safe_load(value)
-    merged = build_config(preset, config, {"tasks": [task], "models": [model], "hparams": overrides})
-    return merged.hparams_for(task)
+    overrides = {"tasks": [task], "models": [model], "hparams": parse_settings(settings)}
+    return build_config(preset, config, overrides).hparams_for(task)
 
 
 @factors_app.command("run")
@@ -238,7 +227,7 @@ def run_command(
     start: int = typer.Option(10, "--start", help="Adaptive: mitigation runs before the first check."),
     batch: int = typer.Option(10, "--batch", help="Adaptive: mitigation runs added per step."),
     patience: int = typer.Option(2, "--patience", help="Adaptive: successive settled steps needed to stop."),
-    method: str = typer.Option("full", "--method", help="full or lora."),
+    method: Method = typer.Option(Method.full, "--method", help="full fine-tuning or lora."),
     preset: Optional[str] = typer.Option(None, "--preset", help="Hyper-parameters of a shipped preset, e.g. cpu-small."),
     config: Optional[Path] = typer.Option(None, "--config", help="Hyper-parameters from a sweep YAML config."),
     settings: Optional[list[str]] = typer.Option(None, "--set", help="Hyper-parameter override KEY=VALUE (repeatable), e.g. --set learning_rate=1e-5."),
@@ -281,11 +270,11 @@ def run_command(
 
     check_outputs(json_out, markdown_out)
     factors = [f for name in factor for f in (INVESTIGABLE_FACTORS["finetune"] if name == ALL else [name])]
-    hparams = {**_hparams(preset, config, settings or [], task, model),
+    hparams = {**_hparams(preset, config, settings, task, model),
                "resplit": True, "test_fraction": test_fraction, "num_labelled": num_labelled}
     path = resolve_model(model)
     golden = golden_runs if golden_runs is not None else investigation_runs * mitigation_runs
-    plan = factor_study_plan(task, path, factors, investigation_runs, mitigation_runs, golden, method, hparams,
+    plan = factor_study_plan(task, path, factors, investigation_runs, mitigation_runs, golden, method.value, hparams,
                              model_name=model_short_name(model))
     schedule = None
     if tolerance is not None:
@@ -294,6 +283,7 @@ def run_command(
     if not plan_only and out is None:
         raise SeedscopeError("no output directory: pass --out DIR (or --plan-only for a dry run)")
     preflight(list(plan.specs), data_dir)
+    quiet_libraries()
     if plan_only:
         _plan_only(plan, data_dir)
         return
