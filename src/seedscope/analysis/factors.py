@@ -34,8 +34,8 @@ class FactorGrid:
     """The scores of one factor's investigation: ``scores[j, k]`` is run (mitigation j, investigation k).
 
     NaN marks a missing run. ``groups`` labels the M mitigation runs, ``configs`` the N
-    investigation configurations (both in the order the study recorded them, which is the
-    order convergence curves and the adaptive run count add them).
+    investigation configurations. Rows are in the order convergence curves add them (an
+    imported table sorts them by group key: the mitigation index for a run directory).
     """
 
     factor: str
@@ -169,7 +169,7 @@ def prefix_importance(
 def convergence_curve(
     grid: FactorGrid, golden_std: float, *, allow_missing: bool = False, allow_small_groups: bool = False
 ) -> pd.DataFrame:
-    """c, m and IS as mitigation runs (axis ``M``) and investigation runs (axis ``N``) are added in recorded order."""
+    """c, m and IS as mitigation runs (axis ``M``) and investigation runs (axis ``N``) are added in grid order."""
     stats = group_stats(grid.scores, factor=grid.factor, labels=grid.groups, allow_missing=allow_missing,
                         allow_small_groups=allow_small_groups)
     mean, std = stats.partial_mean[stats.kept], stats.partial_std[stats.kept]
