@@ -18,7 +18,7 @@ from seedscope.analysis.summary import summarize_tasks
 from seedscope.errors import SeedscopeError
 from seedscope.report import figures as figs
 from seedscope.report.build import assemble, mean_with_others
-from seedscope.report.seeds import friedman_across_seeds, normalise_per_task, seed_task_scores
+from seedscope.report.seeds import complete_block, friedman_across_seeds, normalise_per_task, seed_task_scores
 
 TWELVE = ("cola", "sst2", "mrpc", "qnli", "rte", "boolq", "cb", "multirc", "wic", "superglue-rte", "copa", "qqp")
 PER_TASK = ("con-matrix", "metric-distribution", "accuracy-consistency", "agreement")
@@ -162,8 +162,10 @@ def test_friedman_needs_three_tasks_and_uses_complete_seeds():
     scores = pd.DataFrame(np.random.default_rng(0).random((4, 3)), index=list("wxyz"))
     scores.iloc[0, 1] = np.nan
     assert friedman_across_seeds(scores).n_seeds == 3
-    scores.iloc[1, 1] = np.nan
-    assert "3 seeds present in every task (2 here)" in friedman_across_seeds(scores).message
+    scores.iloc[1, 1] = np.nan  # task 1 keeps 2 seeds: no block has 3 seeds × 3 tasks
+    message = friedman_across_seeds(scores).message
+    assert message.startswith("Friedman test not run") and "left out for lacking those seeds: 1" in message
+    assert "3 seeds present in every task (2 here)" in friedman_across_seeds(scores[[1, 2]]).message
 
 
 def test_seed_task_scores_matches_runs_by_name(synthetic_predictions):
@@ -173,3 +175,37 @@ def test_seed_task_scores_matches_runs_by_name(synthetic_predictions):
         for run, value in analysis.per_run[analysis.primary_metric].items():
             assert scores.loc[run, task] == value
     assert list(itertools.chain(scores.columns)) == ["rte", "cola"]
+
+
+def test_regression_and_two_models_side_by_side(synthetic_predictions):
+    rng = np.random.default_rng(0)
+    two = synthetic_predictions(("rte", "mrpc", "cola"), n_seeds=4, n_examples=100)
+    other = two.assign(model="llama", prediction=np.where(rng.random(len(two)) < 0.1, 1 - two["prediction"],
+                                                          two["prediction"]))
+    gold = rng.random(120) * 5
+    stsb = pd.concat([pd.DataFrame({"task": "stsb", "model": "roberta", "run": f"r{s}", "example_id": np.arange(120),
+                                    "prediction": gold + rng.normal(0, 0.5, 120), "label": gold}) for s in range(3)])
+    table = pd.concat([two.assign(model="roberta"), other, stsb], ignore_index=True)
+    report = assemble(summarize_tasks(table, n_boot=100))
+    assert "rte (llama)" in report.summary.analyses and "stsb (roberta)" in report.summary.analyses
+    assert {"stsb-roberta-con-matrix", "stsb-roberta-metric-distribution"} <= set(report.png)
+    assert "stsb-roberta-agreement" not in report.png  # no per-example agreement for regression
+    assert "stsb (roberta)" not in report.counts.index
+    assert report.seed_test.n_tasks == 6 and "left out for lacking those seeds: stsb (roberta)" in report.seed_test.message
+    assert "Pearson r between runs" in [a.get_ylabel() for a in report.figures["stsb-roberta-con-matrix"].axes]
+
+
+def test_unlabelled_predictions_show_only_what_exists(synthetic_predictions):
+    table = synthetic_predictions(("rte", "mrpc", "cola"), n_seeds=4, n_examples=80).drop(columns="label")
+    report = assemble(summarize_tasks(table, n_boot=50))
+    assert set(report.png) == {f"{t}-{k}" for t in ("rte", "mrpc", "cola") for k in ("con-matrix", "agreement")} | {
+        "train-size"}
+    assert "Friedman" not in report.html and "varies by" not in report.html
+    assert list(report.figures["train-size"].axes[0].get_title(loc="left").split(":"))[0] == "CON"
+
+
+def test_complete_block_keeps_the_seeds_most_tasks_share():
+    scores = pd.DataFrame({"a": [0.1, 0.2, 0.3, np.nan], "b": [0.3, 0.1, 0.2, np.nan], "c": [np.nan] * 3 + [0.5]},
+                          index=["42", "52", "62", "0"])
+    block, left_out = complete_block(scores)
+    assert list(block.index) == ["42", "52", "62"] and list(block.columns) == ["a", "b"] and left_out == ["c"]

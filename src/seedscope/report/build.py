@@ -190,27 +190,30 @@ def _summary_section(summary: TaskSummary, paper: dict[str, pd.DataFrame], seed_
     section = Section("Summary")
     for label, analysis in summary.analyses.items():
         section.lines.append(task_lines(label, analysis)[0])
-    if len(summary.analyses) > 1:
+    several = len(summary.analyses) > 1
+    if several and not scores.empty:
         section.lines.append(seed_test.message)
     section.tables += [TableBlock(title, frame) for title, frame in paper.items()]
-    section.tables.append(TableBlock("Examples per stability category (robust = every seed right; "
-                                     "consistently_wrong = every seed the same wrong answer)", counts))
-    if len(summary.analyses) > 1:
-        metric_names = sorted({str(a.primary_metric) for a in summary.analyses.values()})
+    if not counts.empty:
+        section.tables.append(TableBlock("Examples per stability category (robust = every seed right; "
+                                         "consistently_wrong = every seed the same wrong answer)", counts))
+    if several and not scores.empty:
+        metric_names = sorted({str(a.primary_metric) for a in summary.analyses.values() if a.primary_metric})
         heatmap = figs.seed_task_heatmap(normalise_per_task(scores), metric="/".join(metric_names),
                                          test_text=seed_test.message)
         section.figures.append(builder.figure(
             "seed-task-heatmap", heatmap,
             "Normalised primary metric per seed and task (paper Fig. 3); " + seed_test.message))
-        builder.step("seed × task heatmap")
-        sizes = summary.train_sizes
-        if sizes is not None and sizes.notna().sum() >= 2:
-            data = summary.table1.T.assign(train_size=sizes)
-            data = data[data["train_size"].notna()]
-            fig = figs.train_size_figure(data, summary.correlation["r"].to_dict())
-            section.figures.append(builder.figure(
-                "train-size", fig, "Training-set size (log scale) against VAR, CON and CCON (paper Figs. 2 and 4)."))
-        builder.step("training-size figure")
+    builder.step("seed × task heatmap")
+    data = summary.table1.T.assign(train_size=summary.train_sizes)
+    data = data[data["train_size"].notna()]
+    shown = {q: r for q, r in summary.correlation["r"].items() if q in data and data[q].notna().sum() >= 2}
+    if several and len(data) >= 2 and shown:
+        fig = figs.train_size_figure(data, shown)
+        section.figures.append(builder.figure(
+            "train-size", fig, "Training-set size (log scale) against VAR, CON and CCON across tasks, with the "
+            "Pearson r of summarize_tasks (paper Figs. 2 and 4)."))
+    builder.step("training-size figure")
     return section
 
 
@@ -231,8 +234,10 @@ def _task_section(label: str, analysis: Analysis, unstable: pd.DataFrame, builde
         f"Most unstable examples (top {len(unstable)}), with each seed's prediction", unstable))
     n_runs = analysis.aligned.n_runs
     kind = "CON" if analysis.task_type == "classification" else "CON (Pearson between runs)"
+    value_label = "pairwise agreement (fraction)" if analysis.task_type == "classification" else "Pearson r between runs"
     section.figures.append(builder.figure(
-        f"{slug}-con-matrix", figs.con_matrix_figure(analysis.con_matrix, title=f"{label}: pairwise {kind}"),
+        f"{slug}-con-matrix",
+        figs.con_matrix_figure(analysis.con_matrix, title=f"{label}: pairwise {kind}", value_label=value_label),
         f"{label}: pairwise {kind} between the {n_runs} runs."))
     metric = analysis.primary_metric
     if metric is not None:
@@ -318,7 +323,7 @@ def assemble(summary: TaskSummary, *, environment: pd.DataFrame | None = None,
              progress: Progress | None = None) -> Report:
     """Lay out a report from an existing summary (no files written)."""
     analyses = summary.analyses
-    builder = _Builder(progress, total=len(analyses) + (2 if len(analyses) > 1 else 0) + (factors is not None) + (subsets is not None))
+    builder = _Builder(progress, total=len(analyses) + 2 + (factors is not None) + (subsets is not None))
     paper = tables.summary_sections(summary)
     primary = {label: a.per_run[a.primary_metric] for label, a in analyses.items() if a.primary_metric}
     scores = seed_task_scores(primary)

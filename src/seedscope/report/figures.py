@@ -82,6 +82,13 @@ def _figure(width: float, height: float) -> Figure:
     return fig
 
 
+def _title(ax, text: str) -> None:
+    """A left-aligned title wrapped to fit its figure: it starts at the axes' left edge, so about
+    an inch of the width is taken by tick labels; the 10-pt title font sets ~12 characters per inch."""
+    chars = max(28, int((ax.get_figure().get_figwidth() - 1.0) * 12))
+    ax.set_title("\n".join(textwrap.fill(line, chars) for line in text.split("\n")), loc="left")
+
+
 def _cmap() -> Colormap:
     return matplotlib.colormaps[SEQUENTIAL].with_extremes(bad="#ffffff")
 
@@ -143,8 +150,8 @@ def seed_task_heatmap(normalised: pd.DataFrame, *, metric: str, test_text: str) 
         ax.grid(False)
         if max(values.shape) <= ANNOTATE_MAX:
             _annotate_cells(ax, values, ".2f", values)
-        fig.colorbar(image, ax=ax, label=f"normalised {metric} (1 = best seed of the task)", shrink=0.8)
-        ax.set_title("Is any seed universally better?\n" + textwrap.fill(test_text, 90), loc="left")
+        fig.colorbar(image, ax=ax, label="normalised ζ (1 = the task's best seed)", shrink=0.8)
+        _title(ax, f"Is any seed universally better? ({metric})\n{test_text}")
     return fig
 
 
@@ -172,13 +179,15 @@ def train_size_figure(summary: pd.DataFrame, correlations: dict[str, float], *, 
             ax.set_xlabel("training-set size (log scale)")
             ax.set_ylabel(column)
             r = correlations[column]
-            ax.set_title(f"{column}: Pearson r = {'n/a' if pd.isna(r) else format(r, '.3f')}", loc="left")
+            _title(ax, f"{column}: Pearson r = {'n/a' if pd.isna(r) else format(r, '.3f')}")
         if model:
             fig.suptitle(str(model), x=0.01, ha="left")
     return fig
 
 
-def con_matrix_figure(matrix: pd.DataFrame, *, title: str = "pairwise CON") -> Figure:
+def con_matrix_figure(
+    matrix: pd.DataFrame, *, title: str = "pairwise CON", value_label: str = "pairwise agreement (fraction)"
+) -> Figure:
     """The S×S matrix of pairwise consistency between runs (fractions).
 
     The diagonal (a run with itself, always 1) is left blank so that the colour scale spans
@@ -205,8 +214,8 @@ def con_matrix_figure(matrix: pd.DataFrame, *, title: str = "pairwise CON") -> F
         ax.grid(False)
         if n <= ANNOTATE_MAX:
             _annotate_cells(ax, values, ".3f", (values - low) / (high - low))
-        fig.colorbar(image, ax=ax, label="pairwise agreement (fraction)", shrink=0.8)
-        ax.set_title(title, loc="left")
+        fig.colorbar(image, ax=ax, label=value_label, shrink=0.8)
+        _title(ax, title)
     return fig
 
 
@@ -232,7 +241,7 @@ def metric_distribution_figure(
         ax.set_yticks([])
         ax.set_xlabel(f"{metric} (fraction)")
         ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
-        ax.set_title(title or f"{metric} over {data.size} runs", loc="left")
+        _title(ax, title or f"{metric} over {data.size} runs")
     return fig
 
 
@@ -246,7 +255,7 @@ def agreement_histogram(agreement: pd.Series, *, title: str = "") -> Figure:
         ax.set_xlim(0, 1)
         ax.set_xlabel("per-example agreement (share of run pairs that agree)")
         ax.set_ylabel("examples")
-        ax.set_title(title or f"per-example agreement over {data.size} examples", loc="left")
+        _title(ax, title or f"per-example agreement over {data.size} examples")
     return fig
 
 
@@ -264,7 +273,7 @@ def accuracy_consistency_figure(
                 ax.annotate(str(run), (xi, yi), textcoords="offset points", xytext=(3, 3), fontsize=7)
         ax.set_xlabel("mean CON with the other runs (fraction)")
         ax.set_ylabel(f"{metric} (fraction)")
-        ax.set_title(title or f"{metric} against consistency, per run", loc="left")
+        _title(ax, title or f"{metric} against consistency, per run")
     return fig
 
 
@@ -289,7 +298,7 @@ def factor_importance_figure(summary: pd.DataFrame) -> Figure:
         ax.axvline(0, color="black", linewidth=0.8)
         ax.set_yticks(range(len(data)), [str(f) for f in data.index])
         ax.set_xlabel("importance score IS = (c − m) / σ_GM (bars: bootstrap interval)")
-        ax.set_title("randomness-factor importance", loc="left")
+        _title(ax, "randomness-factor importance")
     return fig
 
 
@@ -309,7 +318,7 @@ def subset_cv_figure(cv: pd.Series, bands: Sequence[float]) -> Figure:
         ax.set_yticks(range(len(cv)), [str(s) for s in cv.index])
         ax.set_xlabel("CV of the score over subset seeds")
         ax.legend(loc="lower right", frameon=False)
-        ax.set_title("evaluation-subset seed variance", loc="left")
+        _title(ax, "evaluation-subset seed variance")
     return fig
 
 
@@ -331,5 +340,5 @@ def subset_delta_figure(deltas: pd.DataFrame) -> Figure:
         ax.set_xlabel("subset seed")
         ax.set_ylabel("Δ score (A − B)")
         ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
-        ax.set_title("per-seed difference between systems", loc="left")
+        _title(ax, "per-seed difference between systems")
     return fig

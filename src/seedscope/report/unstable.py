@@ -73,12 +73,15 @@ def unstable_examples(analysis: Analysis, k: int = 20, texts: pd.DataFrame | Non
 
 
 def stability_counts(analyses: Mapping[str, Analysis]) -> pd.DataFrame:
-    """Examples per stability category (columns) for each task (rows), with the total.
+    """Examples per stability category (columns) for each classification task (rows), with the total.
 
     Robust and consistently-wrong are always counted for labelled classification, zero included.
     """
+    analyses = {name: a for name, a in analyses.items() if a.task_type == "classification"}
+    if not analyses:
+        return pd.DataFrame(index=pd.Index([], name="task"))
     counts = pd.DataFrame({name: a.category_counts() for name, a in analyses.items()}).T
-    labelled = any(a.aligned.has_labels and a.task_type == "classification" for a in analyses.values())
+    labelled = any(a.aligned.has_labels for a in analyses.values())
     shown = [c for c in CATEGORIES if c in counts.columns or (labelled and c in ALWAYS_COUNTED)]
     counts = counts.reindex(columns=shown).fillna(0).astype("int64")
     counts["total"] = [a.aligned.n_examples for a in analyses.values()]
