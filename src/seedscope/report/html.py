@@ -42,7 +42,7 @@ class TableBlock:
 
 @dataclass
 class Section:
-    """One part of the report: paragraphs first, then tables, then figures."""
+    """One part of the report: paragraphs first, then figures (readers look before they read), then tables."""
 
     title: str
     lines: list[str] = field(default_factory=list)
@@ -178,9 +178,9 @@ def render_html(title: str, sections: list[Section], subtitle: str = "") -> str:
     for anchor, section in zip(anchors, sections):
         parts = [f'<section id="{anchor}"><h2>{escape(section.title)}</h2>']
         parts += [f'<p class="line">{escape(line)}</p>' for line in section.lines]
-        parts += [table_html(t) for t in section.tables]
         if section.figures:
             parts.append('<div class="figures">' + "".join(figure_html(f) for f in section.figures) + "</div>")
+        parts += [table_html(t) for t in section.tables]
         parts.append("</section>")
         body.append("\n".join(parts))
     return (
