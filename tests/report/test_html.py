@@ -24,6 +24,7 @@ import pytest
 from seedscope.analysis.factors import FactorGrid, FactorStudy, analyze_factors
 from seedscope.analysis.subsets import subset_variance
 from seedscope.analysis.summary import summarize_tasks
+from seedscope.errors import SeedscopeError
 from seedscope.report.build import build_report
 from seedscope.report.tables import MACRO_HEADERS
 from seedscope.report.unstable import unstable_examples
@@ -232,3 +233,22 @@ def test_opens_in_a_real_browser_without_errors(built, tmp_path):
     assert pixels.shape[:2] == (2000, 1280)
     assert pixels.std() > 0.05, "the screenshot is blank"
     assert len(np.unique((pixels * 255).astype(np.uint8).reshape(-1, 3), axis=0)) > 50
+
+
+def test_api_accepts_analyses_and_reports_progress(synthetic_predictions, tmp_path):
+    from seedscope import analyze
+
+    table = synthetic_predictions(("rte", "mrpc", "cola"), n_seeds=3, n_examples=60)
+    analyses = {task: analyze(group.drop(columns="task"), n_boot=50) for task, group in table.groupby("task", sort=False)}
+    calls = []
+    report = build_report(analyses, html=tmp_path / "a.html", progress=lambda *step: calls.append(step))
+    assert list(report.summary.analyses) == ["rte", "mrpc", "cola"]
+    assert calls[0] == ("reading and analysing predictions", 0, None)
+    done = [c[1] for c in calls[1:]]
+    assert done == sorted(done) and done[-1] == calls[-1][2] == 3 + 2
+    single = build_report(analyses["rte"], task="rte")
+    assert [s.title for s in single.sections] == ["Summary", "Task rte", "Run environment"]
+    again = build_report(report.summary)
+    assert again.html == report.html
+    with pytest.raises(SeedscopeError, match="map task names to Analysis"):
+        build_report({"rte": table})
