@@ -25,7 +25,7 @@ from seedscope.analysis.factors import FactorGrid, FactorStudy, analyze_factors
 from seedscope.analysis.subsets import subset_variance
 from seedscope.analysis.summary import summarize_tasks
 from seedscope.errors import SeedscopeError
-from seedscope.report.build import build_report
+from seedscope.report import build_report
 from seedscope.report.tables import MACRO_HEADERS
 from seedscope.report.unstable import unstable_examples
 from seedscope.store import ExperimentStore
