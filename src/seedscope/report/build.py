@@ -308,8 +308,8 @@ def _environment_section(environment: pd.DataFrame | None, summary: TaskSummary)
     section.tables.append(TableBlock("Seeds (runs) per task", runs))
     recorded = environment_tables(environment)
     if not recorded:
-        section.lines.append("No run environment was recorded: the predictions were not read from an "
-                             "experiment store, so library versions, device and deterministic flags are unknown.")
+        section.lines.append("No run environment was recorded (an experiment store records each run's library "
+                             "versions, device and deterministic flags), so they are unknown here.")
     for title, frame in recorded.items():
         section.tables.append(TableBlock(f"Recorded run environment — {title.lower()}", frame))
     section.lines.append(f"Report made with seedscope {__version__}.")
