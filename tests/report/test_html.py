@@ -148,6 +148,9 @@ def test_sections_text_and_environment(built, data_dir):
     shared = report.environment
     assert set(shared["torch"]) == {"2.13.0"} and "device.type" in shared.columns
     assert "2.13.0" in report.html and "deterministic" in report.html
+    seeds = shared.set_index("run_id")[["task", "model_init", "data_order", "optimisation"]]
+    assert sorted(seeds["data_order"].astype(int).unique()) == list(SEEDS) and len(seeds) == len(TASKS) * len(SEEDS)
+    assert "run environment — differs between runs" in report.html and "model_init" in report.html
 
 
 def test_self_contained_and_escaped(synthetic_predictions, tmp_path):

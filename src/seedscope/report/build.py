@@ -32,6 +32,7 @@ from seedscope.analysis.subsets import HIGH_ABOVE, NEGLIGIBLE_BELOW, SubsetVaria
 from seedscope.analysis.summary import TaskSummary, summarize_tasks
 from seedscope.api import Analysis
 from seedscope.errors import SeedscopeError
+from seedscope.factors import FACTORS
 from seedscope.io import read_predictions
 from seedscope.plan import parse_study_tag
 from seedscope.report import figures as figs
@@ -86,6 +87,13 @@ def environment_tables(environment: pd.DataFrame | None) -> dict[str, pd.DataFra
     return out
 
 
+def store_environment(store: ExperimentStore) -> pd.DataFrame:
+    """Each done run's recorded environment with its task and per-factor seeds (one row per run)."""
+    runs = store.runs()
+    seeds = runs[["run_id", "task"] + [f for f in FACTORS if f in runs.columns]]
+    return seeds.merge(store.environment(), on="run_id", how="inner")
+
+
 def store_factors(store: ExperimentStore) -> FactorAnalysis | str | None:
     """The factor analysis of a store's factor-study runs; None without such runs, or the one-line
     reason when they cannot be analysed yet (e.g. runs still missing)."""
@@ -118,7 +126,7 @@ def _load(source, *, task: str | None, data_dir, intersect: bool, options: dict,
         table = read_predictions(paths, task=task, data_dir=data_dir, **read_options)
         stores = [ExperimentStore.open(p) for p in paths if ExperimentStore.is_store(p)]
         if stores:
-            environment = pd.concat([store.environment() for store in stores], ignore_index=True)
+            environment = pd.concat([store_environment(store) for store in stores], ignore_index=True)
             factors = next((found for found in map(store_factors, stores) if found is not None), None)
     if "task" not in table.columns:
         table = table.assign(task=task or DEFAULT_TASK)
