@@ -13,7 +13,6 @@ global figure registry): they are garbage-collected like any object and render f
 from __future__ import annotations
 
 import io
-import os
 import textwrap
 from contextlib import contextmanager
 from typing import Iterator, Sequence
@@ -25,7 +24,6 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import Colormap
 from matplotlib.figure import Figure
 
-from seedscope.atomic import atomic_path
 from seedscope.errors import SeedscopeError
 
 #: Okabe & Ito (2008) colour-blind-safe palette
@@ -110,13 +108,6 @@ def _metadata(fmt: str) -> dict:
     if fmt == "pdf":
         return {"Creator": "seedscope", "Producer": "seedscope", "CreationDate": None}
     return {"Creator": "seedscope", "Date": None}
-
-
-def save(fig: Figure, path: str | os.PathLike, fmt: str = "png") -> None:
-    """Write the figure to ``path`` atomically."""
-    data = render(fig, fmt)
-    with atomic_path(path) as tmp:
-        tmp.write_bytes(data)
 
 
 def _annotate_cells(ax, values: np.ndarray, fmt: str, norm_values: np.ndarray) -> None:

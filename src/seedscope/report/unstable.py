@@ -16,7 +16,6 @@ import numpy as np
 import pandas as pd
 
 from seedscope.api import TEXT_COLUMN, Analysis
-from seedscope.atomic import atomic_write_text
 from seedscope.errors import SeedscopeError
 from seedscope.metrics.stability import CATEGORIES
 from seedscope.tasks import DATA_DIR_ENV, get_task, load_examples
@@ -97,8 +96,3 @@ def unstable_csv(frames: Mapping[str, pd.DataFrame]) -> str:
     table = pd.concat(parts, ignore_index=True)
     table = table[["task"] + [c for c in table.columns if c != "task"]]
     return table.to_csv(index=False)
-
-
-def write_unstable_csv(frames: Mapping[str, pd.DataFrame], path: str | os.PathLike) -> None:
-    """Write :func:`unstable_csv` to ``path`` atomically."""
-    atomic_write_text(path, unstable_csv(frames))
