@@ -21,10 +21,13 @@ experiment directory from `seedscope sweep`. Every number is a fraction in [0, 1
 
 \b
 Examples:
-  seedscope analyze examples/rte/*.csv
-  seedscope analyze predictions.csv --run-column seed --label-column gold --json result.json
-  seedscope analyze runs/ --intersect --markdown table.md --latex table.tex
-  seedscope analyze stsb_seed*.jsonl --task-type regression --primary-metric spearman
+
+```
+seedscope analyze examples/rte/*.csv
+seedscope analyze predictions.csv --run-column seed --label-column gold --json result.json
+seedscope analyze runs/ --intersect --markdown table.md --latex table.tex
+seedscope analyze stsb_seed*.jsonl --task-type regression --primary-metric spearman
+```
 """
 
 

@@ -16,8 +16,11 @@ fraction in [0, 1]; Pearson r for STS-B) and the error of failed runs. Integrity
 
 \b
 Examples:
-  seedscope status runs/rte-minilm
-  seedscope status runs/glue --failed
+
+```
+seedscope status runs/rte-minilm
+seedscope status runs/glue --failed
+```
 """
 
 STATUS_STYLE = {"done": "green", "failed": "red", "running": "yellow", "pending": "dim"}

@@ -30,10 +30,13 @@ np.random.default_rng(SEED + k).choice(N, n, replace=False) over the example ids
 
 \b
 Examples:
-  seedscope subsets circuitA.csv circuitB.csv --subset-size 200
-  seedscope subsets all.parquet --subset-size 500 --n-seeds 50 --json subsets.json
-  seedscope subsets preds.jsonl --score accuracy --subset-size 100 --target-cv 0.02
-  seedscope subsets faith.csv --score ratio:circuit,empty,model --subset-size 100 --markdown t.md
+
+```
+seedscope subsets circuitA.csv circuitB.csv --subset-size 200
+seedscope subsets all.parquet --subset-size 500 --n-seeds 50 --json subsets.json
+seedscope subsets preds.jsonl --score accuracy --subset-size 100 --target-cv 0.02
+seedscope subsets faith.csv --score ratio:circuit,empty,model --subset-size 100 --markdown t.md
+```
 """
 
 COMPARE_HELP = """Seed-level comparison of two or more sweeps (S seeds each) on one metric.
@@ -52,9 +55,12 @@ matched seeds.
 
 \b
 Examples:
-  seedscope compare runs/bert runs/roberta
-  seedscope compare base.csv lora.csv --metric mcc --json compare.json
-  seedscope compare a/ b/ c/ --names A B C --markdown compare.md
+
+```
+seedscope compare runs/bert runs/roberta
+seedscope compare base.csv lora.csv --metric mcc --json compare.json
+seedscope compare a/ b/ c/ --names A B C --markdown compare.md
+```
 """
 
 # the options both commands share
