@@ -98,6 +98,7 @@ def sweep(
     if out is None:
         raise SeedscopeError("no output directory: pass --out DIR (or set out: in the config)")
     data_dir = data_dir or config.data_dir
+    check_executor(executor, ray_address, gpus_per_run)
     specs = config.run_specs()
     preflight(specs, data_dir)
     store = ExperimentStore.create(out, plan_to_dict(specs), resume=resume)
@@ -106,20 +107,26 @@ def sweep(
     return store
 
 
+def check_executor(executor: str, ray_address: str | None, gpus_per_run: float) -> None:
+    if executor not in ("local", "ray"):
+        raise SeedscopeError(f"unknown executor {executor!r}; use local or ray")
+    if executor == "local" and (ray_address or gpus_per_run):
+        raise SeedscopeError("--ray-address and --gpus-per-run need --executor ray")
+    if gpus_per_run < 0:
+        raise SeedscopeError(f"--gpus-per-run must be 0 or more, got {gpus_per_run}")
+
+
 def execute(
     specs: list[RunSpec], store: ExperimentStore, *, executor: str = "local", ray_address: str | None = None,
     gpus_per_run: float = 0, cpus_per_run: float = 1, **options,
 ) -> ExecutionSummary:
     """Hand the specs to the chosen executor (``local`` in this process, ``ray`` as Ray tasks)."""
+    check_executor(executor, ray_address, gpus_per_run)
     if executor == "local":
         from seedscope.executors import local
 
-        if ray_address or gpus_per_run:
-            raise SeedscopeError("--ray-address and --gpus-per-run need --executor ray")
         return local.execute(specs, store, **options)
-    if executor == "ray":
-        from seedscope.executors import ray as ray_executor
+    from seedscope.executors import ray as ray_executor
 
-        return ray_executor.execute(specs, store, address=ray_address, num_gpus=gpus_per_run, num_cpus=cpus_per_run,
-                                    **options)
-    raise SeedscopeError(f"unknown executor {executor!r}; use local or ray")
+    return ray_executor.execute(specs, store, address=ray_address, num_gpus=gpus_per_run, num_cpus=cpus_per_run,
+                                **options)

