@@ -214,3 +214,9 @@ def test_bad_input_is_one_clear_error(request, data_dir, model, hparams, method,
     folder = request.getfixturevalue(model) if model.startswith("tiny") else model
     with pytest.raises(SeedscopeError, match=message):
         _run(folder, data_dir, method=method, **hparams)
+
+
+def test_a_folder_that_is_no_model_is_one_clear_error(tmp_path, data_dir):
+    (tmp_path / "config.json").write_text('{"hidden_size": 4}')
+    with pytest.raises(SeedscopeError, match="cannot be loaded: Unrecognized model"):
+        _run(tmp_path, data_dir)

@@ -23,15 +23,13 @@ A run that fails is recorded with its error and the sweep goes on (--fail-fast t
 
 Examples:
 
-  seedscope sweep --task rte --model FacebookAI/roberta-large --seeds 42,52,62 --out runs/rte
-
-  seedscope sweep --preset roberta-large-paper --out runs/paper --executor ray --gpus-per-run 0.5
-
-  seedscope sweep --preset llama-3.2-3b-lora --task copa --out runs/copa-llama
-
-  seedscope sweep --task sst2,rte --model all-minilm-l6-v2 --seeds 1,2,3 --set max_train_examples=200 --out runs/mini
-
-  seedscope sweep --config my-sweep.yaml --out runs/mine --resume
+```
+seedscope sweep --task rte --model FacebookAI/roberta-large --seeds 42,52,62 --out runs/rte
+seedscope sweep --preset roberta-large-paper --out runs/paper --executor ray --gpus-per-run 0.5
+seedscope sweep --preset llama-3.2-3b-lora --task copa --out runs/copa-llama
+seedscope sweep --task sst2,rte --model all-minilm-l6-v2 --seeds 1,2,3 --set max_train_examples=200 --out runs/mini
+seedscope sweep --config my-sweep.yaml --out runs/mine --resume
+```
 """
 
 DEMO_HELP = """Fine-tune the real 22.7M-parameter MiniLM encoder (all-MiniLM-L6-v2, shipped by the
@@ -41,9 +39,10 @@ cores. Run it again with the same --out to reuse the finished runs.
 
 Examples:
 
-  seedscope demo
-
-  seedscope demo --out /tmp/demo --seeds 42,52,62
+```
+seedscope demo
+seedscope demo --out /tmp/demo --seeds 42,52,62
+```
 """
 
 

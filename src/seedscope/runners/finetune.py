@@ -113,8 +113,8 @@ def run(spec: RunSpec, data_dir: str | os.PathLike | None = None, *, on_step: St
         }
         steps = trainer.state.global_step
     del trainer, model
-    gc.collect()
-    if torch.cuda.is_available():
+    if torch.cuda.is_available():  # free this run's GPU memory before the next run of the sweep
+        gc.collect()
         torch.cuda.empty_cache()
 
     table = prediction_table(spec.run_id, dev, output.predictions, task)

@@ -35,12 +35,13 @@ def _load(what: str, loader, model: str, **kwargs):
             f"model {model!r} not found: no local folder with its {what} and no hub copy could be loaded"
             f"{_offline_hint()}"
         ) from error
-    except ValueError as error:
+    except ValueError as error:  # unrecognised architecture, malformed hub id, code that is not trusted
         if "trust_remote_code" in str(error):
             raise SeedscopeError(
                 f"model {model!r} needs its own code; re-run with trust_remote_code: true if you trust it"
             ) from error
-        raise
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise SeedscopeError(f"model {model!r} cannot be loaded: {reason}") from error
 
 
 def load_config(model: str, trust_remote_code: bool = False):
