@@ -25,12 +25,12 @@ factors_app = typer.Typer(
     help=(
         "Which randomness factor matters? Interaction-aware importance: N investigation × M mitigation "
         "runs per factor, normalised by a golden model (docs/factors.md).\n\n"
-        "\b\nExamples:\n"
-        "  seedscope factors run --task sst2 --model all-minilm-l6-v2 --factor all --investigation-runs 5 \\\n"
-        "      --mitigation-runs 10 --golden-runs 50 --num-labelled 200 --tolerance 0.05 --out runs/factors\n"
-        "  seedscope factors analyze runs/factors --json importance.json\n"
-        "  seedscope factors analyze scores.csv --num-classes 2 --markdown importance.md\n"
-        "  seedscope factors simulate-adaptive scores.csv --tolerance 0.05"
+        "Examples:\n\n"
+        "seedscope factors run --task sst2 --model all-minilm-l6-v2 --factor all -N 5 -M 10 -L 50 "
+        "--num-labelled 200 --tolerance 0.05 --out runs/factors\n\n"
+        "seedscope factors analyze runs/factors --json importance.json\n\n"
+        "seedscope factors analyze scores.csv --num-classes 2 --markdown importance.md\n\n"
+        "seedscope factors simulate-adaptive scores.csv --tolerance 0.05"
     ),
     no_args_is_help=True,
 )
@@ -146,10 +146,11 @@ def analyze_command(
     IS > 0: the factor alone spreads the results more than all other factors together
     (important); IS ≤ 0: its effect cannot be told apart from the rest.
 
-    \b
     Examples:
-      seedscope factors analyze runs/factors --json importance.json
-      seedscope factors analyze sst2_bert.csv --num-classes 2 --factor label --bootstrap 20000
+
+    seedscope factors analyze runs/factors --json importance.json
+
+    seedscope factors analyze sst2_bert.csv --num-classes 2 --factor label --bootstrap 20000
     """
     check_outputs(json_out, markdown_out)
     study, notes = load_study(source, metric=metric, chance=_chance(num_classes, chance))
@@ -184,9 +185,7 @@ def simulate_adaptive_command(
 ) -> None:
     """Replay the adaptive run count on recorded runs: runs saved against N = 10, M = 100, and accuracy.
 
-    \b
-    Example:
-      seedscope factors simulate-adaptive sst2_bert.csv --tolerance 0.05 --repeats 1000
+    Example: seedscope factors simulate-adaptive sst2_bert.csv --tolerance 0.05 --repeats 1000
     """
     check_outputs(json_out)
     schedule = AdaptiveSchedule(tolerance=tolerance, start=start, batch=batch, cap=cap, patience=patience)
@@ -255,13 +254,15 @@ def run_command(
     and fine-tunes with its own data_order, model_init and optimisation (dropout) seeds.
     Seeds are drawn without replacement (master seeds 42 and 27) and stored with every run.
 
-    \b
     Examples:
-      seedscope factors run --task sst2 --model all-minilm-l6-v2 --factor data_order --factor label_choice \\
-          -N 5 -M 10 -L 50 --num-labelled 200 --preset cpu-small --out runs/sst2-factors
-      seedscope factors run --task sst2 --model bert-base-uncased --factor all -N 10 -M 100 \\
-          --tolerance 0.05 --executor ray --gpus-per-run 0.25 --out runs/bert-factors
-      seedscope factors run ... --plan-only
+
+    seedscope factors run --task sst2 --model all-minilm-l6-v2 --factor data_order --factor label_choice
+    -N 5 -M 10 -L 50 --num-labelled 200 --metric f1_macro --out runs/sst2-factors
+
+    seedscope factors run --task sst2 --model bert-base-uncased --factor all -N 10 -M 100
+    --tolerance 0.05 --executor ray --gpus-per-run 0.25 --out runs/bert-factors
+
+    Add --plan-only to print the plan size and a cost estimate from one timed run.
     """
     from seedscope.config import resolve_model
     from seedscope.factor_run import run_study
