@@ -161,6 +161,7 @@ def sweep_command(
     executor: Executor = typer.Option(Executor.local, "--executor", help="local: one run after another here; ray: Ray tasks."),
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Join this Ray cluster (e.g. auto); default: start a local one."),
     gpus_per_run: float = typer.Option(0.0, "--gpus-per-run", min=0.0, help="GPUs per Ray run; a fraction (0.25) packs runs on one GPU."),
+    cpus_per_run: float = typer.Option(1.0, "--cpus-per-run", min=0.01, help="CPUs per Ray run (its torch threads)."),
     data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Folder laid out like glue/RTE/dev.tsv (default $SEEDSCOPE_DATA_DIR, else the hub)."),
 ) -> None:
     from seedscope.config import build_config
@@ -176,7 +177,7 @@ def sweep_command(
     }
     config = build_config(preset=preset, path=config_file, overrides=overrides)
     run_sweep(config, Console(), resume=resume, fail_fast=fail_fast, executor=executor.value,
-              ray_address=ray_address, gpus_per_run=gpus_per_run)
+              ray_address=ray_address, gpus_per_run=gpus_per_run, cpus_per_run=cpus_per_run)
 
 
 def demo_command(
