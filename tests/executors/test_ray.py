@@ -31,7 +31,9 @@ def test_two_runs_on_a_local_ray_cluster(tmp_path, tiny_bert, data_dir):
     progress = Steps()
     summary = ray_executor.execute(specs, store, data_dir=data_dir, cluster_cpus=1, progress=progress)
     assert sorted(summary.done) == sorted(s.run_id for s in specs) and summary.ok
-    assert store.runs()["status"].tolist() == ["done", "done"] and store.check() == []
+    runs = store.runs()
+    assert runs["status"].tolist() == ["done", "done"] and store.check() == []
+    assert runs["attempts"].tolist() == [1, 1] and runs["started_at"].notna().all()  # marked running when started
     assert progress.seen == {s.run_id: (2, 2) for s in specs}  # steps travelled back through the Ray queue
 
     reference = ExperimentStore.create(tmp_path / "local", plan_to_dict(specs[:1]))

@@ -4,7 +4,8 @@
 runs); ``address=`` joins one ("auto", or "ray://head:10001"). Each run asks for
 ``num_cpus`` CPUs and ``num_gpus`` GPUs — a fraction such as 0.25 packs four small runs on
 one GPU. Results come back to this process and are stored here as they arrive, so the store
-stays a single writer. Training steps reach the progress display through a Ray queue.
+stays a single writer. A run is marked running when its task starts (queued runs stay
+pending), and its training steps reach the progress display, through a Ray queue.
 """
 
 from __future__ import annotations
@@ -23,13 +24,14 @@ from seedscope.store import ExperimentStore
 POLL_SECONDS = 0.5
 
 
-def _run_remote(runner: Runner, spec_dict: dict, data_dir: str | None, steps=None):
-    """The Ray task: rebuild the spec, run it, report steps to the driver's queue."""
+def _run_remote(runner: Runner, spec_dict: dict, data_dir: str | None, events, report_steps: bool):
+    """The Ray task: say it started, run the spec, report its steps to the driver's queue."""
     spec = RunSpec.from_dict(spec_dict)
+    events.put((spec.run_id, None, None))  # started: the driver marks the run running only now
     hook = None
-    if steps is not None:
+    if report_steps:
         def hook(done: int, total: int) -> None:
-            steps.put_nowait((spec.run_id, done, total))
+            events.put_nowait((spec.run_id, done, total))
     return runner(spec, data_dir, on_step=hook)
 
 
@@ -76,19 +78,17 @@ def execute(
 def _execute(ray, todo, store, summary, data_dir, fail_fast, progress, runner, num_cpus, num_gpus):
     from ray.util.queue import Queue
 
-    steps = Queue() if progress else None
+    events = Queue()
     task = ray.remote(num_cpus=num_cpus, num_gpus=num_gpus, max_retries=0)(_run_remote)
     runner_ref = ray.put(runner)
-    in_flight = {}
+    in_flight = {task.remote(runner_ref, spec.to_dict(), data_dir, events, progress is not None): spec for spec in todo}
+    started: set[str] = set()
     if progress:
         progress.start(len(todo))
     try:
-        for spec in todo:
-            store.mark_running(spec.run_id)
-            in_flight[task.remote(runner_ref, spec.to_dict(), data_dir, steps)] = spec
         while in_flight:
             ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=POLL_SECONDS)
-            _forward_steps(steps, progress, {s.run_id: s for s in in_flight.values()})
+            _handle_events(events, store, progress, {s.run_id: s for s in in_flight.values()}, started)
             for ref in ready:
                 spec = in_flight.pop(ref)
                 try:
@@ -101,18 +101,26 @@ def _execute(ray, todo, store, summary, data_dir, fail_fast, progress, runner, n
                     progress.run_finished(spec, not isinstance(outcome, Exception))
                 record_outcome(store, spec, outcome, summary, fail_fast)
     finally:
-        for ref in in_flight:
+        for ref in in_flight:  # fail-fast (or an interrupt): runs not started stay pending
             ray.cancel(ref, force=True)
         if progress:
             progress.stop()
-        if steps is not None:
-            steps.shutdown()
+        events.shutdown()
     return summary
 
 
-def _forward_steps(steps, progress, specs_by_id: dict) -> None:
-    """Hand the step messages that remote runs queued to the progress display."""
-    while steps is not None and not steps.empty():
-        run_id, done, total = steps.get_nowait()
-        if run_id in specs_by_id:
-            progress.step(specs_by_id[run_id], done, total)
+def _handle_events(events, store, progress, specs_by_id: dict, started: set) -> None:
+    """Runs that started are marked running; their steps go to the progress display."""
+    while not events.empty():
+        run_id, done, total = events.get_nowait()
+        spec = specs_by_id.get(run_id)
+        if spec is None:
+            continue
+        if done is None:
+            if run_id not in started:
+                started.add(run_id)
+                store.mark_running(run_id)
+                if progress:
+                    progress.run_started(spec)
+        elif progress:
+            progress.step(spec, done, total)
