@@ -31,3 +31,12 @@ def test_epochs_differ_and_seeds_differ():
     assert list(sampler) != list(sampler)
     assert list(EpochSeededSampler(20, seed=1)) != list(EpochSeededSampler(20, seed=2))
     assert sorted(EpochSeededSampler(20, seed=3)) == list(range(20))
+
+
+def test_set_epoch_picks_the_epoch_permutation():
+    sampler = EpochSeededSampler(15, seed=5)
+    first, second = list(sampler), list(sampler)
+    sampler.set_epoch(1)
+    assert list(sampler) == second
+    sampler.set_epoch(0)
+    assert list(sampler) == first

@@ -88,7 +88,10 @@ def load_model(model: str, kind: Kind, task: TaskSpec, settings: FinetuneSetting
     """
     import transformers
 
-    common = {"trust_remote_code": settings.trust_remote_code}
+    import torch
+
+    # fp32 master weights whatever the checkpoint's dtype: bf16/fp16 is the Trainer's autocast
+    common = {"trust_remote_code": settings.trust_remote_code, "dtype": torch.float32}
     if kind == "sequence":
         labels = {"num_labels": task.num_labels}
         if task.task_type == "classification":

@@ -32,6 +32,10 @@ class EpochSeededSampler(Sampler[int]):
     def __len__(self) -> int:
         return self.n
 
+    def set_epoch(self, epoch: int) -> None:
+        """Called by the Trainer's data loader before each epoch (like accelerate's seedable sampler)."""
+        self.epoch = epoch
+
     def __iter__(self):
         self.generator.manual_seed(self.seed + self.epoch)
         self.epoch += 1
