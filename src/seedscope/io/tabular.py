@@ -45,7 +45,7 @@ def read_tabular(paths: list[Path], fmt: str, options: ReadOptions) -> list[Sour
 
 
 def _read_one(path: Path, fmt: str, name: str, options: ReadOptions) -> Source:
-    raw, unit = _load(path, fmt, options)
+    raw, unit = load_table(path, fmt, options)
     columns = [c for c in raw.columns if c != LINE]
     id_column = _id_column(columns, options, path)
     prediction_column = pick_column(columns, options.prediction_column, PREDICTION_NAMES, path)
@@ -97,7 +97,7 @@ def _id_column(columns: list[str], options: ReadOptions, path: Path) -> str:
     return column
 
 
-def _load(path: Path, fmt: str, options: ReadOptions) -> tuple[pd.DataFrame, str]:
+def load_table(path: Path, fmt: str, options: ReadOptions) -> tuple[pd.DataFrame, str]:
     """All columns of the file plus :data:`LINE`; ids are read as text so ``007`` stays ``007``."""
     if fmt in SEPARATORS:
         raw = _load_delimited(path, SEPARATORS[fmt], options)
