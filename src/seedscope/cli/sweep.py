@@ -145,7 +145,7 @@ def sweep_command(
     seeds: Optional[str] = typer.Option(None, "--seeds", help="Comma-separated seeds; default: the paper's 42,52,…,132."),
     method: Optional[Method] = typer.Option(None, "--method", help="full fine-tuning or lora (default: the preset's, else full)."),
     preset: Optional[str] = typer.Option(None, "--preset", help="Shipped settings: roberta-large-paper, llama-3.2-3b-lora, cpu-small."),
-    config_file: Optional[Path] = typer.Option(None, "--config", help="YAML config (keys as in docs/sweep.md); may start from a preset."),
+    config_file: Optional[Path] = typer.Option(None, "--config", help="YAML config (keys as in docs/config.md); may start from a preset."),
     settings: Optional[list[str]] = typer.Option(None, "--set", help="Hyper-parameter override KEY=VALUE, e.g. --set learning_rate=1e-5 (repeatable)."),
     out: Optional[Path] = typer.Option(None, "--out", help="Experiment directory to create (or continue with --resume)."),
     resume: bool = typer.Option(False, "--resume", help="Continue the sweep in --out: keep finished runs, redo the rest."),
