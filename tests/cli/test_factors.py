@@ -126,6 +126,17 @@ def test_missing_columns(tmp_path, capsys):
     assert "no 'f1' column" in fail(["factors", "analyze", str(worked_table(tmp_path)), "--metric", "f1"], capsys)
 
 
+@pytest.mark.parametrize("row, message", [
+    (0, "the golden-model scores contain an infinite value"),
+    (len(GM), "factor 'order' has an infinite score"),
+])
+def test_infinite_score(row, message, tmp_path, capsys):
+    frame = pd.read_csv(worked_table(tmp_path))
+    frame.loc[row, "score"] = float("inf")
+    frame.to_csv(tmp_path / "inf.csv", index=False)
+    assert message in fail(["factors", "analyze", str(tmp_path / "inf.csv")], capsys)
+
+
 def test_empty_table(tmp_path, capsys):
     (tmp_path / "empty.csv").write_text("experiment,order,run,score\n")
     assert "score table is empty" in fail(["factors", "analyze", str(tmp_path / "empty.csv")], capsys)

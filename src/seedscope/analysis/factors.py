@@ -217,6 +217,8 @@ def _validate_study(study: FactorStudy) -> None:
     golden = study.golden
     if np.isnan(golden).any():
         raise SeedscopeError("the golden-model scores contain NaN; drop missing golden runs instead")
+    if np.isinf(golden).any():
+        raise SeedscopeError("the golden-model scores contain an infinite value; every score must be finite")
     if len(golden) < 2:
         raise SeedscopeError(f"the golden model needs at least 2 runs, not {len(golden)}")
     if golden.std() == 0:
@@ -224,6 +226,8 @@ def _validate_study(study: FactorStudy) -> None:
     if not study.grids:
         raise SeedscopeError("the study has no factor experiments")
     for name, grid in study.grids.items():
+        if np.isinf(grid.scores).any():
+            raise SeedscopeError(f"factor {name!r} has an infinite score; every score must be finite")
         m, n = grid.scores.shape
         if m < 2:
             raise SeedscopeError(f"factor {name!r} has {m} mitigation run(s); at least 2 (M ≥ 2) are needed")
