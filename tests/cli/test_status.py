@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sqlite3
+
 import pandas as pd
 import pytest
 
@@ -49,3 +51,13 @@ def test_status_of_a_directory_that_is_not_a_store(tmp_path, capsys):
         main(["status", str(tmp_path)])
     assert exit_info.value.code == 2
     assert "is not a seedscope experiment directory (no catalog.sqlite)" in capsys.readouterr().err
+
+
+def test_status_of_a_catalog_without_the_runs_table(tmp_path, capsys):
+    with sqlite3.connect(tmp_path / "catalog.sqlite") as db:
+        db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        db.execute("INSERT INTO meta VALUES ('schema_version', '1')")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["status", str(tmp_path)])
+    assert exit_info.value.code == 2
+    assert "catalog.sqlite is not a readable seedscope catalog (no plan or runs table)" in capsys.readouterr().err
