@@ -151,6 +151,7 @@ def test_presets_naming_each_other_in_a_circle(tmp_path, monkeypatch):
         (["--config", "{path}"], "tasks: [rte]\nmodels: [m]\nlearning_rate: 0.1\n", "c.yaml: unknown key 'learning_rate'"),
         (["--config", "{path}"], "tasks: [rte]\nmodels: [m]\nhparams: {epochs: 3}\n", "c.yaml: hparams: unknown hyper-parameter 'epochs'"),
         (["--task", "rtx", "--model", "m"], None, "command line: tasks: unknown task 'rtx'"),
+        (["--config", "{path}"], "tasks: [rte]\nmodels: [m]\n1: 2\n", "c.yaml: config keys must be names, found 1"),
     ],
 )
 def test_config_mistakes_exit_2_on_the_command_line(tmp_path, capsys, args, text, message):

@@ -171,6 +171,9 @@ def _read_yaml(path: Path) -> dict[str, Any]:
         return {}
     if not isinstance(data, dict):
         raise SeedscopeError(f"{path}: a config must be a mapping of keys to values, found {type(data).__name__}")
+    odd = [key for key in data if not isinstance(key, str)]
+    if odd:
+        raise SeedscopeError(f"{path}: config keys must be names, found {odd[0]!r}")
     return data
 
 
