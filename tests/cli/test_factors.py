@@ -210,6 +210,19 @@ def test_plan_only_prints_size_and_estimate_and_stores_nothing(tmp_path, tiny_be
     assert not any(tmp_path.iterdir())
 
 
+def test_run_executor_mistake_writes_nothing(tmp_path, capsys, monkeypatch):
+    import seedscope.cli.factors as factors_cli
+    import seedscope.sweep as sweep_module
+
+    monkeypatch.setattr(sweep_module, "preflight", lambda specs, data_dir: None)  # no model loading here
+    monkeypatch.setattr(factors_cli, "quiet_libraries", lambda: None)
+    out = tmp_path / "out"
+    argv = ["factors", "run", "--task", "sst2", "--model", "m", "--factor", "data_order", "-N", "2", "-M", "2",
+            "--gpus-per-run", "1", "--out", str(out)]
+    assert "--ray-address and --gpus-per-run need --executor ray" in fail(argv, capsys)
+    assert not out.exists()
+
+
 @pytest.mark.parametrize(
     "extra, message",
     [

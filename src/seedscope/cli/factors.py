@@ -267,9 +267,10 @@ def run_command(
     from seedscope.config import resolve_model
     from seedscope.factor_run import run_study
     from seedscope.plan import INVESTIGABLE_FACTORS, factor_study_plan, model_short_name
-    from seedscope.sweep import execute, preflight
+    from seedscope.sweep import check_executor, execute, preflight
 
     check_outputs(json_out, markdown_out)
+    check_executor(executor.value, ray_address, gpus_per_run)  # before anything is written, as sweep does
     factors = [f for name in factor for f in (INVESTIGABLE_FACTORS["finetune"] if name == ALL else [name])]
     hparams = {**_hparams(preset, config, settings, task, model),
                "resplit": True, "test_fraction": test_fraction, "num_labelled": num_labelled}
