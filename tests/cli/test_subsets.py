@@ -129,6 +129,19 @@ def test_subsets_bad_input_exits_2(tmp_path, capsys):
     bad(tmp_path, capsys, ["subsets", *files, "-n", "5", "--target-cv", "0"], "target CV must be positive")
 
 
+def test_subsets_file_without_the_score_column_is_named(tmp_path, capsys):
+    files = score_files(tmp_path, n=30)
+    other = tmp_path / "renamed.csv"
+    pd.DataFrame({"example_id": range(30), "value": np.ones(30)}).to_csv(other, index=False)
+    bad(tmp_path, capsys, ["subsets", files[0], str(other), "-n", "5"], "renamed.csv: no column score for the score")
+    bad(tmp_path, capsys, ["subsets", str(other), "-n", "5", "--score", "ratio:value,a,b"], "no column a, b for the score")
+
+
+def test_subsets_sizes_without_target_cv_is_refused(tmp_path, capsys):
+    files = score_files(tmp_path, n=30)
+    bad(tmp_path, capsys, ["subsets", *files, "-n", "5", "--sizes", "5,10"], "give --target-cv too")
+
+
 def sweep(folder: Path, name: str, flip: float, seed: int) -> Path:
     """A copy of the example RTE sweep where a share of wrong predictions is corrected."""
     target = folder / name

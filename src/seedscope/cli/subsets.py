@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Sequence
 
 import pandas as pd
 import typer
@@ -59,7 +59,7 @@ Examples:
 ```
 seedscope compare runs/bert runs/roberta
 seedscope compare base.csv lora.csv --metric mcc --json compare.json
-seedscope compare a/ b/ c/ --names A B C --markdown compare.md
+seedscope compare a/ b/ c/ --names A --names B --names C --markdown compare.md
 ```
 """
 
@@ -120,8 +120,12 @@ def subsets_command(
     console = Console()
     spec = parse_score(score)
     grid = parse_int_list(sizes, "--sizes", "100,200,500")
+    if grid is not None and target_cv is None:
+        raise SeedscopeError("--sizes is the grid searched by --target-cv; give --target-cv too (e.g. --target-cv 0.02)")
     with console.status("reading scores…"):
-        table = read_score_tables(scores, id_column=id_column, system_column=system_column, fmt=input_format)
+        table = read_score_tables(
+            scores, id_column=id_column, system_column=system_column, fmt=input_format, columns=spec.columns
+        )
     result = analyze_subsets(
         table,
         subset_size=subset_size,
@@ -142,12 +146,19 @@ def subsets_command(
 
 
 def read_score_tables(
-    paths: list[Path], *, id_column: str | None = None, system_column: str = "system", fmt: str | None = None
+    paths: list[Path],
+    *,
+    id_column: str | None = None,
+    system_column: str = "system",
+    fmt: str | None = None,
+    columns: Sequence[str] = (),
 ) -> pd.DataFrame:
     """One long score table (system, example_id, value columns) from score files.
 
     A file with a ``system_column`` is a long table; any other file is one system named after
     the file. Files are loaded by the readers' tabular loader (CSV, TSV, JSONL, Parquet).
+    Each file must hold the value ``columns`` the score needs (checked per file, so a file
+    that lacks one is named rather than showing up later as missing scores).
     """
     from seedscope.analysis.subsets import EXAMPLE_ID, SYSTEM
     from seedscope.io.common import pick_column, require_readable, run_names
@@ -164,13 +175,19 @@ def read_score_tables(
         if kind not in FORMATS:
             raise SeedscopeError(f"{path}: score files must be one of {', '.join(FORMATS)}, not {kind}")
         raw = _load_raw(path, kind, id_column)
-        columns = [c for c in raw.columns if not str(c).startswith("_")]
-        id_name = pick_column(columns, id_column, ID_NAMES, path)
+        present = [c for c in raw.columns if not str(c).startswith("_")]
+        id_name = pick_column(present, id_column, ID_NAMES, path)
         if id_name is None:
             raise SeedscopeError(
                 f"{path}: found no example id column (looked for {', '.join(ID_NAMES)}); name it with --id-column"
             )
-        frame = raw[columns].rename(columns={id_name: EXAMPLE_ID})
+        lacking = [c for c in columns if c not in present]
+        if lacking:
+            raise SeedscopeError(
+                f"{path}: no column {', '.join(lacking)} for the score (available: {', '.join(map(str, present))}); "
+                "name the score's columns with --score"
+            )
+        frame = raw[present].rename(columns={id_name: EXAMPLE_ID})
         if system_column in frame.columns:
             if frame[system_column].isna().any():
                 raise SeedscopeError(f"{path}: the {system_column} column has empty cells")
@@ -262,7 +279,7 @@ def _emit(console, sections, document, long, json_file, markdown_file, latex_fil
 
 def compare_command(
     sweeps: list[Path] = typer.Argument(..., help="Two or more sweeps: experiment directories, long prediction tables, or folders of per-run files."),
-    names: Optional[list[str]] = typer.Option(None, "--names", help="Display names, one per sweep (default: the path names)."),
+    names: Optional[list[str]] = typer.Option(None, "--names", help="Display name of a sweep, repeated once per sweep in order (--names A --names B); default: the path names."),
     metric: Optional[str] = typer.Option(None, help="Per-run metric to compare (accuracy, f1_macro, mcc, pearson …); default: the task's primary one."),
     task: Optional[str] = typer.Option(None, help="Task to read from multi-task stores or tables."),
     input_format: Optional[str] = typer.Option(None, "--format", help="Input format when the extension does not tell."),
