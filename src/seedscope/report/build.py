@@ -384,6 +384,10 @@ def write_outputs(report: Report, *, html=None, latex_dir=None, figures_dir=None
     for path in (Path(p) for p in (latex_dir, figures_dir) if p is not None):
         if path.exists() and not path.is_dir():
             raise SeedscopeError(f"{path} exists and is not a directory")
+    for path in targets:
+        blocking = next((parent for parent in path.parents if parent.exists()), None)
+        if blocking is not None and not blocking.is_dir():
+            raise SeedscopeError(f"cannot write {path}: {blocking} is a file, not a directory")
     staged: list[tuple[Path, Path]] = []
     try:
         if html is not None:
