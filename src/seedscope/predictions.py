@@ -98,12 +98,30 @@ def validate_table(table: pd.DataFrame, source: str = "prediction table") -> pd.
         bad = table.loc[table[PREDICTION].isna(), [RUN, EXAMPLE_ID]].head(3)
         where = ", ".join(f"run {r} example {e}" for r, e in bad.itertuples(index=False))
         raise SeedscopeError(f"{source}: missing prediction ({where})")
+    for column in (PREDICTION, LABEL):
+        if column in table.columns:
+            _require_scalars(table, column, source)
     dup = table.duplicated([RUN, EXAMPLE_ID], keep=False)
     if dup.any():
         first = table.loc[dup, [RUN, EXAMPLE_ID]].drop_duplicates().head(3)
         where = ", ".join(f"run {r} example {e}" for r, e in first.itertuples(index=False))
         raise SeedscopeError(f"{source}: duplicate example id within a run ({where})")
     return table
+
+
+def _require_scalars(table: pd.DataFrame, column: str, source: str) -> None:
+    """Refuse list- or dict-valued cells (e.g. JSONL ``"prediction": [1, 2]``): one label or value each."""
+    if table[column].dtype != object:
+        return
+    try:
+        pd.unique(table[column])
+    except TypeError:  # unhashable cells: find one to name (only on this error path)
+        bad = table[column].map(lambda v: isinstance(v, (list, dict, set, np.ndarray)))
+        row = table.loc[bad.to_numpy()].iloc[0]
+        raise SeedscopeError(
+            f"{source}: run {row[RUN]} example {row[EXAMPLE_ID]} has a {type(row[column]).__name__} as its "
+            f"{column}; each {column} must be one label or value"
+        ) from None
 
 
 def _check_coverage(table: pd.DataFrame, intersect: bool) -> tuple[pd.DataFrame, np.ndarray, int]:
@@ -243,7 +261,11 @@ def _as_float(values: pd.Series, what: str) -> np.ndarray:
 def _probabilities(table, probs, prob_classes, classes, shape, source) -> np.ndarray:
     matrix = table[probs].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
     if np.isnan(matrix).any():
-        raise SeedscopeError(f"{source}: probability columns hold missing or non-numeric values")
+        i, j = np.argwhere(np.isnan(matrix))[0]
+        raise SeedscopeError(
+            f"{source}: probability column {probs[j]} is missing or not a number for run {table[RUN].iloc[i]} "
+            f"example {table[EXAMPLE_ID].iloc[i]}"
+        )
     if (matrix < 0).any():
         raise SeedscopeError(f"{source}: negative probabilities")
     sums = matrix.sum(axis=1)

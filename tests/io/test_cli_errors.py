@@ -50,8 +50,23 @@ def _mixed_formats(tmp_path, data_dir):
     return [str(tmp_path / "seed1.csv"), str(tmp_path / "seed2.parquet")], [], r"mixed formats in one call"
 
 
+def _list_valued_prediction(tmp_path, data_dir):
+    (tmp_path / "seed1.jsonl").write_text('{"id": 0, "prediction": [1, 2]}\n{"id": 1, "prediction": [1]}\n')
+    (tmp_path / "seed2.jsonl").write_text('{"id": 0, "prediction": 1}\n{"id": 1, "prediction": 0}\n')
+    return ([str(tmp_path / "seed1.jsonl"), str(tmp_path / "seed2.jsonl")], [],
+            r"run seed1 example 0 has a list as its prediction; each prediction must be one label or value")
+
+
+def _probability_missing_in_one_run(tmp_path, data_dir):
+    (tmp_path / "seed1.csv").write_text("id,prediction,prob_0,prob_1\n0,0,0.9,0.1\n1,1,0.2,0.8\n")
+    (tmp_path / "seed2.csv").write_text("id,prediction,prob_0,prob_1\n0,0,0.9,0.1\n1,1,,0.8\n")
+    return ([str(tmp_path / "seed1.csv"), str(tmp_path / "seed2.csv")], [],
+            r"probability column prob_0 is missing or not a number for run seed2 example 1")
+
+
 @pytest.mark.parametrize("case", [_missing, _empty, _unknown_column, _malformed_json, _duplicate_id,
-                                  _label_not_in_task, _non_numeric_regression, _mixed_formats])
+                                  _label_not_in_task, _non_numeric_regression, _mixed_formats,
+                                  _list_valued_prediction, _probability_missing_in_one_run])
 def test_bad_input_exits_2_with_one_message(case, tmp_path, data_dir, capsys):
     paths, options, message = case(tmp_path, data_dir)
     out = tmp_path / "out.json"
