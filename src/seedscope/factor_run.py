@@ -16,7 +16,7 @@ import pandas as pd
 
 from seedscope.analysis.factor_adaptive import REFERENCE_M, REFERENCE_N, AdaptiveSchedule
 from seedscope.analysis.factor_table import MITIGATION, score_table_from_store, study_from_table
-from seedscope.analysis.factors import group_stats
+from seedscope.analysis.factors import group_stats, importance_from_groups
 from seedscope.plan import GOLDEN, FactorStudyPlan, RunSpec
 from seedscope.store import ExperimentStore
 
@@ -53,9 +53,9 @@ def run_study(
             stats = group_stats(study.grids[factor].scores, factor=factor, allow_missing=True, allow_small_groups=True)
             mean, std = stats.partial_mean[stats.kept], stats.partial_std[stats.kept]
             golden_std = float(study.golden.std())
-            c, m = float(std.mean()), float(mean.std())
-            trace.append({"factor": factor, "mitigation_runs": target, "c_std": c, "m_std": m,
-                          "importance": (c - m) / golden_std})
+            c, m, importance = importance_from_groups(mean, std, golden_std)
+            trace.append({"factor": factor, "mitigation_runs": target, "c_std": float(c), "m_std": float(m),
+                          "importance": float(importance)})
             following = schedule.next_size(mean, std, golden_std)
             settled[factor] = schedule.settled(mean, std, golden_std)
             if following is None or following > plan.n_mitigation:
