@@ -279,6 +279,7 @@ def test_a_killed_write_is_redone_on_resume(tmp_path, stage):
         assert len(problems) == 1 and "temporary file left by an interrupted write" in problems[0]
     resumed = ExperimentStore.create(store.path, plan, resume=True)
     assert [r["run_id"] for r in resumed.pending_runs()] == [r["run_id"] for r in plan["runs"]]
+    assert resumed.check() == [] and not resumed.prediction_path(run_id).exists()  # nothing left of the killed write
     _finish(resumed, run_id)
     assert resumed.check() == [] and resumed.runs()["status"].iloc[0] == "done"
 

@@ -271,11 +271,16 @@ class ExperimentStore:
     # ---- run life cycle -------------------------------------------------------------------
 
     def _reset_unfinished(self) -> None:
-        """Resume: keep done runs whose file exists; every other run becomes pending again."""
+        """Resume: keep done runs whose file exists; every other run becomes pending again.
+
+        A file of a run that is not done (killed between the rename and the catalog row) goes,
+        as :meth:`record_failure` removes it, so that the resumed store passes :meth:`check`.
+        """
         with self._transaction() as db:
             for run_id, status in db.execute("SELECT run_id, status FROM runs").fetchall():
                 if status == "done" and self.prediction_path(run_id).is_file():
                     continue
+                self.prediction_path(run_id).unlink(missing_ok=True)
                 db.execute(
                     "UPDATE runs SET status = 'pending', started_at = NULL, finished_at = NULL, duration_s = NULL,"
                     " timings_json = NULL, metrics_json = NULL, environment_json = NULL, n_predictions = NULL"
