@@ -109,14 +109,14 @@ class Analysis:
 
 
 def json_ready(value):
-    """JSON-ready copy: numpy scalars to Python, NaN / None to None."""
+    """JSON-ready copy: numpy scalars to Python, NaN / ±inf / NA to None (so ``allow_nan=False`` holds)."""
     if isinstance(value, dict):
         return {str(k): json_ready(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [json_ready(v) for v in value]
     if isinstance(value, np.generic):
         value = value.item()
-    if isinstance(value, float) and math.isnan(value):
+    if isinstance(value, float) and not math.isfinite(value):
         return None
     if value is pd.NA:
         return None

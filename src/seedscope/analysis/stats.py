@@ -27,8 +27,9 @@ import pandas as pd
 from scipy import stats
 from scipy.special import gammaln
 
+from seedscope.api import json_ready
 from seedscope.errors import SeedscopeError
-from seedscope.metrics.bootstrap import bootstrap_mean_ci
+from seedscope.metrics.bootstrap import bootstrap_mean_ci, check_confidence, check_resamples
 
 #: with fewer discordant pairs than this McNemar uses the exact binomial test
 MCNEMAR_EXACT_BELOW = 25
@@ -43,17 +44,6 @@ def _vector(values, what: str, minimum: int = 1) -> np.ndarray:
     if not np.isfinite(array).all():
         raise SeedscopeError(f"{what} contains a NaN or infinite value")
     return array
-
-
-def _alpha(confidence: float) -> float:
-    if not 0 < confidence < 1:
-        raise SeedscopeError(f"confidence must lie strictly between 0 and 1, not {confidence}")
-    return (1 - confidence) / 2
-
-
-def _check_resamples(n: int) -> None:
-    if n < 1:
-        raise SeedscopeError(f"the number of resamples must be at least 1, not {n}")
 
 
 # --------------------------------------------------------------------------- aggregates (rliable)
@@ -150,8 +140,8 @@ def aso(
     lists; ε_min = clip(ε − σ̂/√(nm/(n+m)) · Φ⁻¹(1 − CL′), 0, 1) with the Bonferroni-corrected
     CL′ = 1 − (1 − CL)/k for k comparisons.
     """
-    _alpha(confidence)
-    _check_resamples(n_boot)
+    check_confidence(confidence)
+    check_resamples(n_boot)
     if n_comparisons < 1:
         raise SeedscopeError(f"the number of comparisons must be at least 1, not {n_comparisons}")
     a = np.sort(_vector(scores_a, "ASO (scores A)"))
@@ -206,7 +196,7 @@ def paired_permutation_test(scores_a, scores_b, *, n_resamples: int = 9999, seed
     b = _vector(scores_b, "the paired permutation test (B)", 2)
     if len(a) != len(b):
         raise SeedscopeError(f"the paired permutation test needs matched seeds: {len(a)} vs {len(b)} values")
-    _check_resamples(n_resamples)
+    check_resamples(n_resamples)
     result = stats.permutation_test(
         (a - b,),
         lambda d, axis: d.mean(axis=axis),
@@ -273,8 +263,8 @@ def mean_difference_ci(
     """
     a = _vector(scores_a, "the mean difference (A)")
     b = _vector(scores_b, "the mean difference (B)")
-    alpha = _alpha(confidence)
-    _check_resamples(n_boot)
+    alpha = check_confidence(confidence)
+    check_resamples(n_boot)
     if paired:
         if len(a) != len(b):
             raise SeedscopeError(f"a paired comparison needs matched seeds: {len(a)} vs {len(b)} values")
@@ -342,8 +332,8 @@ def joint_bootstrap(
         raise SeedscopeError(f"paired seeds need the same number of seeds: {a.shape[0]} vs {b.shape[0]}")
     if resample not in ("both", "seeds", "examples", "none"):
         raise SeedscopeError(f"unknown resampling '{resample}': use both, seeds, examples or none")
-    alpha = _alpha(confidence)
-    _check_resamples(n_boot)
+    alpha = check_confidence(confidence)
+    check_resamples(n_boot)
     rng = np.random.default_rng(seed)
     n_examples = a.shape[1]
     chunk = max(1, CHUNK_VALUES // max(1, n_examples))
@@ -426,8 +416,8 @@ def seeds_needed(
     observed count (a projection from the observed distribution).
     """
     values = _vector(scores, "the seeds-needed curve", 2)
-    alpha = _alpha(confidence)
-    _check_resamples(n_boot)
+    alpha = check_confidence(confidence)
+    check_resamples(n_boot)
     if sizes is None:
         sizes = np.unique(np.round(np.geomspace(2, max(10, 4 * len(values)), 8)).astype(int))
     rows = []
@@ -482,35 +472,25 @@ class Comparison:
         """The JSON document of ``seedscope compare`` (schema in docs/subsets.md)."""
         systems = {}
         for name, row in self.systems.iterrows():
-            entry = {key: _plain(value) for key, value in row.items()}
-            entry["scores"] = {str(run): _plain(v) for run, v in self.per_run[name].items()}
-            entry["expected_max"] = [_plain(v) for v in self.expected_max[name].dropna()]
+            entry = {key: json_ready(value) for key, value in row.items()}
+            entry["scores"] = {str(run): json_ready(v) for run, v in self.per_run[name].items()}
+            entry["expected_max"] = [json_ready(v) for v in self.expected_max[name].dropna()]
             needed = self.seeds_needed[self.seeds_needed["system"] == name].drop(columns="system")
-            entry["seeds_needed"] = [{k: _plain(v) for k, v in r.items()} for r in needed.to_dict(orient="records")]
+            entry["seeds_needed"] = [{k: json_ready(v) for k, v in r.items()} for r in needed.to_dict(orient="records")]
             systems[name] = entry
         pairs = []
         for (a, b), row in self.pairs.iterrows():
-            entry = {"system_a": a, "system_b": b, **{key: _plain(value) for key, value in row.items()}}
+            entry = {"system_a": a, "system_b": b, **{key: json_ready(value) for key, value in row.items()}}
             tests = self.mcnemar[(self.mcnemar["system_a"] == a) & (self.mcnemar["system_b"] == b)]
-            entry["mcnemar"] = [{k: _plain(v) for k, v in r.items() if k not in ("system_a", "system_b")} for r in tests.to_dict(orient="records")]
+            entry["mcnemar"] = [{k: json_ready(v) for k, v in r.items() if k not in ("system_a", "system_b")} for r in tests.to_dict(orient="records")]
             pairs.append(entry)
         return {
             "metric": self.metric,
             "systems": systems,
             "pairs": pairs,
-            "settings": {k: _plain(v) for k, v in self.settings.items()},
+            "settings": {k: json_ready(v) for k, v in self.settings.items()},
             "notes": list(self.notes),
         }
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, (np.bool_, bool)):
-        return bool(value)
-    if isinstance(value, np.integer):
-        return int(value)
-    if isinstance(value, (float, np.floating)):
-        return None if not math.isfinite(value) else float(value)
-    return value
 
 
 def compare_systems(
@@ -540,7 +520,7 @@ def compare_systems(
         values.index = values.index.astype(str)
         _vector(values, f"system {name}", 2)
         series[name] = values
-    alpha = _alpha(confidence)
+    alpha = check_confidence(confidence)
     notes: list[str] = []
     system_rows = []
     for name in names:

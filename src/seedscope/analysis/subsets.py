@@ -29,7 +29,9 @@ import scipy.sparse as sparse
 from rich.progress import track
 from scipy import stats
 
+from seedscope.api import json_ready
 from seedscope.errors import SeedscopeError
+from seedscope.metrics.bootstrap import check_confidence, check_resamples
 
 SYSTEM, EXAMPLE_ID, SCORE = "system", "example_id", "score"
 #: CV band edges: negligible < 0.02 ≤ moderate ≤ 0.08 < high
@@ -350,32 +352,32 @@ class SubsetVariance:
         systems = {}
         for name, row in self.summary.iterrows():
             entry = {
-                "scores": [_plain(v) for v in self.theta[name]],
-                "mean": _plain(row["mean"]),
-                "var_seed": _plain(row["var_seed"]),
-                "std": _plain(row["std"]),
-                "cv": _plain(row["cv"]),
+                "scores": [json_ready(v) for v in self.theta[name]],
+                "mean": json_ready(row["mean"]),
+                "var_seed": json_ready(row["var_seed"]),
+                "std": json_ready(row["std"]),
+                "cv": json_ready(row["cv"]),
                 "band": row["band"],
                 "advice": row["advice"],
             }
             if self.pool_ci is not None:
-                entry["full_pool"] = {k: _plain(v) for k, v in self.pool_ci.loc[name].items()}
+                entry["full_pool"] = {k: json_ready(v) for k, v in self.pool_ci.loc[name].items()}
             if self.needed_size is not None:
-                entry["needed_subset_size"] = _plain(self.needed_size.loc[name, "needed_subset_size"])
+                entry["needed_subset_size"] = json_ready(self.needed_size.loc[name, "needed_subset_size"])
             systems[name] = entry
         pairs = []
         for (a, b), row in self.pairs.iterrows():
             entry = {
                 "system_a": a,
                 "system_b": b,
-                "deltas": [_plain(v) for v in self.deltas[f"{a} − {b}"]],
-                "mean_delta": _plain(row["mean_delta"]),
-                "sign_consistency": _plain(row["sign_consistency"]),
+                "deltas": [json_ready(v) for v in self.deltas[f"{a} − {b}"]],
+                "mean_delta": json_ready(row["mean_delta"]),
+                "sign_consistency": json_ready(row["sign_consistency"]),
                 "seed_robust": bool(row["seed_robust"]),
                 "advice": row["advice"],
             }
             if self.pair_tests is not None:
-                entry["full_pool"] = {k: _plain(v) for k, v in self.pair_tests.loc[(a, b)].items()}
+                entry["full_pool"] = {k: json_ready(v) for k, v in self.pair_tests.loc[(a, b)].items()}
             pairs.append(entry)
         document = {
             "score": self.score,
@@ -392,21 +394,10 @@ class SubsetVariance:
             document["size_grid"] = {
                 "target_cv": self.settings.get("target_cv"),
                 "sizes": [int(s) for s in self.size_grid.index],
-                "cv": {name: [_plain(v) for v in self.size_grid[name]] for name in self.size_grid.columns},
+                "cv": {name: [json_ready(v) for v in self.size_grid[name]] for name in self.size_grid.columns},
             }
-        document["settings"] = {k: _plain(v) for k, v in self.settings.items()}
+        document["settings"] = {k: json_ready(v) for k, v in self.settings.items()}
         return document
-
-
-def _plain(value: Any) -> Any:
-    """JSON-safe scalar: numpy → Python, NaN / inf → None."""
-    if isinstance(value, (np.bool_, bool)):
-        return bool(value)
-    if isinstance(value, (np.integer,)):
-        return int(value)
-    if isinstance(value, (float, np.floating)):
-        return None if not math.isfinite(value) else float(value)
-    return value
 
 
 def _theta_frame(theta: np.ndarray, seeds: np.ndarray, systems: list[str]) -> pd.DataFrame:
@@ -535,7 +526,7 @@ def full_pool_ci(
     The examples are resampled by position, so the ratio score's three columns move
     together. The same ``seed`` gives the same resamples for every system and the same interval.
     """
-    _check_confidence(confidence)
+    check_confidence(confidence)
     positions = np.arange(pool.n_examples)
     rows = []
     for m, name in enumerate(pool.systems):
@@ -556,8 +547,7 @@ def full_pool_ci(
 
 
 def _bootstrap_interval(statistic, positions, n_boot, confidence, seed, method, width) -> tuple[float, float]:
-    if n_boot < 1:
-        raise SeedscopeError(f"the number of bootstrap resamples must be at least 1, not {n_boot}")
+    check_resamples(n_boot)
     with np.errstate(all="ignore"):
         result = stats.bootstrap(
             (positions,),
@@ -570,11 +560,6 @@ def _bootstrap_interval(statistic, positions, n_boot, confidence, seed, method, 
             rng=np.random.default_rng(seed),
         )
     return float(result.confidence_interval.low), float(result.confidence_interval.high)
-
-
-def _check_confidence(confidence: float) -> None:
-    if not 0 < confidence < 1:
-        raise SeedscopeError(f"confidence must lie strictly between 0 and 1, not {confidence}")
 
 
 def paired_pool_tests(
@@ -592,7 +577,7 @@ def paired_pool_tests(
     examples (scipy.stats.permutation_test, one-sample sign flips used as the swap mask;
     exact enumeration when 2^N ≤ ``n_permutations``); two-sided p-value.
     """
-    _check_confidence(confidence)
+    check_confidence(confidence)
     positions = np.arange(pool.n_examples)
     index = {name: m for m, name in enumerate(pool.systems)}
     rows = []
