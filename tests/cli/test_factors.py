@@ -137,6 +137,11 @@ def test_infinite_score(row, message, tmp_path, capsys):
     assert message in fail(["factors", "analyze", str(tmp_path / "inf.csv")], capsys)
 
 
+def test_folder_that_is_not_a_store(tmp_path, capsys):
+    message = fail(["factors", "analyze", str(tmp_path)], capsys)
+    assert f"{tmp_path} is a folder but neither a score table nor an experiment directory (no catalog.sqlite)" in message
+
+
 def test_empty_table(tmp_path, capsys):
     (tmp_path / "empty.csv").write_text("experiment,order,run,score\n")
     assert "score table is empty" in fail(["factors", "analyze", str(tmp_path / "empty.csv")], capsys)

@@ -21,7 +21,7 @@ import pandas as pd
 from seedscope.analysis.factors import FactorGrid, FactorStudy
 from seedscope.errors import SeedscopeError
 from seedscope.plan import GOLDEN, parse_study_tag
-from seedscope.store import ExperimentStore
+from seedscope.store import CATALOG, ExperimentStore
 from seedscope.tasks import get_task
 
 MITIGATION = "mitigation"
@@ -39,6 +39,10 @@ READERS = {
 def read_score_table(path: str | Path) -> pd.DataFrame:
     """Read a score table from CSV, TSV, Parquet, JSON or JSON Lines (by file suffix)."""
     path = Path(path)
+    if path.is_dir():
+        raise SeedscopeError(
+            f"{path} is a folder but neither a score table nor an experiment directory (no {CATALOG})"
+        )
     if not path.is_file():
         raise SeedscopeError(f"score table {path} does not exist")
     reader = READERS.get(path.suffix.lower())
