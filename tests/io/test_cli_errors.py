@@ -64,9 +64,17 @@ def _probability_missing_in_one_run(tmp_path, data_dir):
             r"probability column prob_0 is missing or not a number for run seed2 example 1")
 
 
+def _lm_eval_loglikelihood_not_a_number(tmp_path, data_dir):
+    good = '{"doc_id": 0, "target": 1, "filtered_resps": [["-1.5", "False"], ["-0.5", "True"]], "filter": "none"}'
+    bad = '{"doc_id": 1, "target": 0, "filtered_resps": [["n/a", "False"], ["-0.5", "True"]], "filter": "none"}'
+    (tmp_path / "samples_rte_2024-06-01T10-00-00.jsonl").write_text(good + "\n" + bad + "\n")
+    return [str(tmp_path / "samples_rte_2024-06-01T10-00-00.jsonl")], [], r"line 2: log-likelihood 'n/a' is not a number"
+
+
 @pytest.mark.parametrize("case", [_missing, _empty, _unknown_column, _malformed_json, _duplicate_id,
                                   _label_not_in_task, _non_numeric_regression, _mixed_formats,
-                                  _list_valued_prediction, _probability_missing_in_one_run])
+                                  _list_valued_prediction, _probability_missing_in_one_run,
+                                  _lm_eval_loglikelihood_not_a_number])
 def test_bad_input_exits_2_with_one_message(case, tmp_path, data_dir, capsys):
     paths, options, message = case(tmp_path, data_dir)
     out = tmp_path / "out.json"

@@ -204,7 +204,7 @@ def _row(record: dict, where: str) -> tuple:
         raise SeedscopeError(
             f"{where}: a perplexity (loglikelihood_rolling) sample has no prediction to compare across seeds"
         )
-    scores = [_loglikelihood(r) for r in responses]
+    scores = [_loglikelihood(r, where) for r in responses]
     if None not in scores:
         top = max(scores)  # plain floats: a few choices are faster without numpy
         weights = [math.exp(score - top) for score in scores]
@@ -216,8 +216,11 @@ def _row(record: dict, where: str) -> tuple:
     return doc_id, _text(responses), label, None
 
 
-def _loglikelihood(response) -> float | None:
-    """The log-likelihood of a ``[ll, is_greedy]`` pair (strings since v0.4.3), else None."""
+def _loglikelihood(response, where: str) -> float | None:
+    """The log-likelihood of a ``[ll, is_greedy]`` pair (strings since v0.4.3), else None.
+
+    A pair whose log-likelihood is not a number is an error, not a generated text.
+    """
     while isinstance(response, list) and len(response) == 1 and isinstance(response[0], list):
         response = response[0]  # raw ``resps`` nest one list per repeat
     if not isinstance(response, list) or len(response) != 2 or response[1] not in _GREEDY:
@@ -225,7 +228,7 @@ def _loglikelihood(response) -> float | None:
     try:
         return float(response[0])
     except (TypeError, ValueError):
-        return None
+        raise SeedscopeError(f"{where}: log-likelihood {response[0]!r} is not a number") from None
 
 
 def _text(responses: list) -> str:
