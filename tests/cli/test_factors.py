@@ -83,6 +83,16 @@ def test_simulate_adaptive_on_real_scores(tmp_path, data_dir, capsys):
     assert all(0 < f["saved_share"] < 1 for f in payload["factors"].values())
 
 
+@pytest.mark.parametrize("command", [["analyze"], ["simulate-adaptive", "--start", "2"]])
+@pytest.mark.parametrize("golden, message", [
+    ([80] * len(GM), "all golden-model runs have the same score"),  # 0.8 each: a float std of 1e-17, not 0
+    ([float("inf")] + GM[1:], "the golden-model scores contain an infinite value"),
+])
+def test_golden_model_without_finite_spread(command, golden, message, tmp_path, capsys):
+    path = worked_table(tmp_path, golden=golden)
+    assert message in fail(["factors", command[0], str(path), *command[1:]], capsys)
+
+
 def test_unknown_factor(tmp_path, capsys):
     message = fail(["factors", "analyze", str(worked_table(tmp_path)), "--factor", "label"], capsys)
     assert "unknown factor 'label'; this study has 'order'" in message

@@ -19,7 +19,13 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
-from seedscope.analysis.factors import FactorStudy, group_stats, importance_from_groups, prefix_importance
+from seedscope.analysis.factors import (
+    FactorStudy,
+    group_stats,
+    importance_from_groups,
+    prefix_importance,
+    validate_study,
+)
 from seedscope.errors import SeedscopeError
 
 REFERENCE_N = 10
@@ -100,6 +106,7 @@ def simulate_adaptive(
     """
     if repeats < 1:
         raise SeedscopeError(f"repeats must be at least 1, not {repeats}")
+    validate_study(study)
     golden_std = float(study.golden.std())
     rng = np.random.default_rng(seed)
     rows = []

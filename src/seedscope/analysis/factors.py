@@ -213,7 +213,9 @@ def baselines(partial_std: np.ndarray, golden: np.ndarray, n_configs: int) -> di
     }
 
 
-def _validate_study(study: FactorStudy) -> None:
+def validate_study(study: FactorStudy) -> None:
+    """Refuse what no analysis can use: NaN or infinite golden scores, fewer than 2 golden runs, zero σ_GM,
+    infinite scores, M < 2 or N < 2."""
     golden = study.golden
     if np.isnan(golden).any():
         raise SeedscopeError("the golden-model scores contain NaN; drop missing golden runs instead")
@@ -221,7 +223,7 @@ def _validate_study(study: FactorStudy) -> None:
         raise SeedscopeError("the golden-model scores contain an infinite value; every score must be finite")
     if len(golden) < 2:
         raise SeedscopeError(f"the golden model needs at least 2 runs, not {len(golden)}")
-    if golden.std() == 0:
+    if golden.max() == golden.min():  # not std() == 0: the std of equal floats can be 1e-17
         raise SeedscopeError("all golden-model runs have the same score, so importance (÷ σ_GM) is undefined")
     if not study.grids:
         raise SeedscopeError("the study has no factor experiments")
@@ -290,7 +292,7 @@ def analyze_factors(
     seed: int = 0, allow_missing: bool = False, allow_small_groups: bool = False,
 ) -> FactorAnalysis:
     """Importance of every factor of ``study`` (or of ``factors``), with baselines, interval and convergence."""
-    _validate_study(study)
+    validate_study(study)
     names = list(study.grids) if factors is None else list(factors)
     unknown = [name for name in names if name not in study.grids]
     if unknown:
