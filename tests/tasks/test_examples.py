@@ -176,6 +176,9 @@ def _write(root, relative, text):
         ("stsb", "glue/STS-B/dev.tsv",
          "index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\tscore\n"
          "0\tg\tf\ty\to\ts\ts\ta\tb\thigh\n", r"dev.tsv:2: malformed row: label 'high' is not a number"),
+        ("stsb", "glue/STS-B/dev.tsv",
+         "index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\tscore\n"
+         "0\tg\tf\ty\to\ts\ts\ta\tb\tnan\n", r"dev.tsv:2: malformed row: label 'nan' is not a finite number"),
         ("cb", "superglue/CB/val.jsonl", '{"premise": "a", "hypothesis": "b", "label": "neutral", "idx": 0}\n{oops\n',
          r"val.jsonl:2: malformed row: not valid JSON"),
         ("cb", "superglue/CB/val.jsonl", '{"premise": "a", "label": "neutral", "idx": 0}\n',

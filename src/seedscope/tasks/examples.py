@@ -16,6 +16,7 @@ choices     multiple choice only: candidate second sequences, one per choice;
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
@@ -122,9 +123,12 @@ def _label_code(spec: TaskSpec, value) -> int | float:
     """The int code (or float value for regression) of a raw label: a name, a 0-based code or a bool."""
     if spec.task_type == "regression":
         try:
-            return float(value)
+            number = float(value)
         except (TypeError, ValueError):
             raise _RowError(f"label {value!r} is not a number") from None
+        if not math.isfinite(number):
+            raise _RowError(f"label {value!r} is not a finite number")
+        return number
     names = spec.label_names
     if isinstance(value, bool):
         value = str(value)
