@@ -47,7 +47,7 @@ def analyze_command(
     ),
     lm_eval_filter: Optional[str] = typer.Option(None, "--filter", help="lm-evaluation-harness filter to read (default: the only or first one)."),
     input_format: Optional[str] = typer.Option(
-        None, "--format", help="Input format when the file extension does not tell (csv, tsv, jsonl, parquet, lm-eval, run-glue)."
+        None, "--format", help="Input format when the file extension does not tell (csv, tsv, jsonl, parquet, lm-eval, run-glue, store)."
     ),
     task: Optional[str] = typer.Option(None, help="Task name (e.g. rte, sst2), to join gold labels to run_glue.py predictions."),
     data_dir: Optional[Path] = typer.Option(None, help="Folder with the task's labelled files (default $SEEDSCOPE_DATA_DIR)."),
