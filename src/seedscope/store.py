@@ -191,13 +191,13 @@ class ExperimentStore:
             tables = {row[0] for row in store._query("SELECT name FROM sqlite_master WHERE type = 'table'")}
         except (sqlite3.DatabaseError, IndexError, ValueError) as error:
             raise SeedscopeError(f"{path / CATALOG} is not a readable seedscope catalog ({error})") from error
-        missing = sorted({"plan", "runs"} - tables)
-        if missing:
-            raise SeedscopeError(f"{path / CATALOG} is not a readable seedscope catalog (no {' or '.join(missing)} table)")
         if version > SCHEMA_VERSION:
             raise SeedscopeError(
                 f"{path} was written with catalog schema {version}; this seedscope reads up to {SCHEMA_VERSION}"
             )
+        missing = sorted({"plan", "runs"} - tables)
+        if missing:
+            raise SeedscopeError(f"{path / CATALOG} is not a readable seedscope catalog (no {' or '.join(missing)} table)")
         return store
 
     @staticmethod
