@@ -152,6 +152,14 @@ def test_folder_that_is_not_a_store(tmp_path, capsys):
     assert f"{tmp_path} is a folder but neither a score table nor an experiment directory (no catalog.sqlite)" in message
 
 
+def test_row_without_experiment(tmp_path, capsys):
+    frame = pd.read_csv(worked_table(tmp_path))
+    frame.loc[len(GM) + 1, "experiment"] = None
+    frame.to_csv(tmp_path / "unnamed.csv", index=False)
+    message = fail(["factors", "analyze", str(tmp_path / "unnamed.csv")], capsys)
+    assert f"row {len(GM) + 2} of the score table has no 'experiment' (a factor's name, or 'golden')" in message
+
+
 def test_empty_table(tmp_path, capsys):
     (tmp_path / "empty.csv").write_text("experiment,order,run,score\n")
     assert "score table is empty" in fail(["factors", "analyze", str(tmp_path / "empty.csv")], capsys)

@@ -118,6 +118,12 @@ def study_from_table(
             f"row {int(np.argmax(bad.to_numpy())) + 1} of the score table has no numeric {metric!r} "
             f"(value {table[metric][bad].iloc[0]!r}); drop the rows of missing runs instead"
         )
+    unnamed = table["experiment"].isna()
+    if unnamed.any():
+        raise SeedscopeError(
+            f"row {int(np.argmax(unnamed.to_numpy())) + 1} of the score table has no 'experiment' "
+            "(a factor's name, or 'golden')"
+        )
     table = table.assign(**{metric: scores})
     index_columns = _index_columns(table, metric)
     experiments = table["experiment"].astype(str)
