@@ -43,6 +43,13 @@ def test_latex_is_booktabs_and_escaped():
     assert "mcc & -- & 10 & x\\_y \\& z \\\\" in text
 
 
+def test_latex_has_no_raw_unicode_signs():
+    # the subsets / compare headers: plain pdflatex stops at θ, Δ, ≤, ×, ε
+    text = tables.latex_escape("mean θ̄, Δ_k ≤ 0.08 × K, ε_min, CI 0.1–0.2")
+    assert text == r"mean $\bar{\theta}$, $\Delta$\_k $\leq$ 0.08 $\times$ K, $\varepsilon$\_min, CI 0.1--0.2"
+    assert text.isascii()
+
+
 def test_csv_round_trips_full_precision():
     frame = pd.DataFrame({"value": [1 / 3, np.nan]}, index=pd.Index(["a", "b"], name="name"))
     back = pd.read_csv(io.StringIO(tables.to_csv(frame)), index_col="name")

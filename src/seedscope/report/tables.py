@@ -71,12 +71,19 @@ def to_markdown(frame: pd.DataFrame, digits: int = 4) -> str:
 
 _LATEX_SPECIAL = {"&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}",
                   "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "\\": r"\textbackslash{}",
-                  "÷": r"$\div$", "−": "$-$", "±": r"$\pm$", "π": r"$\pi$", "ζ": r"$\zeta$", "—": "--"}
+                  "÷": r"$\div$", "−": "$-$", "±": r"$\pm$", "π": r"$\pi$", "ζ": r"$\zeta$", "—": "--",
+                  "–": "--", "θ": r"$\theta$", "Δ": r"$\Delta$", "ε": r"$\varepsilon$", "≤": r"$\leq$",
+                  "≥": r"$\geq$", "×": r"$\times$"}
+#: θ̄ is θ followed by a combining macron, which has no text-mode LaTeX of its own
+_THETA_BAR = "θ\u0304"
 
 
 def latex_escape(text: str) -> str:
-    """Escape LaTeX's special characters (and the few Unicode signs our headers use)."""
-    return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in text)
+    """Escape LaTeX's special characters and the Unicode signs our headers use (plain pdflatex
+    stops at θ, Δ, ≤, × …)."""
+    return r"$\bar{\theta}$".join(
+        "".join(_LATEX_SPECIAL.get(ch, ch) for ch in part) for part in text.split(_THETA_BAR)
+    )
 
 
 def to_latex(frame: pd.DataFrame, digits: int = 4, caption: str | None = None, label: str | None = None) -> str:
