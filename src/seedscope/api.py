@@ -310,5 +310,9 @@ def analyze_groups(table: pd.DataFrame, **options) -> dict[tuple, Analysis]:
         # Columns another group filled (its prob_<class> columns) are empty here: drop them.
         group = group.drop(columns=columns).dropna(axis=1, how="all")
         task = named.get("task")
-        results[(task, named.get("model"))] = analyze(group, **_task_defaults(task, options))
+        try:
+            results[(task, named.get("model"))] = analyze(group, **_task_defaults(task, options))
+        except SeedscopeError as error:  # say which group of a multi-task table is at fault
+            where = ", ".join(f"{column} {value}" for column, value in named.items())
+            raise SeedscopeError(f"{where}: {error}") from None
     return results

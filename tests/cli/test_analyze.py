@@ -133,6 +133,11 @@ BAD_INPUTS = {
         [],
         "sum to 1.2000, not 1",
     ),
+    "one task of several has one run": (
+        {"all.csv": "task,run,example_id,prediction,label\nrte,1,1,0,0\nrte,2,1,1,0\ncb,1,1,0,0\n"},
+        [],
+        "task cb: micro metrics (CON, CCON) compare pairs of runs, but only 1 run was given",
+    ),
     "unknown primary metric": (
         {"a.csv": "example_id,prediction,label\n1,x,x\n", "b.csv": "example_id,prediction,label\n1,y,x\n"},
         ["--primary-metric", "bleu"],
