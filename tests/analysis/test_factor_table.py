@@ -89,7 +89,7 @@ def test_real_fixture_layout(data_dir):
     assert len(study.golden) == 1000
 
 
-def study_store(tmp_path, fail=(), skip=()):
+def study_store(tmp_path, fail=(), skip=(), valueless=()):
     """A real experiment store of the worked example (SST-2, data_order, N = 3, M = 4, L = 12)."""
     from seedscope.plan import factor_study_plan, parse_study_tag
     from seedscope.store import ExperimentStore
@@ -107,7 +107,8 @@ def study_store(tmp_path, fail=(), skip=()):
             continue
         experiment, j, k = parse_study_tag(spec.tag)
         score = GM[j - 1] if k is None else S[j - 1][k - 1]
-        store.record_success(spec.run_id, predictions, {"accuracy": score / 100, "f1_macro": 0.5})
+        accuracy = float("nan") if spec.tag in valueless else score / 100
+        store.record_success(spec.run_id, predictions, {"accuracy": accuracy, "f1_macro": 0.5})
     return store
 
 
@@ -136,6 +137,23 @@ def test_store_runs_not_done_are_counted(tmp_path):
         analyze_factors(study)
     row = analyze_factors(study, n_boot=50, allow_missing=True).summary.loc["data_order"]
     assert row["importance"] == pytest.approx((1.670050 - 5.261891) / np.std([78, 82, 75, 88, 71, 80, 84, 77, 73, 86, 79]), abs=1e-6)
+
+
+def test_store_runs_without_the_metric_are_counted_missing_runs(tmp_path, capsys):
+    from seedscope.analysis.factor_table import score_table_from_store
+    from seedscope.analysis.factors import analyze_factors
+    from seedscope.cli import main
+
+    store = study_store(tmp_path, valueless={"data_order.m4.i3"})
+    main(["factors", "analyze", str(store.path), "--allow-missing", "--bootstrap", "50"])
+    printed = " ".join(capsys.readouterr().out.split())
+    assert "study runs not done (1 done without accuracy)" in printed and "1 missing run(s)" in printed
+    table, info = score_table_from_store(store)
+    assert info["not_done"] == {"done without accuracy": 1}
+    assert len(table) == 12 + 11 and table["accuracy"].notna().all()
+    study = study_from_table(table, metric="accuracy")
+    row = analyze_factors(study, n_boot=50, allow_missing=True).summary.loc["data_order"]
+    assert (row["c_std"], row["m_std"]) == (pytest.approx(0.01670050, abs=1e-8), pytest.approx(0.05261891, abs=1e-8))
 
 
 def test_store_metric_and_errors(tmp_path):

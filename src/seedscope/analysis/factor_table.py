@@ -155,7 +155,8 @@ def score_table_from_store(store: ExperimentStore, metric: str | None = None) ->
 
     ``metric`` defaults to the task's primary metric. Returns ``(table, info)`` where info names
     the task, model, metric, chance level and the counts of study runs not done (failed /
-    pending), which the caller must report: inside an analysed group they are missing runs.
+    pending, and done runs without a value of the metric, such as a NaN correlation), which the
+    caller must report: inside an analysed group they are missing runs.
     """
     runs = store.runs()
     parsed = runs["tag"].map(parse_study_tag)
@@ -175,6 +176,8 @@ def score_table_from_store(store: ExperimentStore, metric: str | None = None) ->
             f"no done run of {store.path} has the metric {metric!r}"
             + (f" (metrics: {', '.join(known)})" if known else " (no run is done yet)")
         )
+    valueless = values.isna()  # e.g. Pearson r of constant predictions, stored as null: a missing run, counted
+    done, values = done[~valueless], values[~valueless]
     keys = pd.DataFrame(parsed[done.index].tolist(), columns=["experiment", MITIGATION, "investigation"], index=done.index)
     table = pd.DataFrame({"experiment": keys["experiment"], MITIGATION: keys[MITIGATION]})
     for factor in [e for e in pd.unique(keys["experiment"]) if e != GOLDEN]:
@@ -185,6 +188,7 @@ def score_table_from_store(store: ExperimentStore, metric: str | None = None) ->
     info = {
         "task": task_name, "model": study["model_name"].iloc[0], "metric": metric,
         "chance": chance_level(metric, num_classes),
-        "not_done": study["status"].value_counts().drop("done", errors="ignore").to_dict(),
+        "not_done": study["status"].value_counts().drop("done", errors="ignore").to_dict()
+        | ({f"done without {metric}": int(valueless.sum())} if valueless.any() else {}),
     }
     return table.reset_index(drop=True), info
