@@ -178,3 +178,5 @@ def test_bad_option_value_exits_2(tmp_path, capsys):
     assert "Invalid value for '--confidence'" in capsys.readouterr().err
     assert run_cli(figure1_files(tmp_path) + ["--confidence", "1"]) == 2  # within Typer's range, refused by the CI
     assert "confidence must lie strictly between 0 and 1, not 1.0" in capsys.readouterr().err
+    assert run_cli(figure1_files(tmp_path) + ["--seed", "-1"]) == 2  # numpy's Generator takes no negative seed
+    assert "Invalid value for '--seed'" in capsys.readouterr().err

@@ -142,6 +142,15 @@ def test_subsets_sizes_without_target_cv_is_refused(tmp_path, capsys):
     bad(tmp_path, capsys, ["subsets", *files, "-n", "5", "--sizes", "5,10"], "give --target-cv too")
 
 
+def test_negative_seed_and_zero_permutations_are_refused(tmp_path, capsys):
+    files = score_files(tmp_path, n=30)
+    bad(tmp_path, capsys, ["subsets", *files, "-n", "5", "--seed", "-1"], "Invalid value for '--seed'")
+    bad(tmp_path, capsys, ["subsets", *files, "-n", "5", "--n-permutations", "0"], "number of resamples must be at least 1, not 0")
+    base = sweep(tmp_path, "base", 0.0, 0)
+    better = sweep(tmp_path, "better", 0.3, 1)
+    bad(tmp_path, capsys, ["compare", str(base), str(better), "--seed", "-1"], "Invalid value for '--seed'")
+
+
 def sweep(folder: Path, name: str, flip: float, seed: int) -> Path:
     """A copy of the example RTE sweep where a share of wrong predictions is corrected."""
     target = folder / name

@@ -578,6 +578,7 @@ def paired_pool_tests(
     exact enumeration when 2^N ≤ ``n_permutations``); two-sided p-value.
     """
     check_confidence(confidence)
+    check_resamples(n_permutations)
     positions = np.arange(pool.n_examples)
     index = {name: m for m, name in enumerate(pool.systems)}
     rows = []
@@ -611,6 +612,7 @@ def paired_swap_test(
     ``values_a``/``values_b``: N × C per-example columns; ``theta`` maps column means (… × C)
     to a score. Under the null hypothesis the two systems are exchangeable on every example.
     """
+    check_resamples(n_permutations)
     n_examples, width = values_a.shape
     base = values_a.sum(axis=0)
     gap = values_b - values_a  # adding gap[t] swaps example t from A to B

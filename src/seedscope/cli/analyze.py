@@ -61,7 +61,7 @@ def analyze_command(
     top: int = typer.Option(10, min=0, help="How many of the most unstable examples to list."),
     n_boot: int = typer.Option(10_000, min=1, help="Bootstrap resamples for the CI of the mean."),
     confidence: float = typer.Option(0.95, min=0.0, max=1.0, help="Confidence level of the bootstrap CI."),
-    seed: int = typer.Option(0, help="Seed of the bootstrap resampling."),
+    seed: int = typer.Option(0, min=0, help="Seed of the bootstrap resampling."),
     json_file: Optional[Path] = typer.Option(None, "--json", help="Write every number as JSON (schema: docs/analyze.md)."),
     markdown_file: Optional[Path] = typer.Option(None, "--markdown", help="Write the tables as Markdown."),
     latex_file: Optional[Path] = typer.Option(None, "--latex", help="Write the tables as LaTeX (booktabs)."),

@@ -96,7 +96,7 @@ def subsets_command(
     scores: list[Path] = typer.Argument(..., help="Score files: one per system, or long tables with a system column."),
     subset_size: int = typer.Option(..., "--subset-size", "-n", help="Examples per subset (n)."),
     n_seeds: int = typer.Option(20, "--n-seeds", "-k", help="Number of subset seeds K (at least 2)."),
-    seed: int = typer.Option(0, help="Base seed: subset k uses seed + k; also seeds the bootstrap and permutations."),
+    seed: int = typer.Option(0, min=0, help="Base seed: subset k uses seed + k; also seeds the bootstrap and permutations."),
     score: str = typer.Option(
         "mean", help="mean[:column] (default column score), accuracy[:prediction,label] or ratio:num,base,ref."
     ),
@@ -286,7 +286,7 @@ def compare_command(
     n_boot: int = typer.Option(10_000, help="Bootstrap resamples (CIs, ASO, joint bootstrap, seeds needed)."),
     n_permutations: int = typer.Option(9999, help="Sign flips of the paired permutation test (exact when 2^S is smaller)."),
     confidence: float = CONFIDENCE_OPTION,
-    seed: int = typer.Option(0, help="Seed of every resampling."),
+    seed: int = typer.Option(0, min=0, help="Seed of every resampling."),
     json_file: Optional[Path] = JSON_OPTION,
     markdown_file: Optional[Path] = MARKDOWN_OPTION,
     latex_file: Optional[Path] = LATEX_OPTION,
