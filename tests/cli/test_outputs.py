@@ -7,7 +7,7 @@ import io
 import pytest
 from rich.console import Console
 
-from seedscope.cli.outputs import check_outputs, write_outputs
+from seedscope.cli.outputs import check_outputs, parse_int_list, write_outputs
 from seedscope.errors import SeedscopeError
 
 
@@ -28,3 +28,11 @@ def test_write_outputs(tmp_path):
     blocker.write_text("")
     with pytest.raises(SeedscopeError, match="cannot write"):
         write_outputs({blocker / "a.txt": "x"}, console)
+
+
+def test_parse_int_list():
+    assert parse_int_list(None, "--seeds", "1,2") is None
+    assert parse_int_list("42, 52,62,", "--seeds", "1,2") == [42, 52, 62]
+    for text in ("4x,5", ",", " "):  # a list with no number in it is refused, not read as []
+        with pytest.raises(SeedscopeError, match=r"--seeds takes comma-separated whole numbers, e.g. 1,2"):
+            parse_int_list(text, "--seeds", "1,2")

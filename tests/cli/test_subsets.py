@@ -127,6 +127,8 @@ def test_subsets_bad_input_exits_2(tmp_path, capsys):
     bad(tmp_path, capsys, ["subsets", *files, "-n", "5", "--n-boot", "0"], "at least 1")
     bad(tmp_path, capsys, ["subsets", *files, "-n", "5", "--confidence", "1.5"], "strictly between 0 and 1")
     bad(tmp_path, capsys, ["subsets", *files, "-n", "5", "--target-cv", "0"], "target CV must be positive")
+    bad(tmp_path, capsys, ["subsets", *files, "-n", "5", "--target-cv", "nan"], "target CV must be positive, not nan")
+    bad(tmp_path, capsys, ["subsets", *files, "-n", "5", "--target-cv", "0.05", "--sizes", ","], "--sizes takes comma-separated")
 
 
 def test_subsets_file_without_the_score_column_is_named(tmp_path, capsys):

@@ -666,7 +666,7 @@ def size_for_target_cv(
     on every larger grid size also has CV < target (None if no grid size does). At n = N every
     subset is the whole pool, so CV = 0 there: the answer is at most N.
     """
-    if target_cv <= 0:
+    if not target_cv > 0:  # also refuses NaN
         raise SeedscopeError(f"the target CV must be positive, not {target_cv}")
     sizes = default_size_grid(pool.n_examples) if sizes is None else np.unique(np.asarray(sizes, dtype=np.int64))
     for size in sizes:

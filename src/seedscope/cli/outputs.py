@@ -29,9 +29,12 @@ def parse_int_list(text: str | None, option: str, example: str) -> list[int] | N
     if text is None:
         return None
     try:
-        return [int(part) for part in text.split(",") if part.strip()]
+        numbers = [int(part) for part in text.split(",") if part.strip()]
     except ValueError:
-        raise SeedscopeError(f"{option} takes comma-separated whole numbers, e.g. {example}; got {text!r}") from None
+        numbers = []
+    if not numbers:
+        raise SeedscopeError(f"{option} takes comma-separated whole numbers, e.g. {example}; got {text!r}")
+    return numbers
 
 
 def write_outputs(outputs: dict[Path, str], console: Console) -> None:
