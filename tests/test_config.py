@@ -95,6 +95,7 @@ def test_plain_config_defaults_to_the_paper_seeds(tmp_path):
         ("tasks: [sst3]\nmodels: [m]\n", r"c.yaml: tasks: unknown task 'sst3'; did you mean sst2"),
         ("tasks: [rte, glue-rte]\nmodels: [m]\n", r"c.yaml: tasks: task glue-rte is listed twice"),
         ("tasks: [rte]\nmodels: [m]\nmethod: qlora\n", r"c.yaml: method: Input should be 'full' or 'lora'"),
+        ("tasks: [rte]\nmodels: [m]\nmodel_names: {n: short}\n", r"c.yaml: model_names: 'n' is not one of the models \(m\)"),
         ("tasks: [rte]\nmodels: [m]\nhparams: {lr: 0.1}\n", r"c.yaml: hparams: unknown hyper-parameter 'lr'"),
         ("tasks: [rte]\nmodels: [m]\nhparams: {learning_rate: fast}\n",
          r"c.yaml: hparams: hyper-parameter learning_rate: Input should be a valid number"),

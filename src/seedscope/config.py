@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Literal, Mapping
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from seedscope.errors import SeedscopeError
 from seedscope.factors import check_seed
@@ -64,6 +64,15 @@ class SweepConfig(BaseModel):
         for model in models:
             _user_error(resolve_model, model)  # a built-in name whose package is missing fails here, early
         return models
+
+    @field_validator("model_names")
+    @classmethod
+    def _names_of_listed_models(cls, names: dict[str, str], info: ValidationInfo) -> dict[str, str]:
+        models = info.data.get("models")
+        unknown = [m for m in names if models is not None and m not in models]
+        if unknown:
+            raise ValueError(f"{unknown[0]!r} is not one of the models ({', '.join(models)})")
+        return names
 
     @field_validator("seeds")
     @classmethod
