@@ -151,6 +151,9 @@ def test_negative_seed_and_zero_permutations_are_refused(tmp_path, capsys):
     base = sweep(tmp_path, "base", 0.0, 0)
     better = sweep(tmp_path, "better", 0.3, 1)
     bad(tmp_path, capsys, ["compare", str(base), str(better), "--seed", "-1"], "Invalid value for '--seed'")
+    capsys.readouterr()
+    assert run_cli(["compare", str(base), str(better), "--confidence", "1"]) == 2
+    assert capsys.readouterr().err.strip() == "error: confidence must lie strictly between 0 and 1, not 1.0"
 
 
 def sweep(folder: Path, name: str, flip: float, seed: int) -> Path:

@@ -650,6 +650,8 @@ def compare_sweeps(
     """
     from seedscope.api import analyze
 
+    check_confidence(confidence)  # a setting, not a fault of the first sweep analysed below
+    check_resamples(n_boot)
     per_run, per_example, notes = {}, {}, []
     chosen = metric
     for name, table in tables.items():
