@@ -33,7 +33,15 @@ def test_interval_brackets_the_mean_and_narrows_with_confidence():
     assert low95[0] < low50[0] < values.mean() < high50[0] < high95[0]
 
 
-@pytest.mark.parametrize("kwargs", [{"confidence": 1.0}, {"confidence": 0.0}, {"n_boot": 0}])
-def test_bad_settings_are_user_errors(kwargs):
-    with pytest.raises(SeedscopeError):
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"confidence": 1.0}, "confidence must lie strictly between 0 and 1, not 1.0"),
+        ({"confidence": 0.0}, "confidence must lie strictly between 0 and 1, not 0.0"),
+        ({"confidence": float("nan")}, "confidence must lie strictly between 0 and 1, not nan"),
+        ({"n_boot": 0}, "the number of resamples must be at least 1, not 0"),
+    ],
+)
+def test_bad_settings_are_user_errors(kwargs, message):
+    with pytest.raises(SeedscopeError, match=message):
         bootstrap_mean_ci(np.ones(3), **kwargs)
