@@ -71,10 +71,21 @@ def _lm_eval_loglikelihood_not_a_number(tmp_path, data_dir):
     return [str(tmp_path / "samples_rte_2024-06-01T10-00-00.jsonl")], [], r"line 2: log-likelihood 'n/a' is not a number"
 
 
+def _utf16_csv(tmp_path, data_dir):
+    (tmp_path / "seed1.csv").write_text("id,prediction\n0,1\n", encoding="utf-16")
+    (tmp_path / "seed2.csv").write_text("id,prediction\n0,1\n")
+    return [str(tmp_path / "seed1.csv"), str(tmp_path / "seed2.csv")], [], r"seed1.csv is not UTF-8 text \(byte 0"
+
+
+def _latin1_jsonl(tmp_path, data_dir):
+    (tmp_path / "seed1.jsonl").write_bytes('{"id": 0, "prediction": "caf\u00e9"}\n'.encode("latin-1"))
+    return [str(tmp_path / "seed1.jsonl")], [], r"seed1.jsonl is not UTF-8 text \(byte \d+: invalid continuation byte\)"
+
+
 @pytest.mark.parametrize("case", [_missing, _empty, _unknown_column, _malformed_json, _duplicate_id,
                                   _label_not_in_task, _non_numeric_regression, _mixed_formats,
                                   _list_valued_prediction, _probability_missing_in_one_run,
-                                  _lm_eval_loglikelihood_not_a_number])
+                                  _lm_eval_loglikelihood_not_a_number, _utf16_csv, _latin1_jsonl])
 def test_bad_input_exits_2_with_one_message(case, tmp_path, data_dir, capsys):
     paths, options, message = case(tmp_path, data_dir)
     out = tmp_path / "out.json"

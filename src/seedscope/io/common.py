@@ -119,13 +119,26 @@ def run_folders(
     return units
 
 
+def not_utf8(path: Path, error: UnicodeDecodeError) -> SeedscopeError:
+    """The error for a text input that is not UTF-8 (e.g. saved as UTF-16 or Latin-1)."""
+    return SeedscopeError(f"{path} is not UTF-8 text (byte {error.start}: {error.reason}); save it as UTF-8")
+
+
+def read_text(path: Path) -> str:
+    """The whole file as UTF-8 text; any other encoding is one clear error."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise not_utf8(path, error) from None
+
+
 def json_records(path: Path) -> tuple[list[tuple[int, dict]], str]:
     """(line number, object) pairs of a JSON-lines file, or (record number, object) of a JSON array.
 
     The unit ("line" / "record") says what the number counts; a malformed line, a value that
     is not an object and a file without records are errors naming the file and line.
     """
-    text = path.read_text(encoding="utf-8")
+    text = read_text(path)
     if text.lstrip().startswith("["):
         try:
             numbered, unit = list(enumerate(json.loads(text), start=1)), "record"

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from seedscope.errors import SeedscopeError
-from seedscope.io.common import LINE, ReadOptions, Source, json_records, run_folders, run_names
+from seedscope.io.common import LINE, ReadOptions, Source, json_records, read_text, run_folders, run_names
 from seedscope.predictions import EXAMPLE_ID, LABEL, PREDICTION, PROB_PREFIX, RUN
 
 #: ``samples_<task>_<datetime>``: the timestamp is what follows the last underscore
@@ -109,7 +109,7 @@ def _seed_name(samples: Path) -> str | None:
     if results is None:
         return None
     try:
-        config = json.loads(results.read_text(encoding="utf-8")).get("config") or {}
+        config = json.loads(read_text(results)).get("config") or {}
     except (json.JSONDecodeError, AttributeError):
         raise SeedscopeError(f"{results} is not a valid lm-eval results JSON file") from None
     seeds = {key: config[key] for key in SEED_KEYS if config.get(key) is not None}
@@ -139,7 +139,7 @@ def _task_name(samples: Path) -> str:
     results = _results_file(samples)
     if results is not None:
         try:
-            known = list((json.loads(results.read_text(encoding="utf-8")).get("results") or {}).keys())
+            known = list((json.loads(read_text(results)).get("results") or {}).keys())
         except (json.JSONDecodeError, AttributeError):
             known = []
         fitting = [t for t in known if samples.stem == t or samples.stem.endswith(f"_{t}")]

@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from seedscope.errors import SeedscopeError
-from seedscope.io.common import LINE, ReadOptions, Source, run_folders, run_names
+from seedscope.io.common import LINE, ReadOptions, Source, read_text, run_folders, run_names
 from seedscope.predictions import EXAMPLE_ID, LABEL, PREDICTION, RUN
 from seedscope.tasks import TaskSpec, get_task, load_examples
 
@@ -68,7 +68,7 @@ def _task_name(path: Path, given: str | None) -> str:
 
 def _read_file(path: Path, run: str, spec: TaskSpec, examples: pd.DataFrame) -> Source:
     source = Source(path, pd.DataFrame(), regression=spec.task_type == "regression")
-    lines = path.read_text(encoding="utf-8").splitlines()
+    lines = read_text(path).splitlines()
     if not lines or not "".join(lines).strip():
         raise SeedscopeError(f"{path} is empty")
     if tuple(part.strip() for part in lines[0].split("\t")) != HEADER:

@@ -24,6 +24,7 @@ from seedscope.io.common import (
     as_ids,
     json_records,
     missing_column,
+    not_utf8,
     pick_column,
     run_names,
 )
@@ -126,6 +127,8 @@ def _load_delimited(path: Path, sep: str, options: ReadOptions) -> pd.DataFrame:
         raise SeedscopeError(f"{path} is empty") from None
     except pd.errors.ParserError as error:
         raise SeedscopeError(f"{path} is not a well-formed {'CSV' if sep == ',' else 'TSV'} file ({error})") from None
+    except UnicodeDecodeError as error:
+        raise not_utf8(path, error) from None
 
 
 def _load_json(path: Path) -> tuple[pd.DataFrame, str]:
