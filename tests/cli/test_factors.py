@@ -160,6 +160,12 @@ def test_row_without_experiment(tmp_path, capsys):
     assert f"row {len(GM) + 2} of the score table has no 'experiment' (a factor's name, or 'golden')" in message
 
 
+def test_output_name_too_long(tmp_path, capsys):
+    name = tmp_path / ("f" * 300 + ".json")
+    assert f"cannot write {name}: File name too long" in fail(["factors", "analyze", str(worked_table(tmp_path)),
+                                                               "--json", str(name)], capsys)
+
+
 def test_empty_table(tmp_path, capsys):
     (tmp_path / "empty.csv").write_text("experiment,order,run,score\n")
     assert "score table is empty" in fail(["factors", "analyze", str(tmp_path / "empty.csv")], capsys)

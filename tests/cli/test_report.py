@@ -137,6 +137,13 @@ def test_output_inside_a_file(option, store, tmp_path, capsys):
     assert _files(tmp_path) == {"afile"}
 
 
+def test_output_name_too_long(store, tmp_path, capsys):
+    name = "r" * 300 + ".html"
+    err = _fails(["report", str(store), "--html", str(tmp_path / name)], capsys)
+    assert f"cannot write {tmp_path / name}: File name too long" in err
+    assert _files(tmp_path) == set()
+
+
 def test_nothing_half_written_when_a_later_output_fails(store, tmp_path, capsys):
     """The HTML is requested first, the figures folder is a file: neither is written, no temp left."""
     (tmp_path / "figs").write_text("a file, not a folder")

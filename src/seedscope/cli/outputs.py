@@ -17,11 +17,14 @@ from seedscope.errors import SeedscopeError
 def check_outputs(*paths: Path | None) -> None:
     """Refuse an output that is a folder, or one file named for two outputs."""
     named = [Path(p) for p in paths if p is not None]
-    for path in named:
-        if path.is_dir():
-            raise SeedscopeError(f"output {path} is a folder; name a file to write")
-    if len({p.resolve() for p in named}) < len(named):
-        raise SeedscopeError("two outputs name the same file; give each output its own file")
+    try:
+        for path in named:
+            if path.is_dir():
+                raise SeedscopeError(f"output {path} is a folder; name a file to write")
+        if len({p.resolve() for p in named}) < len(named):
+            raise SeedscopeError("two outputs name the same file; give each output its own file")
+    except OSError as error:  # e.g. a name longer than the file system allows
+        raise SeedscopeError(f"cannot write {error.filename or path}: {error.strerror or error}") from error
 
 
 def parse_int_list(text: str | None, option: str, example: str) -> list[int] | None:

@@ -375,6 +375,14 @@ def _move_dir(staged: Path, target: Path) -> None:
 def write_outputs(report: Report, *, html=None, latex_dir=None, figures_dir=None, fig_format: str = "png",
                   unstable_csv_path=None) -> list[Path]:
     """Write the requested outputs: stage all of them first, then move each into place."""
+    try:
+        return _write_outputs(report, html=html, latex_dir=latex_dir, figures_dir=figures_dir, fig_format=fig_format,
+                              unstable_csv_path=unstable_csv_path)
+    except OSError as error:  # a name too long, no space left, no permission: one sentence, nothing half-written
+        raise SeedscopeError(f"cannot write {error.filename or 'the report'}: {error.strerror or error}") from error
+
+
+def _write_outputs(report: Report, *, html, latex_dir, figures_dir, fig_format: str, unstable_csv_path) -> list[Path]:
     if fig_format not in figs.FIG_FORMATS:
         raise SeedscopeError(f"unknown figure format {fig_format!r}; choose one of {', '.join(figs.FIG_FORMATS)}")
     targets = [Path(p) for p in (html, latex_dir, figures_dir, unstable_csv_path) if p is not None]
