@@ -193,6 +193,13 @@ def test_compare_bad_input_exits_2(tmp_path, capsys):
     bad(tmp_path, capsys, ["compare", str(base)], "at least two sweeps")
     bad(tmp_path, capsys, ["compare", str(base), str(base)], "the same input is given twice")
     bad(tmp_path, capsys, ["compare", str(base), str(base), "--names", "x", "--names", "y", "--metric", "bleu"], "no metric 'bleu'")
+    constant = tmp_path / "constant.csv"  # run 1 predicts one value for every example: no Pearson
+    constant.write_text("run,example_id,prediction,label\n1,1,0.1,0.2\n1,2,0.1,0.3\n1,3,0.1,0.9\n"
+                        "2,1,0.3,0.2\n2,2,0.2,0.3\n2,3,0.9,0.9\n")
+    varied = tmp_path / "varied.csv"
+    varied.write_text("run,example_id,prediction,label\n1,1,0.1,0.2\n1,2,0.5,0.3\n1,3,0.2,0.9\n"
+                      "2,1,0.3,0.2\n2,2,0.2,0.3\n2,3,0.9,0.9\n")
+    bad(tmp_path, capsys, ["compare", str(varied), str(constant)], "sweep constant: pearson is undefined for run(s) 1")
     empty = tmp_path / "empty"
     empty.mkdir()
     bad(tmp_path, capsys, ["compare", str(base), str(empty)], "holds no experiment store and no prediction files")

@@ -666,6 +666,12 @@ def compare_sweeps(
             raise SeedscopeError(
                 f"sweep {name} has no metric {chosen!r}; available: {', '.join(result.per_run.columns)}"
             )
+        undefined = result.per_run.index[result.per_run[chosen].isna()]
+        if len(undefined):
+            raise SeedscopeError(
+                f"sweep {name}: {chosen} is undefined for run(s) {', '.join(map(str, undefined[:5]))} "
+                "(e.g. constant predictions have no correlation); pick another --metric or drop those runs"
+            )
         per_run[name] = result.per_run[chosen]
         aligned = result.aligned
         if aligned.task_type == "classification" and aligned.has_labels and (aligned.labels >= 0).all():
