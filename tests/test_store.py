@@ -182,6 +182,17 @@ def test_non_store_directories_and_files_are_refused(tmp_path):
     assert not (tmp_path / "nowhere").exists()
 
 
+def test_unusable_paths_are_one_clear_error(tmp_path):
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(SeedscopeError, match=r"cannot create the experiment directory .*file/exp: Not a directory"):
+        ExperimentStore.create(tmp_path / "file" / "exp", _plan())
+    with pytest.raises(SeedscopeError, match="cannot create the experiment directory .*: File name too long"):
+        ExperimentStore.create(tmp_path / ("x" * 300), _plan())
+    with pytest.raises(SeedscopeError, match=r"cannot be read \(File name too long\)"):
+        ExperimentStore.open(tmp_path / ("x" * 300))
+    assert [p.name for p in tmp_path.iterdir()] == ["file"]
+
+
 @pytest.mark.parametrize(
     ("plan", "message"),
     [({}, "non-empty list of runs"), ({"runs": [{"run_id": "a"}]}, "plan run 0 lacks task, model, method, seeds"),

@@ -138,6 +138,13 @@ class ExperimentStore:
         ``resume`` (it would be overwritten), a non-empty directory that is not a store.
         """
         path = Path(path)
+        try:
+            return cls._create(path, plan, resume)
+        except OSError as error:  # a name too long, a read-only or missing parent: one sentence
+            raise SeedscopeError(f"cannot create the experiment directory {path}: {error.strerror or error}") from error
+
+    @classmethod
+    def _create(cls, path: Path, plan: Mapping[str, Any], resume: bool) -> "ExperimentStore":
         runs = _check_plan(plan)
         digest = plan_hash(plan)
         if path.exists() and not path.is_dir():
@@ -183,7 +190,7 @@ class ExperimentStore:
     def open(cls, path: str | Path) -> "ExperimentStore":
         """An existing store; an error when ``path`` is not one or was written by a newer seedscope."""
         path = Path(path)
-        if not (path / CATALOG).is_file():
+        if not cls.is_store(path):
             raise SeedscopeError(f"{path} is not a seedscope experiment directory (no {CATALOG})")
         store = cls(path)
         try:
@@ -203,7 +210,10 @@ class ExperimentStore:
     @staticmethod
     def is_store(path: str | Path) -> bool:
         """Whether ``path`` is an experiment directory (for readers that accept stores and files)."""
-        return (Path(path) / CATALOG).is_file()
+        try:
+            return (Path(path) / CATALOG).is_file()
+        except OSError as error:  # e.g. a name longer than the file system allows
+            raise SeedscopeError(f"{path} cannot be read ({error.strerror or error})") from error
 
     # ---- catalog plumbing -----------------------------------------------------------------
 

@@ -61,3 +61,10 @@ def test_status_of_a_catalog_without_the_runs_table(tmp_path, capsys):
         main(["status", str(tmp_path)])
     assert exit_info.value.code == 2
     assert "catalog.sqlite is not a readable seedscope catalog (no plan or runs table)" in capsys.readouterr().err
+
+
+def test_status_of_a_name_too_long(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["status", str(tmp_path / ("x" * 300))])
+    assert exit_info.value.code == 2
+    assert "cannot be read (File name too long)" in capsys.readouterr().err
