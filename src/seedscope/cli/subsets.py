@@ -200,11 +200,12 @@ def read_score_tables(
 
 
 def _score_format(path: Path) -> str:
+    from seedscope.io.detect import TABLE_SUFFIXES
+
     suffix = path.suffix.lower()
-    known = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "jsonl", ".parquet": "parquet", ".pq": "parquet"}
-    if suffix not in known:
+    if suffix not in TABLE_SUFFIXES:
         raise SeedscopeError(f"cannot tell the format of {path} from its name; pass --format csv, tsv, jsonl or parquet")
-    return known[suffix]
+    return TABLE_SUFFIXES[suffix]
 
 
 def _load_raw(path: Path, kind: str, id_column: str | None) -> pd.DataFrame:
@@ -321,7 +322,7 @@ def _read_sweep(path: Path, task: str | None, fmt: str | None) -> pd.DataFrame:
     """One sweep's prediction table; a plain folder is read as one prediction file per run."""
     from seedscope.io import read_predictions
     from seedscope.io.common import require_readable
-    from seedscope.io.detect import detect_format
+    from seedscope.io.detect import TABLE_SUFFIXES, detect_format
 
     require_readable(path)
     inputs = [path]
@@ -329,7 +330,7 @@ def _read_sweep(path: Path, task: str | None, fmt: str | None) -> pd.DataFrame:
         try:
             detect_format(path)
         except SeedscopeError:
-            inputs = sorted(p for p in path.iterdir() if p.suffix.lower() in (".csv", ".tsv", ".jsonl", ".json", ".parquet"))
+            inputs = sorted(p for p in path.iterdir() if p.suffix.lower() in TABLE_SUFFIXES)
             if not inputs:
                 raise SeedscopeError(f"{path} holds no experiment store and no prediction files") from None
     return read_predictions(inputs, format=fmt, task=task)

@@ -14,6 +14,8 @@ from seedscope.store import CATALOG, ExperimentStore
 
 FORMATS = ("csv", "tsv", "jsonl", "parquet", "lm-eval", "run-glue", "store")
 SUFFIXES = {".csv": "csv", ".tsv": "tsv", ".parquet": "parquet", ".pq": "parquet"}
+#: every suffix of a plain table (JSON is taken as JSON lines / an array of records)
+TABLE_SUFFIXES = {**SUFFIXES, ".jsonl": "jsonl", ".json": "jsonl"}
 
 
 def normalise_format(name: str) -> str:
