@@ -17,7 +17,7 @@ with a 10,000-resample interval take well under a second.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Iterable
 
 import numpy as np
@@ -73,7 +73,6 @@ class FactorStudy:
     golden: np.ndarray
     metric: str = "score"
     chance: float | None = None
-    golden_ids: tuple = field(default=())
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "golden", np.asarray(self.golden, dtype=float).ravel())
