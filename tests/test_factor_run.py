@@ -72,6 +72,28 @@ def test_each_factor_stops_once_settled(tmp_path):
     assert len(pending) == 4 * 2  # model_init's mitigation runs 5 … 8 were never needed
 
 
+def test_a_group_whose_runs_all_failed_does_not_stall_the_schedule(tmp_path):
+    plan = factor_study_plan("sst2", "synthetic", ["model_init"], 2, 6, 4)
+    store = ExperimentStore.create(tmp_path / "study", plan.to_dict())
+    calls = []
+
+    def run(specs):  # writes straight into the store; every run of mitigation run 1 fails
+        assert specs, "the schedule asked for no new runs (it would loop for ever)"
+        calls.append(len(specs))
+        for spec in specs:
+            store.mark_running(spec.run_id)
+            if parse_study_tag(spec.tag)[:2] == ("model_init", 1):
+                store.record_failure(spec.run_id, "out of memory")
+            else:
+                result = score_of_model_init(spec)
+                store.record_success(spec.run_id, result.predictions, result.metrics)
+
+    schedule = AdaptiveSchedule(tolerance=1e-9, start=2, batch=2, cap=6, patience=1)
+    summary = run_study(plan, store, run, schedule)
+    assert calls == [4, 4, 4, 4]  # golden; mitigation runs 1–2, 3–4, 5–6
+    assert summary.loc["model_init", "mitigation_runs"] == 6
+
+
 def test_a_loose_tolerance_stops_early_and_resume_keeps_the_runs(tmp_path):
     plan, store, run, calls = study(tmp_path)
     schedule = AdaptiveSchedule(tolerance=10, start=2, batch=2, cap=8, patience=1)

@@ -56,7 +56,7 @@ def run_study(
             c, m, importance = importance_from_groups(mean, std, golden_std)
             trace.append({"factor": factor, "mitigation_runs": target, "c_std": float(c), "m_std": float(m),
                           "importance": float(importance)})
-            following = schedule.next_size(mean, std, golden_std)
+            following = schedule.next_size(mean, std, golden_std, done=target)  # not len(mean): groups may be lost
             settled[factor] = schedule.settled(mean, std, golden_std)
             if following is None or following > plan.n_mitigation:
                 active.remove(factor)

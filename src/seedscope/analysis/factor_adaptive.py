@@ -85,11 +85,16 @@ class AdaptiveSchedule:
         trace = self.trace(partial_mean, partial_std, golden_std, reached)
         return len(reached) > 0 and bool(first_converged_step(trace, self.tolerance, self.patience) >= 0)
 
-    def next_size(self, partial_mean: np.ndarray, partial_std: np.ndarray, golden_std: float) -> int | None:
-        """How many mitigation runs to have next, given those done so far (``None``: settled or at the cap)."""
+    def next_size(self, partial_mean: np.ndarray, partial_std: np.ndarray, golden_std: float,
+                  done: int | None = None) -> int | None:
+        """How many mitigation runs to have next, given those done so far (``None``: settled or at the cap).
+
+        ``done`` is how many mitigation runs were run (default: as many as there are groups); it
+        exceeds the number of groups when some group lost its runs (failed, or too few to keep).
+        """
         if self.settled(partial_mean, partial_std, golden_std):
             return None
-        later = self.sizes()[self.sizes() > len(partial_mean)]
+        later = self.sizes()[self.sizes() > (len(partial_mean) if done is None else done)]
         return int(later[0]) if len(later) else None
 
 
