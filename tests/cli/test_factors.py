@@ -265,6 +265,8 @@ def test_run_executor_mistake_writes_nothing(tmp_path, capsys, monkeypatch):
         (["--factor", "data_order", "--set", "learning_rate"], "--set takes KEY=VALUE"),
         (["--factor", "data_order", "--set", "lerning_rate=1"], "lerning_rate"),
         (["--factor", "data_order", "--tolerance", "0", "--out", "x"], "tolerance must be positive"),
+        (["--factor", "data_order", "--executor", "ray", "--cpus-per-run", "0", "--out", "x"],
+         "Invalid value for '--cpus-per-run': Input should be greater than or equal to 0.01"),
     ],
 )
 def test_run_bad_input(extra, message, tmp_path, capsys):

@@ -235,8 +235,8 @@ def run_command(
     fail_fast: bool = typer.Option(False, "--fail-fast", help="Stop at the first failed run."),
     executor: Executor = typer.Option(Executor.local, "--executor", help="local (in this process) or ray."),
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Join this Ray cluster (default: start a local one)."),
-    gpus_per_run: float = typer.Option(0, "--gpus-per-run", help="GPUs per run under Ray (fractions pack runs)."),
-    cpus_per_run: float = typer.Option(1, "--cpus-per-run", help="CPUs per run under Ray."),
+    gpus_per_run: float = typer.Option(0, "--gpus-per-run", min=0.0, help="GPUs per run under Ray (fractions pack runs)."),
+    cpus_per_run: float = typer.Option(1, "--cpus-per-run", min=0.01, help="CPUs per run under Ray."),
     data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Folder with the task files (default $SEEDSCOPE_DATA_DIR, else the hub)."),
     plan_only: bool = typer.Option(False, "--plan-only", help="Print the plan size and a cost estimate from one timed run; store nothing."),
     metric: Optional[str] = typer.Option(
