@@ -143,6 +143,7 @@ def test_resume_keeps_done_runs_and_redoes_everything_else(tmp_path):
     assert [r["run_id"] for r in resumed.pending_runs()] == [lost, failed, running]
     runs = resumed.runs().set_index("run_id")
     assert runs["status"].to_dict() == {done: "done", lost: "pending", failed: "pending", running: "pending"}
+    assert runs["error"].isna().all()  # a pending run shows no stale error from its last attempt
     assert resumed.prediction_path(done).stat().st_mtime_ns == kept
     for run_id in (lost, failed, running):
         _finish(resumed, run_id)

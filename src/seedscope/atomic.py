@@ -25,6 +25,7 @@ def atomic_path(target: str | os.PathLike) -> Iterator[Path]:
         with open(tmp_path, "rb+") as handle:
             os.fsync(handle.fileno())
         os.replace(tmp_path, target)
+        _fsync_dir(target.parent)
     finally:
         tmp_path.unlink(missing_ok=True)
 
@@ -33,3 +34,12 @@ def atomic_write_text(target: str | os.PathLike, text: str) -> None:
     """Write ``text`` to ``target`` atomically (UTF-8)."""
     with atomic_path(target) as tmp:
         tmp.write_text(text, encoding="utf-8")
+
+
+def _fsync_dir(folder: Path) -> None:
+    """Persist a rename: on POSIX the directory entry lives in the folder's own data."""
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

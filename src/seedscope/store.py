@@ -293,7 +293,7 @@ class ExperimentStore:
                 self.prediction_path(run_id).unlink(missing_ok=True)
                 db.execute(
                     "UPDATE runs SET status = 'pending', started_at = NULL, finished_at = NULL, duration_s = NULL,"
-                    " timings_json = NULL, metrics_json = NULL, environment_json = NULL, n_predictions = NULL"
+                    " timings_json = NULL, metrics_json = NULL, environment_json = NULL, n_predictions = NULL, error = NULL"
                     " WHERE run_id = ?",
                     (run_id,),
                 )

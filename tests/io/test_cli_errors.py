@@ -13,6 +13,10 @@ def _missing(tmp_path, data_dir):
     return [str(tmp_path / "seed1.csv")], [], r"seed1.csv does not exist"
 
 
+def _name_too_long(tmp_path, data_dir):
+    return [str(tmp_path / ("x" * 300 + ".csv"))], [], r"cannot use .*File name too long"
+
+
 def _empty(tmp_path, data_dir):
     (tmp_path / "seed1.csv").touch()
     return [str(tmp_path / "seed1.csv")], [], r"seed1.csv is empty"
@@ -82,7 +86,7 @@ def _latin1_jsonl(tmp_path, data_dir):
     return [str(tmp_path / "seed1.jsonl")], [], r"seed1.jsonl is not UTF-8 text \(byte \d+: invalid continuation byte\)"
 
 
-@pytest.mark.parametrize("case", [_missing, _empty, _unknown_column, _malformed_json, _duplicate_id,
+@pytest.mark.parametrize("case", [_missing, _name_too_long, _empty, _unknown_column, _malformed_json, _duplicate_id,
                                   _label_not_in_task, _non_numeric_regression, _mixed_formats,
                                   _list_valued_prediction, _probability_missing_in_one_run,
                                   _lm_eval_loglikelihood_not_a_number, _utf16_csv, _latin1_jsonl])

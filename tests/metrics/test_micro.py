@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats
 
@@ -104,3 +105,8 @@ def test_one_run_is_refused():
         micro.mean_con(np.zeros((1, 5), dtype=int), 2)
     with pytest.raises(SeedscopeError, match="at least two"):
         micro.mean_probabilistic_consistency(np.full((1, 5, 2), 0.5))
+
+
+def test_mean_with_others_is_the_off_diagonal_row_mean():
+    matrix = pd.DataFrame([[1.0, 0.8, 0.6], [0.8, 1.0, 0.4], [0.6, 0.4, 1.0]], index=list("abc"), columns=list("abc"))
+    assert micro.mean_with_others(matrix).tolist() == pytest.approx([0.7, 0.6, 0.5])

@@ -17,7 +17,7 @@ from seedscope.analysis.subsets import subset_variance
 from seedscope.analysis.summary import summarize_tasks
 from seedscope.errors import SeedscopeError
 from seedscope.report import figures as figs
-from seedscope.report.build import assemble, mean_with_others
+from seedscope.report.build import assemble
 from seedscope.report.seeds import complete_block, friedman_across_seeds, normalise_per_task, seed_task_scores
 
 TWELVE = ("cola", "sst2", "mrpc", "qnli", "rte", "boolq", "cb", "multirc", "wic", "superglue-rte", "copa", "qqp")
@@ -96,11 +96,6 @@ def test_con_matrix_figure_shows_the_analysis_values(synthetic_predictions):
     np.testing.assert_allclose(np.asarray(shown)[off], matrix.to_numpy()[off])
     texts = {t.get_text() for t in fig.axes[0].texts}
     assert f"{matrix.iloc[0, 1]:.3f}" in texts
-
-
-def test_mean_with_others_is_the_off_diagonal_row_mean():
-    matrix = pd.DataFrame([[1.0, 0.8, 0.6], [0.8, 1.0, 0.4], [0.6, 0.4, 1.0]], index=list("abc"), columns=list("abc"))
-    assert mean_with_others(matrix).tolist() == pytest.approx([0.7, 0.6, 0.5])
 
 
 def test_factor_and_subset_figures_render():

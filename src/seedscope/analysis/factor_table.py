@@ -31,6 +31,7 @@ READERS = {
     ".csv": pd.read_csv,
     ".tsv": lambda path: pd.read_csv(path, sep="\t"),
     ".parquet": pd.read_parquet,
+    ".pq": pd.read_parquet,
     ".jsonl": lambda path: pd.read_json(path, lines=True),
     ".json": pd.read_json,
 }

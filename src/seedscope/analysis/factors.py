@@ -23,7 +23,9 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 
+from seedscope.api import json_ready
 from seedscope.errors import SeedscopeError
+from seedscope.metrics.bootstrap import check_confidence, check_resamples
 
 IMPORTANT_SHARE = 0.5
 """Random and Fixed baselines call a factor important when its std reaches 50% of σ_GM."""
@@ -137,14 +139,11 @@ def bootstrap_importance(
     confidence: float = 0.95, seed: int = 0,
 ) -> tuple[float, float]:
     """Percentile interval of IS, resampling mitigation runs with replacement (σ_GM held fixed)."""
-    if not 0 < confidence < 1:
-        raise SeedscopeError(f"confidence must lie strictly between 0 and 1, not {confidence}")
-    if n_boot < 1:
-        raise SeedscopeError(f"the number of bootstrap resamples must be at least 1, not {n_boot}")
+    alpha = check_confidence(confidence)
+    check_resamples(n_boot)
     rng = np.random.default_rng(seed)
     index = rng.integers(0, len(partial_mean), size=(n_boot, len(partial_mean)))
     _, _, scores = importance_from_groups(partial_mean[index], partial_std[index], golden_std)
-    alpha = (1 - confidence) / 2
     low, high = np.quantile(scores, [alpha, 1 - alpha])
     return float(low), float(high)
 
@@ -257,26 +256,18 @@ class FactorAnalysis:
         factors = {}
         baselines = self.baselines.astype(object)
         for name, row in self.summary.astype(object).iterrows():
-            entry = {key: _plain(value) for key, value in row.items()}
-            entry["baselines"] = {k: _plain(v) for k, v in baselines.loc[name].items()}
+            entry = {key: json_ready(value) for key, value in row.items()}
+            entry["baselines"] = {k: json_ready(v) for k, v in baselines.loc[name].items()}
             curve = self.convergence[self.convergence["factor"] == name]
             entry["convergence"] = {
                 axis: curve[curve["axis"] == axis][["size", "c_std", "m_std", "importance"]].to_dict("records")
                 for axis in ("M", "N")
             }
             groups = self.groups[self.groups["factor"] == name].drop(columns="factor")
-            entry["groups"] = [{k: _plain(v) for k, v in g.items()} for g in groups.to_dict("records")]
+            entry["groups"] = [{k: json_ready(v) for k, v in g.items()} for g in groups.to_dict("records")]
             factors[name] = entry
         return {"settings": self.settings, "golden": self.golden, "factors": factors}
 
-
-def _plain(value: Any) -> Any:
-    """JSON-friendly scalars: numpy types to Python, NaN to None."""
-    if isinstance(value, (np.generic,)):
-        value = value.item()
-    if isinstance(value, float) and np.isnan(value):
-        return None
-    return value
 
 
 def _failed(values: np.ndarray, chance: float | None) -> tuple[int | None, float | None]:

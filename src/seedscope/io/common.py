@@ -61,9 +61,13 @@ class Source:
 
 def require_readable(path: Path) -> None:
     """A missing path or an empty file is the user's first possible mistake; say so plainly."""
-    if not path.exists():
+    try:
+        exists, size = path.exists(), path.stat().st_size if path.is_file() else None
+    except OSError as error:  # a name too long, a path through a file
+        raise SeedscopeError(f"cannot use {path}: {error.strerror or error}") from None
+    if not exists:
         raise SeedscopeError(f"{path} does not exist")
-    if path.is_file() and path.stat().st_size == 0:
+    if size == 0:
         raise SeedscopeError(f"{path} is empty")
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+import pandas as pd
 
 from seedscope.errors import SeedscopeError
 
@@ -159,3 +160,10 @@ def probabilistic_matrix(probabilities: np.ndarray) -> np.ndarray:
 def pair_values(matrix: np.ndarray) -> np.ndarray:
     """The S(S−1)/2 unordered-pair values of an S×S matrix (its strict upper triangle)."""
     return matrix[np.triu_indices(matrix.shape[0], k=1)]
+
+
+def mean_with_others(matrix: pd.DataFrame) -> pd.Series:
+    """Each run's mean pairwise value with the other runs (the S×S matrix without its diagonal)."""
+    values = matrix.to_numpy(dtype=float).copy()
+    np.fill_diagonal(values, np.nan)
+    return pd.Series(np.nanmean(values, axis=1), index=matrix.index)

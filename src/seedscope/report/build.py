@@ -34,6 +34,7 @@ from seedscope.api import Analysis
 from seedscope.errors import SeedscopeError
 from seedscope.factors import FACTORS
 from seedscope.io import read_predictions
+from seedscope.metrics.micro import mean_with_others
 from seedscope.plan import parse_study_tag
 from seedscope.report import figures as figs
 from seedscope.report import tables
@@ -223,13 +224,6 @@ def _summary_section(summary: TaskSummary, paper: dict[str, pd.DataFrame], seed_
             "Pearson r of summarize_tasks (paper Figs. 2 and 4)."))
     builder.step("training-size figure")
     return section
-
-
-def mean_with_others(matrix: pd.DataFrame) -> pd.Series:
-    """Each run's mean pairwise value with the other runs (the S×S matrix without its diagonal)."""
-    values = matrix.to_numpy(dtype=float).copy()
-    np.fill_diagonal(values, np.nan)
-    return pd.Series(np.nanmean(values, axis=1), index=matrix.index)
 
 
 def _task_section(label: str, analysis: Analysis, unstable: pd.DataFrame, builder: _Builder) -> Section:
