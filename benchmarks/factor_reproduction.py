@@ -7,10 +7,9 @@ the reference. Each run pools the first 2,000 SST-2 training rows with the 872 d
 re-splits them 80/20 (stratified, data_split seed) and evaluates on the held-out 20%.
 
 It runs ``seedscope factors run`` (resumable: rerun the same command to continue), then prints
-IS with its bootstrap interval per factor and the wall time. One run (39 optimiser steps of
-MiniLM, 574 evaluation examples) took 50 s on the shared 2-core CPU, so the 150 runs take about
-2 h; ``--golden-runs 20 --epochs 2`` (120 runs of 26 steps) about 70 min. ``--plan-only`` times
-one run and prints the estimate instead.
+IS with its bootstrap interval per factor and the wall time. With the default 2 epochs (26
+optimiser steps of MiniLM, 574 evaluation examples per run) the 150 runs took 38 min on the
+quiet 2-core CPU (about 15 s a run); ``--plan-only`` times one run and prints the estimate.
 
 Run: .venv/bin/python benchmarks/factor_reproduction.py [--out DIR] [--golden-runs L] [--epochs E] [--plan-only]
 """
@@ -39,7 +38,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("runs/factor-reproduction"))
     parser.add_argument("--golden-runs", type=int, default=50, help="L (default N × M = 50, as the reference)")
-    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--plan-only", action="store_true", help="time one run and print the cost estimate")
     args = parser.parse_args()
     result = args.out.with_suffix(".json")
