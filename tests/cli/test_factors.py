@@ -176,7 +176,7 @@ def test_missing_file_and_bad_options(tmp_path, capsys):
     path = str(worked_table(tmp_path))
     assert "not both" in fail(["factors", "analyze", path, "--num-classes", "2", "--chance", "0"], capsys)
     assert "at least 2" in fail(["factors", "analyze", path, "--num-classes", "1"], capsys)
-    assert "bootstrap resamples" in fail(["factors", "analyze", path, "--bootstrap", "0"], capsys)
+    assert "number of resamples must be at least 1, not 0" in fail(["factors", "analyze", path, "--bootstrap", "0"], capsys)
     assert "tolerance must be positive" in fail(["factors", "simulate-adaptive", path, "--tolerance", "0"], capsys)
     assert "only 4 mitigation runs" in fail(["factors", "simulate-adaptive", path], capsys)
 
