@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import io
 
+import pandas as pd
 import pytest
 from rich.console import Console
 
-from seedscope.cli.outputs import check_outputs, parse_int_list, write_outputs
+from seedscope.cli.outputs import PIPE_WIDTH, check_outputs, output_console, parse_int_list, write_outputs
 from seedscope.errors import SeedscopeError
+from seedscope.report.tables import to_rich
 
 
 def test_check_outputs(tmp_path):
@@ -36,3 +38,11 @@ def test_parse_int_list():
     for text in ("4x,5", ",", " "):  # a list with no number in it is refused, not read as []
         with pytest.raises(SeedscopeError, match=r"--seeds takes comma-separated whole numbers, e.g. 1,2"):
             parse_int_list(text, "--seeds", "1,2")
+
+
+def test_tables_written_to_a_pipe_are_not_cropped(capsys):
+    console = output_console()
+    assert not console.is_terminal and console.width == PIPE_WIDTH
+    wide = pd.DataFrame({"first column": ["x" * 60], "second column": ["y" * 60]})
+    console.print(to_rich(wide))  # 120+ characters wide: Rich's default 80 would crop the second column
+    assert "y" * 60 in capsys.readouterr().out

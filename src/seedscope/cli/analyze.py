@@ -8,9 +8,8 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.console import Console
 
-from seedscope.cli.outputs import check_outputs, write_outputs
+from seedscope.cli.outputs import check_outputs, output_console, write_outputs
 
 HELP = """Macro (mean, VAR, sample std, CV, bootstrap CI) and micro (CON, CCON) seed effects of
 the predictions of several runs of one model on the same examples.
@@ -73,7 +72,7 @@ def analyze_command(
     from seedscope.report import tables
 
     check_outputs(json_file, markdown_file, latex_file, csv_file)
-    console = Console()
+    console = output_console()
     with console.status("reading predictions…"):
         table = read_predictions(
             [str(p) for p in paths],

@@ -9,12 +9,11 @@ from typing import Any, Optional
 
 import pandas as pd
 import typer
-from rich.console import Console
 
 from seedscope.analysis.factor_adaptive import AdaptiveSchedule, simulate_adaptive
 from seedscope.analysis.factor_table import read_score_table, score_table_from_store, study_from_table
 from seedscope.analysis.factors import FactorAnalysis, FactorStudy, analyze_factors
-from seedscope.cli.outputs import check_outputs, write_outputs
+from seedscope.cli.outputs import check_outputs, output_console, write_outputs
 from seedscope.cli.sweep import Executor, Method, parse_settings, quiet_libraries
 from seedscope.errors import SeedscopeError
 from seedscope.report.tables import render_markdown, to_rich
@@ -34,7 +33,7 @@ factors_app = typer.Typer(
     ),
     no_args_is_help=True,
 )
-console = Console()
+console = output_console()
 DIGITS = 5
 ALL = "all"
 

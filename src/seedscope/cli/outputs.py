@@ -14,6 +14,16 @@ from seedscope.atomic import atomic_write_text
 from seedscope.errors import SeedscopeError
 
 
+#: width of tables written to a pipe or a file, where no terminal sets it (Rich would use 80)
+PIPE_WIDTH = 200
+
+
+def output_console() -> Console:
+    """The console for a command's tables: the terminal's width, or wide enough not to crop when piped."""
+    console = Console()
+    return console if console.is_terminal else Console(width=PIPE_WIDTH)
+
+
 def check_outputs(*paths: Path | None) -> None:
     """Refuse an output that is a folder, or one file named for two outputs."""
     named = [Path(p) for p in paths if p is not None]

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pandas as pd
 import typer
-from rich.console import Console
 from rich.table import Table
+
+from seedscope.cli.outputs import output_console
 
 HELP = """List the runs of an experiment directory written by `seedscope sweep`: task, model,
 seeds, status (pending, running, done, failed), duration, the task's primary metric (a
@@ -63,7 +64,7 @@ def status_command(
             _seeds(run), f"[{STATUS_STYLE[run['status']]}]{run['status']}[/]", _duration(run["duration_s"]), metric,
             error if failed else error.splitlines()[-1][:120] if error else "",
         )
-    console = Console()
+    console = output_console()
     console.print(table)
     for problem in store.check():
         console.print(f"[bold yellow]integrity:[/] {problem}", highlight=False, soft_wrap=True)

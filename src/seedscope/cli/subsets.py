@@ -8,9 +8,8 @@ from typing import Optional, Sequence
 
 import pandas as pd
 import typer
-from rich.console import Console
 
-from seedscope.cli.outputs import check_outputs, parse_int_list, write_outputs
+from seedscope.cli.outputs import check_outputs, output_console, parse_int_list, write_outputs
 from seedscope.errors import SeedscopeError
 
 SUBSETS_HELP = """Evaluation-subset seed variance: does the seed that picks the evaluation subset change the result?
@@ -117,7 +116,7 @@ def subsets_command(
     from seedscope.analysis.subsets import analyze_subsets, parse_score
 
     check_outputs(json_file, markdown_file, latex_file, csv_file)
-    console = Console()
+    console = output_console()
     spec = parse_score(score)
     grid = parse_int_list(sizes, "--sizes", "100,200,500")
     if grid is not None and target_cv is None:
@@ -296,7 +295,7 @@ def compare_command(
     from seedscope.analysis.stats import compare_sweeps
 
     check_outputs(json_file, markdown_file, latex_file, csv_file)
-    console = Console()
+    console = output_console()
     if len(sweeps) < 2:
         raise SeedscopeError("compare needs at least two sweeps")
     labels = _sweep_names(sweeps, names)

@@ -11,7 +11,7 @@ import typer
 import yaml
 from rich.console import Console
 
-from seedscope.cli.outputs import parse_int_list
+from seedscope.cli.outputs import output_console, parse_int_list
 from seedscope.errors import SeedscopeError
 
 SWEEP_HELP = """Fine-tune a Hugging Face model on one or more tasks with several seeds, store every
@@ -168,7 +168,7 @@ def sweep_command(
         "data_dir": data_dir,
     }
     config = build_config(preset=preset, path=config_file, overrides=overrides)
-    run_sweep(config, Console(), resume=resume, fail_fast=fail_fast, executor=executor.value,
+    run_sweep(config, output_console(), resume=resume, fail_fast=fail_fast, executor=executor.value,
               ray_address=ray_address, gpus_per_run=gpus_per_run, cpus_per_run=cpus_per_run)
 
 
@@ -187,7 +187,7 @@ def demo_command(
                    "data_dir": data_dir or demo_data_dir()},
     )
     resume = (out / "catalog.sqlite").is_file()
-    run_sweep(config, Console(), resume=resume)
+    run_sweep(config, output_console(), resume=resume)
 
 
 def register(app: typer.Typer) -> None:
