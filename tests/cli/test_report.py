@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
+from seedscope.analysis.subsets import analyze_subsets
 from seedscope.analysis.summary import summarize_tasks
 from seedscope.cli import main
 from seedscope.store import ExperimentStore
@@ -73,10 +75,54 @@ def test_prediction_files_with_text_and_default_output(predictions, tmp_path, mo
     assert "wrote HTML report: seedscope-report.html" in capsys.readouterr().out
 
 
+def _subset_score_files(folder: Path, n_examples: int = 120) -> list[str]:
+    """Two systems' per-example scores (example_id, score), B a little better than A."""
+    rng = np.random.default_rng(5)
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, shift in (("circuitA", 0.0), ("circuitB", 0.1)):
+        path = folder / f"{name}.csv"
+        scores = np.clip(rng.normal(0.5 + shift, 0.2, n_examples), 0, 1)
+        pd.DataFrame({"example_id": np.arange(n_examples), "score": scores}).to_csv(path, index=False)
+        paths.append(str(path))
+    return paths
+
+
+def test_subset_section_from_score_files(store, tmp_path, capsys):
+    paths = _subset_score_files(tmp_path / "scores")
+    out = tmp_path / "out"
+    main(["report", str(store), "--html", str(out / "r.html"), "--figures", str(out / "figs"),
+          "--subset-scores", paths[0], "--subset-scores", paths[1], "--subset-size", "30", "--subset-seeds", "8"])
+    html = (out / "r.html").read_text(encoding="utf-8")
+    assert "<h2>Evaluation-subset seeds</h2>" in html
+    assert "Score mean on 8 random subsets of 30 of the 120 examples" in html
+    assert 'id="fig-subset-cv"' in html and 'id="fig-subset-deltas"' in html
+    assert {"subset-cv.png", "subset-deltas.png"} <= {p.name for p in (out / "figs").iterdir()}
+    # the numbers are those of `seedscope subsets`: the same reader and analysis
+    expected = analyze_subsets(
+        pd.concat([pd.read_csv(p).assign(system=Path(p).stem) for p in paths]), subset_size=30, n_seeds=8, full_pool=False
+    )
+    for system, cv in expected.summary["cv"].items():
+        assert f"{cv:.4f}" in html, system
+
+
+def test_subset_section_from_one_long_table(store, tmp_path):
+    paths = _subset_score_files(tmp_path / "scores")
+    long = tmp_path / "all.csv"
+    table = pd.concat([pd.read_csv(p).assign(system=Path(p).stem) for p in paths]).rename(columns={"score": "faith"})
+    table.to_csv(long, index=False)
+    main(["report", str(store), "--html", str(tmp_path / "r.html"), "--subset-scores", str(long),
+          "--subset-size", "40", "--subset-score", "mean:faith"])
+    html = (tmp_path / "r.html").read_text(encoding="utf-8")
+    assert "Score mean:faith on 20 random subsets of 40 of the 120 examples" in html
+    assert "circuitA" in html and "circuitB" in html and 'id="fig-subset-deltas"' in html
+
+
 def test_help_teaches_with_examples(capsys):
     main(["report", "--help"])
     text = capsys.readouterr().out
     assert "seedscope report runs/glue --latex" in text and "--unstable-csv" in text
+    assert "--subset-scores circuitA.csv" in text and "--subset-size" in text
 
 
 def _fails(args: list[str], capsys) -> str:
@@ -159,3 +205,36 @@ def test_bad_factor_scores(store, tmp_path, capsys):
     err = _fails(["report", str(store), "--factor-scores", str(bad), "--html", str(tmp_path / "r.html")], capsys)
     assert "the golden model needs at least 2 runs, not 1" in err
     assert _files(tmp_path) == {"scores.csv"}
+
+
+def test_subset_scores_without_subset_size(store, tmp_path, capsys):
+    paths = _subset_score_files(tmp_path / "scores")
+    err = _fails(["report", str(store), "--subset-scores", paths[0], "--html", str(tmp_path / "r.html")], capsys)
+    assert "--subset-scores needs --subset-size N, the number of examples in each subset" in err
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_subset_size_without_subset_scores(store, tmp_path, capsys):
+    err = _fails(["report", str(store), "--subset-size", "30", "--html", str(tmp_path / "r.html")], capsys)
+    assert "--subset-size needs --subset-scores FILE to say which scores to draw the subsets from" in err
+    assert _files(tmp_path) == set()
+
+
+def test_subset_size_larger_than_the_pool(store, tmp_path, capsys):
+    paths = _subset_score_files(tmp_path / "scores")
+    err = _fails(["report", str(store), "--subset-scores", paths[0], "--subset-scores", paths[1],
+                  "--subset-size", "500", "--html", str(tmp_path / "r.html")], capsys)
+    assert "the subset size 500 is larger than the pool of 120 examples" in err
+    assert not (tmp_path / "r.html").exists()
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    (["--subset-size", "0"], "the subset size must be at least 1, not 0"),
+    (["--subset-size", "30", "--subset-seeds", "1"], "--subset-seeds must be at least 2 to measure a seed variance, not 1"),
+    (["--subset-size", "30", "--subset-score", "median"], "unknown score 'median'"),
+])
+def test_bad_subset_options(options, message, store, tmp_path, capsys):
+    paths = _subset_score_files(tmp_path / "scores")
+    err = _fails(["report", str(store), "--subset-scores", paths[0], *options, "--html", str(tmp_path / "r.html")], capsys)
+    assert message in err
+    assert not (tmp_path / "r.html").exists()

@@ -28,7 +28,11 @@ HELP = (
     "seedscope report runs/glue --latex paper/tables --figures paper/figures --fig-format pdf\n"
     "seedscope report preds/*.csv --task rte --data-dir ../data --unstable-csv unstable.csv\n"
     "seedscope report runs/sst2 --factor-scores factor_scores.csv --html sst2.html\n"
-    "```\n"
+    "seedscope report runs/rte --subset-scores circuitA.csv --subset-scores circuitB.csv --subset-size 200\n"
+    "```\n\n"
+    "--subset-scores adds the evaluation-subset seed section (CV per system, per-seed Δ between systems): the "
+    "score files are read exactly as `seedscope subsets` reads them (one file per system, or long tables with a "
+    "system column) and need --subset-size.\n"
 )
 
 
@@ -66,6 +70,14 @@ def report_command(
     id_column: Optional[str] = typer.Option(None, help="Column with the example id; default: auto-detected."),
     prediction_column: Optional[str] = typer.Option(None, help="Column with the prediction; default: auto-detected."),
     label_column: Optional[str] = typer.Option(None, help="Column with the gold label; default: auto-detected."),
+    subset_scores: Optional[list[Path]] = typer.Option(
+        None, "--subset-scores", help="Score file(s) as for `seedscope subsets` (repeatable): adds the evaluation-subset seed section."
+    ),
+    subset_size: Optional[int] = typer.Option(None, "--subset-size", help="Examples per subset (n); required with --subset-scores."),
+    subset_seeds: Optional[int] = typer.Option(None, "--subset-seeds", help="Number of subset seeds K (default 20, at least 2)."),
+    subset_score: Optional[str] = typer.Option(
+        None, "--subset-score", help="mean[:column] (default mean), accuracy[:prediction,label] or ratio:num,base,ref."
+    ),
     title: str = typer.Option("seedscope report", help="Title of the HTML report."),
 ) -> None:
     from seedscope.analysis.factor_table import read_score_table, study_from_table
@@ -74,6 +86,7 @@ def report_command(
 
     if fig_format is not None and figures is None:
         raise SeedscopeError("--fig-format needs --figures DIR to say where the figures go")
+    subsets = _subset_analysis(subset_scores, subset_size, subset_seeds, subset_score)
     if html is None and latex is None and figures is None and unstable_csv is None:
         html = DEFAULT_HTML
     factors = analyze_factors(study_from_table(read_score_table(factor_scores))) if factor_scores else None
@@ -93,12 +106,35 @@ def report_command(
             [str(p) for p in paths], html=html, latex_dir=latex, figures_dir=figures,
             fig_format=(fig_format or FigFormat.png).value, unstable_csv=unstable_csv, top_k=top,
             task=task, data_dir=data_dir, intersect=intersect, title=title, progress=progress, factors=factors,
-            read_options=read_options,
+            subsets=subsets, read_options=read_options,
         )
     out = Console()
     for label, path in (("HTML report", html), ("paper tables", latex), ("figures", figures), ("unstable examples", unstable_csv)):
         if path is not None:
             out.print(f"wrote {label}: {path}")
+
+
+def _subset_analysis(paths: list[Path] | None, size: int | None, n_seeds: int | None, score: str | None):
+    """The subset-seed analysis of ``--subset-scores``, read and computed as ``seedscope subsets`` does
+    (the full-pool CIs and tests are skipped: the report does not show them); None without the option."""
+    from seedscope.analysis.subsets import analyze_subsets, check_subset_size, parse_score
+    from seedscope.cli.subsets import read_score_tables
+
+    if not paths:
+        given = [name for name, value in (("--subset-size", size), ("--subset-seeds", n_seeds), ("--subset-score", score))
+                 if value is not None]
+        if given:
+            raise SeedscopeError(f"{given[0]} needs --subset-scores FILE to say which scores to draw the subsets from")
+        return None
+    if size is None:
+        raise SeedscopeError("--subset-scores needs --subset-size N, the number of examples in each subset")
+    check_subset_size(size, pool_size=size)  # n ≥ 1 now; n ≤ N once the scores are read
+    n_seeds = 20 if n_seeds is None else n_seeds
+    if n_seeds < 2:
+        raise SeedscopeError(f"--subset-seeds must be at least 2 to measure a seed variance, not {n_seeds}")
+    spec = parse_score(score or "mean")
+    table = read_score_tables(paths, columns=spec.columns)
+    return analyze_subsets(table, subset_size=size, n_seeds=n_seeds, score=spec, full_pool=False)
 
 
 def register(app: typer.Typer) -> None:
