@@ -9,6 +9,13 @@ from typing import Optional
 
 import typer
 
+from seedscope.cli.inputs import (
+    FORMAT_OPTION,
+    ID_COLUMN_OPTION,
+    LABEL_COLUMN_OPTION,
+    PREDICTION_COLUMN_OPTION,
+    RUN_COLUMN_OPTION,
+)
 from seedscope.cli.outputs import check_outputs, output_console, write_outputs
 
 HELP = """Macro (mean, VAR, sample std, CV, bootstrap CI) and micro (CON, CCON) seed effects of
@@ -37,17 +44,15 @@ class TaskTypeChoice(str, Enum):
 
 def analyze_command(
     paths: list[Path] = typer.Argument(..., help="Prediction files or directories (one run each, or one long table)."),
-    run_column: Optional[str] = typer.Option(None, help="Column naming the run (long tables); default: auto-detected."),
-    id_column: Optional[str] = typer.Option(None, help="Column with the example id; default: auto-detected."),
-    prediction_column: Optional[str] = typer.Option(None, help="Column with the prediction; default: auto-detected."),
-    label_column: Optional[str] = typer.Option(None, help="Column with the gold label; default: auto-detected."),
+    run_column: Optional[str] = RUN_COLUMN_OPTION,
+    id_column: Optional[str] = ID_COLUMN_OPTION,
+    prediction_column: Optional[str] = PREDICTION_COLUMN_OPTION,
+    label_column: Optional[str] = LABEL_COLUMN_OPTION,
     prob_columns: Optional[str] = typer.Option(
         None, help="Prefix (or list-valued column) of the class-probability columns; default: prob_<class>."
     ),
     lm_eval_filter: Optional[str] = typer.Option(None, "--filter", help="lm-evaluation-harness filter to read (default: the only or first one)."),
-    input_format: Optional[str] = typer.Option(
-        None, "--format", help="Input format when the file extension does not tell (csv, tsv, jsonl, parquet, lm-eval, run-glue, store)."
-    ),
+    input_format: Optional[str] = FORMAT_OPTION,
     task: Optional[str] = typer.Option(None, help="Task name (e.g. rte, sst2), to join gold labels to run_glue.py predictions."),
     data_dir: Optional[Path] = typer.Option(None, help="Folder with the task's labelled files (default $SEEDSCOPE_DATA_DIR)."),
     task_type: Optional[TaskTypeChoice] = typer.Option(

@@ -14,7 +14,19 @@ from seedscope.analysis.factor_adaptive import AdaptiveSchedule, simulate_adapti
 from seedscope.analysis.factor_table import read_score_table, score_table_from_store, study_from_table
 from seedscope.analysis.factors import FactorAnalysis, FactorStudy, analyze_factors
 from seedscope.cli.outputs import check_outputs, output_console, write_outputs
-from seedscope.cli.sweep import Executor, Method, parse_settings, quiet_libraries
+from seedscope.cli.sweep import (
+    CPUS_PER_RUN_OPTION,
+    DATA_DIR_OPTION,
+    EXECUTOR_OPTION,
+    FAIL_FAST_OPTION,
+    GPUS_PER_RUN_OPTION,
+    RAY_ADDRESS_OPTION,
+    SET_OPTION,
+    Executor,
+    Method,
+    parse_settings,
+    quiet_libraries,
+)
 from seedscope.errors import SeedscopeError
 from seedscope.report.tables import render_markdown, to_rich
 from seedscope.store import ExperimentStore
@@ -228,15 +240,15 @@ def run_command(
     method: Method = typer.Option(Method.full, "--method", help="full fine-tuning or lora."),
     preset: Optional[str] = typer.Option(None, "--preset", help="Hyper-parameters of a shipped preset, e.g. cpu-small."),
     config: Optional[Path] = typer.Option(None, "--config", help="Hyper-parameters from a sweep YAML config."),
-    settings: Optional[list[str]] = typer.Option(None, "--set", help="Hyper-parameter override KEY=VALUE (repeatable), e.g. --set learning_rate=1e-5."),
+    settings: Optional[list[str]] = SET_OPTION,
     out: Optional[Path] = typer.Option(None, "--out", help="Experiment directory (required unless --plan-only)."),
     resume: bool = typer.Option(False, "--resume", help="Continue a directory holding the same plan."),
-    fail_fast: bool = typer.Option(False, "--fail-fast", help="Stop at the first failed run."),
-    executor: Executor = typer.Option(Executor.local, "--executor", help="local (in this process) or ray."),
-    ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Join this Ray cluster (default: start a local one)."),
-    gpus_per_run: float = typer.Option(0, "--gpus-per-run", min=0.0, help="GPUs per run under Ray (fractions pack runs)."),
-    cpus_per_run: float = typer.Option(1, "--cpus-per-run", min=0.01, help="CPUs per run under Ray."),
-    data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Folder with the task files (default $SEEDSCOPE_DATA_DIR, else the hub)."),
+    fail_fast: bool = FAIL_FAST_OPTION,
+    executor: Executor = EXECUTOR_OPTION,
+    ray_address: Optional[str] = RAY_ADDRESS_OPTION,
+    gpus_per_run: float = GPUS_PER_RUN_OPTION,
+    cpus_per_run: float = CPUS_PER_RUN_OPTION,
+    data_dir: Optional[Path] = DATA_DIR_OPTION,
     plan_only: bool = typer.Option(False, "--plan-only", help="Print the plan size and a cost estimate from one timed run; store nothing."),
     metric: Optional[str] = typer.Option(
         None, "--metric", help="Run metric to analyse (and to settle with --tolerance), e.g. f1_macro as the reference; default: the task's primary metric."

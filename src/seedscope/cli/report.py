@@ -10,6 +10,13 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+from seedscope.cli.inputs import (
+    FORMAT_OPTION,
+    ID_COLUMN_OPTION,
+    LABEL_COLUMN_OPTION,
+    PREDICTION_COLUMN_OPTION,
+    RUN_COLUMN_OPTION,
+)
 from seedscope.errors import SeedscopeError
 
 HELP = (
@@ -63,13 +70,11 @@ def report_command(
     factor_scores: Optional[Path] = typer.Option(
         None, help="A factor score table (as for `seedscope factors analyze`) whose factor importance the report adds."
     ),
-    input_format: Optional[str] = typer.Option(
-        None, "--format", help="Input format when the file extension does not tell (csv, tsv, jsonl, parquet, lm-eval, run-glue)."
-    ),
-    run_column: Optional[str] = typer.Option(None, help="Column naming the run (long tables); default: auto-detected."),
-    id_column: Optional[str] = typer.Option(None, help="Column with the example id; default: auto-detected."),
-    prediction_column: Optional[str] = typer.Option(None, help="Column with the prediction; default: auto-detected."),
-    label_column: Optional[str] = typer.Option(None, help="Column with the gold label; default: auto-detected."),
+    input_format: Optional[str] = FORMAT_OPTION,
+    run_column: Optional[str] = RUN_COLUMN_OPTION,
+    id_column: Optional[str] = ID_COLUMN_OPTION,
+    prediction_column: Optional[str] = PREDICTION_COLUMN_OPTION,
+    label_column: Optional[str] = LABEL_COLUMN_OPTION,
     subset_scores: Optional[list[Path]] = typer.Option(
         None, "--subset-scores", help="Score file(s) as for `seedscope subsets` (repeatable): adds the evaluation-subset seed section."
     ),

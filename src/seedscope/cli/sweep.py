@@ -139,6 +139,16 @@ def print_analysis(store, console: Console) -> None:
             console.print(tables.to_rich(frame, title=title))
 
 
+# the options every command that trains shares (sweep, factors run)
+SET_OPTION = typer.Option(None, "--set", help="Hyper-parameter override KEY=VALUE, e.g. --set learning_rate=1e-5 (repeatable).")
+FAIL_FAST_OPTION = typer.Option(False, "--fail-fast", help="Stop at the first failed run instead of recording it and going on.")
+EXECUTOR_OPTION = typer.Option(Executor.local, "--executor", help="local: one run after another here; ray: Ray tasks.")
+RAY_ADDRESS_OPTION = typer.Option(None, "--ray-address", help="Join this Ray cluster (e.g. auto); default: start a local one.")
+GPUS_PER_RUN_OPTION = typer.Option(0.0, "--gpus-per-run", min=0.0, help="GPUs per Ray run; a fraction (0.25) packs runs on one GPU.")
+CPUS_PER_RUN_OPTION = typer.Option(1.0, "--cpus-per-run", min=0.01, help="CPUs per Ray run (its torch threads).")
+DATA_DIR_OPTION = typer.Option(None, "--data-dir", help="Folder laid out like glue/RTE/dev.tsv (default $SEEDSCOPE_DATA_DIR, else the hub).")
+
+
 def sweep_command(
     task: Optional[list[str]] = typer.Option(None, "--task", help="Task(s): rte, sst2, cola, copa, stsb, superglue-rte … (repeat or comma-separate)."),
     model: Optional[list[str]] = typer.Option(None, "--model", help="Hub id or local folder (repeat or comma-separate); all-minilm-l6-v2 is built in."),
@@ -146,15 +156,15 @@ def sweep_command(
     method: Optional[Method] = typer.Option(None, "--method", help="full fine-tuning or lora (default: the preset's, else full)."),
     preset: Optional[str] = typer.Option(None, "--preset", help="Shipped settings: roberta-large-paper, llama-3.2-3b-lora, cpu-small."),
     config_file: Optional[Path] = typer.Option(None, "--config", help="YAML config (keys as in docs/config.md); may start from a preset."),
-    settings: Optional[list[str]] = typer.Option(None, "--set", help="Hyper-parameter override KEY=VALUE, e.g. --set learning_rate=1e-5 (repeatable)."),
+    settings: Optional[list[str]] = SET_OPTION,
     out: Optional[Path] = typer.Option(None, "--out", help="Experiment directory to create (or continue with --resume)."),
     resume: bool = typer.Option(False, "--resume", help="Continue the sweep in --out: keep finished runs, redo the rest."),
-    fail_fast: bool = typer.Option(False, "--fail-fast", help="Stop at the first failed run instead of recording it and going on."),
-    executor: Executor = typer.Option(Executor.local, "--executor", help="local: one run after another here; ray: Ray tasks."),
-    ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Join this Ray cluster (e.g. auto); default: start a local one."),
-    gpus_per_run: float = typer.Option(0.0, "--gpus-per-run", min=0.0, help="GPUs per Ray run; a fraction (0.25) packs runs on one GPU."),
-    cpus_per_run: float = typer.Option(1.0, "--cpus-per-run", min=0.01, help="CPUs per Ray run (its torch threads)."),
-    data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Folder laid out like glue/RTE/dev.tsv (default $SEEDSCOPE_DATA_DIR, else the hub)."),
+    fail_fast: bool = FAIL_FAST_OPTION,
+    executor: Executor = EXECUTOR_OPTION,
+    ray_address: Optional[str] = RAY_ADDRESS_OPTION,
+    gpus_per_run: float = GPUS_PER_RUN_OPTION,
+    cpus_per_run: float = CPUS_PER_RUN_OPTION,
+    data_dir: Optional[Path] = DATA_DIR_OPTION,
 ) -> None:
     from seedscope.config import build_config
 
