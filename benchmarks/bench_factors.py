@@ -20,9 +20,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from seedscope.analysis.factor_adaptive import AdaptiveSchedule, simulate_adaptive
-from seedscope.analysis.factor_table import read_score_table, study_from_table
-from seedscope.analysis.factors import analyze_factors
+from seedscope.factor_study.adaptive import AdaptiveSchedule, simulate_adaptive
+from seedscope.io import read_score_table
+from seedscope.factor_study.scores import study_from_table
+from seedscope.factor_study.importance import analyze_factors
 
 FACTORS, M, N, GOLDEN, N_BOOT = 10, 100, 10, 1000, 10_000
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "factor-runs"

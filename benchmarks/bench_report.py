@@ -1,6 +1,6 @@
 """Benchmark: a full report for 12 tasks × 10 seeds × 5,000 examples (target: under 20 s).
 
-Builds the report end to end along :func:`seedscope.report.build.build_report`'s path, timing
+Builds the report end to end along :func:`seedscope.reporting.build_report`'s path, timing
 each phase: reading the predictions (one Parquet long table), the analysis with the default
 10,000 bootstrap resamples, 50 figures + tables + the self-contained HTML, and writing the
 HTML, the paper tables, every figure as PNG in a folder and the unstable-examples CSV. Then it
@@ -27,7 +27,8 @@ import pandas as pd
 from seedscope.analysis.summary import summarize_tasks
 from seedscope.io import read_predictions
 from seedscope.report import figures as figs
-from seedscope.report.build import assemble, write_outputs
+from seedscope.report.build import assemble
+from seedscope.report.write import write_outputs
 
 TASKS = ("cola", "sst2", "mrpc", "qqp", "qnli", "rte", "boolq", "cb", "copa", "multirc", "wic", "superglue-rte")
 N_SEEDS, N_EXAMPLES = 10, 5_000

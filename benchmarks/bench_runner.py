@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 import time
 import warnings
-from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 warnings.filterwarnings("ignore")
@@ -25,7 +24,7 @@ import torch  # noqa: E402
 import transformers  # noqa: E402
 
 from seedscope.config import load_preset  # noqa: E402
-from seedscope.factors import FactorSeeds  # noqa: E402
+from seedscope.plan.seeds import FactorSeeds  # noqa: E402
 from seedscope.plan import RunSpec  # noqa: E402
 from seedscope.runners import finetune  # noqa: E402
 from seedscope.sweep import demo_data_dir, minilm_path  # noqa: E402

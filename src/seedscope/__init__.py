@@ -1,9 +1,30 @@
-"""seedscope: how much do your language-model results depend on randomness?"""
+"""seedscope: how much do your language-model results depend on randomness?
 
-from seedscope.analysis.summary import summarize_tasks
-from seedscope.api import Analysis, analyze, analyze_groups
-from seedscope.errors import SeedscopeError
+Every name of :mod:`seedscope.api` is available here, loaded on first use, so that
+``import seedscope`` (and ``seedscope.errors``) stays light: no pandas, no torch.
+"""
 
-__version__ = "0.1.0"
+from __future__ import annotations
 
-__all__ = ["Analysis", "SeedscopeError", "__version__", "analyze", "analyze_groups", "summarize_tasks"]
+from seedscope.version import __version__
+
+_API = (
+    "Analysis", "Comparison", "ExperimentStore", "FactorAnalysis", "FactorStudy", "FactorStudyConfig",
+    "SeedscopeError", "SubsetVariance", "SweepConfig", "TaskSummary", "analyze", "analyze_factors",
+    "analyze_groups", "analyze_subsets", "build_report", "callable_subset_variance", "compare_sweeps",
+    "compare_systems", "load_config", "load_preset", "read_predictions", "read_score_table",
+    "run_factor_study", "study_from_table", "subset_variance", "summarize_tasks", "sweep",
+)
+__all__ = ["__version__", *_API]
+
+
+def __getattr__(name: str):
+    if name in _API:
+        from seedscope import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'seedscope' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -1,11 +1,14 @@
 """Atomic file writes: a reader (or a killed process) never sees half a file.
 
 Write to a temporary file in the same directory, fsync it, then rename over the target.
+Several outputs that belong together (a report's HTML, tables folder and figures folder) are
+staged first and moved into place only once all of them are written.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -43,3 +46,39 @@ def _fsync_dir(folder: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def staged_dir(target: str | os.PathLike) -> Path:
+    """A new empty staging folder beside ``target``; fill it, then :func:`move_into_place`."""
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+
+
+def staged_file(target: str | os.PathLike, data: bytes) -> Path:
+    """``data`` in a durable temporary file beside ``target`` (fsync'd); then :func:`move_into_place`."""
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    return Path(name)
+
+
+def move_into_place(staged: Path, target: str | os.PathLike) -> None:
+    """Rename a staged file over ``target``, or move a staged folder's files into ``target`` one by one."""
+    target = Path(target)
+    if staged.is_dir() and target.exists():
+        for item in staged.iterdir():
+            os.replace(item, target / item.name)
+        staged.rmdir()
+    else:
+        os.replace(staged, target)
+    _fsync_dir(target.parent)
+
+
+def discard(staged: Path) -> None:
+    """Remove a staged file or folder that will not be moved into place."""
+    shutil.rmtree(staged) if staged.is_dir() else staged.unlink(missing_ok=True)

@@ -20,9 +20,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from seedscope.errors import SeedscopeError
-from seedscope.factors import check_seed
+from seedscope.plan.seeds import check_seed
 from seedscope.plan import RunSpec, seed_sweep
-from seedscope.runners.settings import FinetuneSettings
+from seedscope.plan.hparams import FinetuneSettings
 from seedscope.tasks import get_task
 
 PRESET_DIR = Path(__file__).resolve().parent / "presets"

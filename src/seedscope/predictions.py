@@ -27,6 +27,8 @@ import pandas as pd
 from seedscope.errors import SeedscopeError
 
 RUN, EXAMPLE_ID, PREDICTION, LABEL = "run", "example_id", "prediction", "label"
+#: optional example text column, shown beside the most unstable examples
+TEXT = "text"
 PROB_PREFIX = "prob_"
 REQUIRED_COLUMNS = (RUN, EXAMPLE_ID, PREDICTION)
 TaskType = Literal["classification", "regression"]
@@ -189,7 +191,7 @@ def align_runs(
     prob_classes = [c[len(PROB_PREFIX):] for c in probs]
     values = [table[PREDICTION]] + ([labels_by_example.dropna()] if labels_by_example is not None else [])
     classes = _class_list(pd.concat(values, ignore_index=True), prob_classes)
-    codes = {_key(c): i for i, c in enumerate(classes)}
+    codes = {label_key(c): i for i, c in enumerate(classes)}
     predictions = np.full(shape, -1, dtype=np.int64)
     predictions[table["_row"], table["_col"]] = _codes(table[PREDICTION], codes)
     labels = None
@@ -202,14 +204,20 @@ def align_runs(
 def _codes(values: pd.Series, codes: dict[str, int]) -> np.ndarray:
     """Class codes of ``values`` (−1 where missing), keying each distinct value once."""
     positions, uniques = pd.factorize(values)  # missing values get position −1 …
-    lookup = np.array([codes[_key(v)] for v in uniques] + [-1], dtype=np.int64)
+    lookup = np.array([codes[label_key(v)] for v in uniques] + [-1], dtype=np.int64)
     return lookup[positions]  # … which picks the trailing −1
 
 
-def _key(value) -> str:
-    """Compare labels across files by text, so 1, 1.0 and "1" are one class."""
+def label_key(value) -> str:
+    """A label as text, the one way labels are compared everywhere (files, runs, the store).
+
+    Codes 1, 1.0 and "1" read "1"; booleans read "True" / "False" (the SuperGLUE label names),
+    so a JSON ``true`` and a CSV ``True`` are one class.
+    """
     if isinstance(value, (bool, np.bool_)):
-        return str(bool(value)).lower()
+        return str(bool(value))
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
     if isinstance(value, (float, np.floating)) and float(value).is_integer():
         return str(int(value))
     return str(value)
@@ -217,7 +225,7 @@ def _key(value) -> str:
 
 def _class_list(values: pd.Series, prob_classes: list[str]) -> list:
     """Classes in probability-column order when given, else sorted (numerically if possible)."""
-    seen = {_key(v): v for v in pd.unique(values)}
+    seen = {label_key(v): v for v in pd.unique(values)}
     if prob_classes:
         unknown = sorted(set(seen) - set(prob_classes))
         if unknown:
@@ -237,7 +245,7 @@ def _labels_by_example(table: pd.DataFrame, position: pd.Index, source: str) -> 
     """One gold label per example; runs that disagree about a gold label are an error."""
     gold = table[[EXAMPLE_ID, LABEL]].dropna()
     positions, uniques = pd.factorize(gold[LABEL])
-    keys = np.array([_key(v) for v in uniques], dtype=object)[positions]
+    keys = np.array([label_key(v) for v in uniques], dtype=object)[positions]
     keyed = gold.assign(_k=keys).drop_duplicates([EXAMPLE_ID, "_k"])
     conflict = keyed[EXAMPLE_ID].duplicated(keep=False)
     if conflict.any():
@@ -276,7 +284,7 @@ def _probabilities(table, probs, prob_classes, classes, shape, source) -> np.nda
             f"{source}: probabilities of run {table[RUN].iloc[i]} example {table[EXAMPLE_ID].iloc[i]} "
             f"sum to {sums[i]:.4f}, not 1"
         )
-    order = [prob_classes.index(_key(c)) for c in classes]
+    order = [prob_classes.index(label_key(c)) for c in classes]
     out = np.zeros((*shape, len(classes)))
     out[table["_row"].to_numpy(), table["_col"].to_numpy()] = matrix[:, order]
     return out

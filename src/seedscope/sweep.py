@@ -55,8 +55,8 @@ def as_config(config: SweepConfig | Mapping[str, Any] | str | os.PathLike) -> Sw
 
 def preflight(specs: list[RunSpec], data_dir: str | os.PathLike | None) -> None:
     """Fail before anything is written: data files readable, models found, methods supported."""
-    from seedscope.runners.models import check_method, load_config as load_model_config, model_kind
-    from seedscope.runners.settings import FinetuneSettings
+    from seedscope.runners.models import check_method, load_model_config, model_kind
+    from seedscope.plan.hparams import FinetuneSettings
 
     for task in dict.fromkeys(spec.task for spec in specs):
         for split in ("train", "validation"):

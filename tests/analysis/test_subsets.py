@@ -19,7 +19,6 @@ from seedscope.analysis.subsets import (
     draw_subsets,
     full_pool_ci,
     paired_pool_tests,
-    paired_swap_test,
     parse_score,
     score_pool,
     seed_summary,
@@ -28,6 +27,7 @@ from seedscope.analysis.subsets import (
     subset_variance,
     summarize_thetas,
 )
+from seedscope.analysis.significance import paired_swap_test
 from seedscope.errors import SeedscopeError
 
 

@@ -168,7 +168,7 @@ def test_output_name_too_long(tmp_path, capsys):
 
 def test_empty_table(tmp_path, capsys):
     (tmp_path / "empty.csv").write_text("experiment,order,run,score\n")
-    assert "score table is empty" in fail(["factors", "analyze", str(tmp_path / "empty.csv")], capsys)
+    assert "empty.csv has column names but no rows" in fail(["factors", "analyze", str(tmp_path / "empty.csv")], capsys)
 
 
 def test_missing_file_and_bad_options(tmp_path, capsys):
@@ -201,7 +201,7 @@ def run_args(model, data_dir, *extra):
 
 @pytest.mark.slow
 def test_run_fine_tunes_the_plan_and_analyses_it(tmp_path, tiny_bert, data_dir, capsys):
-    from seedscope.plan import draw_seeds
+    from seedscope.factor_study.plan import draw_seeds
     from seedscope.store import ExperimentStore
 
     out, result = tmp_path / "study", tmp_path / "result.json"

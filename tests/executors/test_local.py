@@ -7,7 +7,7 @@ import pytest
 from seedscope.errors import SeedscopeError
 from seedscope.executors import local
 from seedscope.executors.base import default_runner
-from seedscope.factors import FactorSeeds
+from seedscope.plan.seeds import FactorSeeds
 from seedscope.plan import RunSpec, plan_to_dict, seed_sweep
 from seedscope.store import ExperimentStore
 

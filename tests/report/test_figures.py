@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from seedscope.analysis.factors import FactorGrid, FactorStudy, analyze_factors
+from seedscope.factor_study.importance import FactorGrid, FactorStudy, analyze_factors
 from seedscope.analysis.subsets import subset_variance
 from seedscope.analysis.summary import summarize_tasks
 from seedscope.errors import SeedscopeError

@@ -21,11 +21,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from seedscope.analysis.factors import FactorGrid, FactorStudy, analyze_factors
+from seedscope.factor_study.importance import FactorGrid, FactorStudy, analyze_factors
 from seedscope.analysis.subsets import subset_variance
 from seedscope.analysis.summary import summarize_tasks
 from seedscope.errors import SeedscopeError
-from seedscope.report import build_report
+from seedscope.reporting import build_report
 from seedscope.report.tables import MACRO_HEADERS
 from seedscope.report.unstable import unstable_examples
 from seedscope.store import ExperimentStore

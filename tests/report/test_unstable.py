@@ -10,14 +10,14 @@ import pytest
 
 from seedscope import analyze
 from seedscope.analysis.summary import summarize_tasks
+from seedscope.io.texts import task_texts
+from seedscope.tasks import load_examples
 from seedscope.report.unstable import (
     PRED_PREFIX,
     stability_counts,
-    task_texts,
     unstable_csv,
     unstable_examples,
 )
-from seedscope.tasks import DATA_DIR_ENV, load_examples
 
 
 @pytest.fixture
@@ -52,18 +52,12 @@ def test_counts_of_robust_and_consistently_wrong_by_hand(rte):
     assert counts["total"] == len(wide)
 
 
-def test_text_is_joined_from_the_real_task_data(rte, data_dir, monkeypatch):
+def test_text_is_joined_from_the_real_task_data(rte, data_dir):
     _, analysis = rte
-    monkeypatch.delenv(DATA_DIR_ENV, raising=False)
-    assert task_texts("rte") is None  # no local data: a report never downloads
-    assert task_texts("no-such-task", data_dir) is None
-    texts = task_texts("rte", data_dir)
-    top = unstable_examples(analysis, k=5, texts=texts)
+    top = unstable_examples(analysis, k=5, texts=task_texts("rte", data_dir))
     dev = load_examples("rte", "validation", data_dir).set_index("example_id")
     assert top["text"].tolist() == dev.loc[top.index, "text"].tolist()
     assert top["text_pair"].tolist() == dev.loc[top.index, "text_pair"].tolist()
-    monkeypatch.setenv(DATA_DIR_ENV, str(data_dir))
-    assert task_texts("rte") is not None
 
 
 def test_text_column_of_the_predictions_wins(synthetic_predictions):

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from seedscope.errors import SeedscopeError
-from seedscope.factors import FactorSeeds
+from seedscope.plan.seeds import FactorSeeds
 from seedscope.plan import RunSpec
 from seedscope.predictions import align_runs
 from seedscope.runners import finetune

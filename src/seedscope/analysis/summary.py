@@ -17,7 +17,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from seedscope.api import Analysis, analyze_groups, task_spec
+from seedscope.analysis.seed_effects import Analysis, analyze_groups
+from seedscope.tasks import find_task
 from seedscope.errors import SeedscopeError
 
 TABLE7_COLUMNS = {
@@ -90,7 +91,7 @@ def _analyze_tasks(table: pd.DataFrame, options: dict) -> dict[str, Analysis]:
 def _train_size(name: str, train_sizes: Mapping[str, float] | None) -> float:
     if train_sizes and name in train_sizes:
         return float(train_sizes[name])
-    spec = task_spec(name.split(" (")[0])
+    spec = find_task(name.split(" (")[0])
     return float(spec.train_size) if spec is not None else np.nan
 
 

@@ -12,7 +12,7 @@ import click
 import typer
 from rich.console import Console
 
-from seedscope.cli import analyze, factors, report, status, subsets, sweep
+from seedscope.cli import analyze, compare, factors, report, status, subsets, sweep
 from seedscope.errors import SeedscopeError
 
 app = typer.Typer(
@@ -30,7 +30,7 @@ app = typer.Typer(
     rich_markup_mode="markdown",
 )
 
-for module in (analyze, sweep, status, factors, subsets, report):
+for module in (analyze, sweep, status, factors, subsets, compare, report):
     module.register(app)
 
 err_console = Console(stderr=True)

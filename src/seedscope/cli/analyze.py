@@ -72,7 +72,8 @@ def analyze_command(
     csv_file: Optional[Path] = typer.Option(None, "--csv", help="Write every number as a tidy CSV (group, section, name, statistic, value)."),
 ) -> None:
     from seedscope.analysis.summary import summarize_tasks
-    from seedscope.api import analyze_groups, attach_texts
+    from seedscope.analysis.seed_effects import analyze_groups
+    from seedscope.io.texts import attach_texts
     from seedscope.io import read_predictions
     from seedscope.report import tables
 
@@ -145,7 +146,7 @@ def _label(key: tuple) -> str:
 def _json(results: dict, summary, top: int) -> dict:
     if len(results) == 1:
         return next(iter(results.values())).to_dict(top)
-    from seedscope.api import json_ready
+    from seedscope.serialize import json_ready
 
     groups = [{"task": key[0], "model": key[1], **result.to_dict(top)} for key, result in results.items()]
     out = {"groups": groups}

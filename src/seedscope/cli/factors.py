@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any, Optional
 
 import pandas as pd
 import typer
 
-from seedscope.analysis.factor_adaptive import AdaptiveSchedule, simulate_adaptive
-from seedscope.analysis.factor_table import read_score_table, score_table_from_store, study_from_table
-from seedscope.analysis.factors import FactorAnalysis, FactorStudy, analyze_factors
+from seedscope.factor_study.adaptive import AdaptiveSchedule, simulate_adaptive
+from seedscope.factor_study.importance import FactorAnalysis, analyze_factors
+from seedscope.factor_study.run import load_study
 from seedscope.cli.outputs import check_outputs, output_console, write_outputs
 from seedscope.cli.sweep import (
     CPUS_PER_RUN_OPTION,
@@ -29,7 +28,7 @@ from seedscope.cli.sweep import (
 )
 from seedscope.errors import SeedscopeError
 from seedscope.report.tables import render_markdown, to_rich
-from seedscope.store import ExperimentStore
+from seedscope.serialize import dumps
 
 factors_app = typer.Typer(
     name="factors",
@@ -58,19 +57,6 @@ def _chance(num_classes: Optional[int], chance: Optional[float]) -> Optional[flo
             raise SeedscopeError(f"--num-classes must be at least 2, not {num_classes}")
         return 1 / num_classes
     return chance
-
-
-def load_study(source: Path, *, metric: Optional[str] = None, chance: Optional[float] = None) -> tuple[FactorStudy, list[str]]:
-    """A factor study from a long score table file or a ``factors run`` experiment directory, and notes to print."""
-    if ExperimentStore.is_store(source):
-        table, info = score_table_from_store(ExperimentStore.open(source), metric)
-        notes = [f"{info['task']} / {info['model']}: score = {info['metric']} (fractions)"]
-        if info["not_done"]:
-            counts = ", ".join(f"{n} {status}" for status, n in info["not_done"].items())
-            notes.append(f"study runs not done ({counts}): inside an analysed group they are missing runs")
-        chance = info["chance"] if chance is None else chance
-        return study_from_table(table, metric=info["metric"], chance=chance), notes
-    return study_from_table(read_score_table(source), metric=metric or "score", chance=chance), []
 
 
 def _fmt(value, digits: int = 3) -> str:
@@ -174,8 +160,7 @@ def _write(result: FactorAnalysis, sections: dict[str, pd.DataFrame], json_out: 
            markdown_out: Optional[Path], extra: Optional[dict[str, Any]] = None) -> None:
     outputs = {}
     if json_out:
-        outputs[json_out] = json.dumps({**result.to_dict(), **(extra or {})}, indent=2, ensure_ascii=False,
-                                       allow_nan=False) + "\n"
+        outputs[json_out] = dumps({**result.to_dict(), **(extra or {})})
     if markdown_out:
         outputs[markdown_out] = render_markdown(sections, digits=DIGITS) + "\n" + golden_line(result) + "\n"
     write_outputs(outputs, console)
@@ -211,16 +196,7 @@ def simulate_adaptive_command(
     if json_out:
         payload = {"schedule": schedule.__dict__, "repeats": repeats, "seed": seed,
                    "factors": json.loads(result.drop(columns=list(schedule.__dict__)).to_json(orient="index"))}
-        write_outputs({json_out: json.dumps(payload, indent=2) + "\n"}, console)
-
-
-def _hparams(preset: Optional[str], config: Optional[Path], settings: Optional[list[str]], task: str,
-             model: str) -> dict[str, Any]:
-    """Hyper-parameters from a preset / YAML config and ``--set KEY=VALUE`` overrides, as ``sweep`` reads them."""
-    from seedscope.config import build_config
-
-    overrides = {"tasks": [task], "models": [model], "hparams": parse_settings(settings)}
-    return build_config(preset, config, overrides).hparams_for(task)
+        write_outputs({json_out: dumps(payload)}, console)
 
 
 @factors_app.command("run")
@@ -275,51 +251,40 @@ def run_command(
 
     Add --plan-only to print the plan size and a cost estimate from one timed run.
     """
-    from seedscope.config import resolve_model
-    from seedscope.factor_run import run_study
-    from seedscope.plan import INVESTIGABLE_FACTORS, factor_study_plan, model_short_name
-    from seedscope.sweep import check_executor, execute, preflight
+    from seedscope.factor_study.run import FactorStudyConfig, run_factor_study
+    from seedscope.sweep import check_executor, preflight
 
     check_outputs(json_out, markdown_out)
     check_executor(executor.value, ray_address, gpus_per_run)  # before anything is written, as sweep does
-    factors = [f for name in factor for f in (INVESTIGABLE_FACTORS["finetune"] if name == ALL else [name])]
-    hparams = {**_hparams(preset, config, settings, task, model),
-               "resplit": True, "test_fraction": test_fraction, "num_labelled": num_labelled}
-    path = resolve_model(model)
-    golden = golden_runs if golden_runs is not None else investigation_runs * mitigation_runs
-    plan = factor_study_plan(task, path, factors, investigation_runs, mitigation_runs, golden, method.value, hparams,
-                             model_name=model_short_name(model))
-    schedule = None
-    if tolerance is not None:
-        schedule = AdaptiveSchedule(tolerance=tolerance, start=min(start, mitigation_runs), batch=batch,
-                                    cap=mitigation_runs, patience=patience)
+    study = FactorStudyConfig(
+        task=task, model=model, factors=factor, n_investigation=investigation_runs, n_mitigation=mitigation_runs,
+        n_golden=golden_runs, num_labelled=num_labelled, test_fraction=test_fraction, method=method.value,
+        preset=preset, config=config, hparams=parse_settings(settings) or {}, tolerance=tolerance, start=start,
+        batch=batch, patience=patience, metric=metric,
+    )
+    plan = study.plan()
+    study.schedule()
     if not plan_only and out is None:
         raise SeedscopeError("no output directory: pass --out DIR (or --plan-only for a dry run)")
-    preflight(list(plan.specs), data_dir)
     quiet_libraries()
     if plan_only:
+        preflight(list(plan.specs), data_dir)
         _plan_only(plan, data_dir)
         return
-    store = ExperimentStore.create(out, plan.to_dict(), resume=resume)
-    from seedscope.executors.progress import RichProgress
+    from seedscope.progress import RunProgress
 
-    def run_specs(specs) -> None:
-        execute(list(specs), store, executor=executor.value, data_dir=data_dir, fail_fast=fail_fast,
-                progress=RichProgress(), ray_address=ray_address, gpus_per_run=gpus_per_run, cpus_per_run=cpus_per_run)
-
-    started = time.perf_counter()
-    used = run_study(plan, store, run_specs, schedule, metric=metric)
-    wall = time.perf_counter() - started
-    study, notes = load_study(out, metric=metric)
-    result = analyze_factors(study, n_boot=bootstrap, seed=seed, allow_missing=True, allow_small_groups=True)
+    done = run_factor_study(study, out=out, resume=resume, fail_fast=fail_fast, executor=executor.value,
+                            data_dir=data_dir, ray_address=ray_address, gpus_per_run=gpus_per_run,
+                            cpus_per_run=cpus_per_run, progress=RunProgress())
+    result, notes = done.analyze(n_boot=bootstrap, seed=seed)
     sections = show_analysis(result, notes)
-    shown = used.drop(columns="trace")
+    shown = done.runs_used.drop(columns="trace")
     console.print(to_rich(shown, "Runs per factor (reference: N = 10 × M = 100 = 1000)", digits=3))
-    done = int((store.runs()["status"] == "done").sum())
-    console.print(f"wall time {wall:.0f} s; {done} runs done in {out}", highlight=False)
+    finished = int((done.store.runs()["status"] == "done").sum())
+    console.print(f"wall time {done.wall_seconds:.0f} s; {finished} runs done in {out}", highlight=False)
     sections["Runs per factor"] = shown
     _write(result, sections, json_out, markdown_out,
-           {"runs": json.loads(used.to_json(orient="index")), "wall_seconds": wall})
+           {"runs": json.loads(done.runs_used.to_json(orient="index")), "wall_seconds": done.wall_seconds})
 
 
 def _plan_only(plan, data_dir: Optional[Path]) -> None:

@@ -7,11 +7,16 @@ them, each atomically, so a failing run leaves no file (and never half a file) b
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
 from seedscope.atomic import atomic_write_text
 from seedscope.errors import SeedscopeError
+from seedscope.serialize import dumps
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 #: width of tables written to a pipe or a file, where no terminal sets it (Rich would use 80)
@@ -58,3 +63,36 @@ def write_outputs(outputs: dict[Path, str], console: Console) -> None:
         except OSError as error:
             raise SeedscopeError(f"cannot write {path}: {error.strerror or error}") from error
         console.print(f"wrote {path}")
+
+
+def tidy_sections(sections: dict) -> "pd.DataFrame":
+    """Every cell of every section as one row: section, name, statistic, value (the tidy CSV output)."""
+    import pandas as pd
+
+    rows = []
+    for title, frame in sections.items():
+        for name, row in frame.iterrows():
+            for statistic, value in row.items():
+                rows.append({"section": title, "name": str(name), "statistic": str(statistic), "value": value})
+    return pd.DataFrame(rows).set_index("section")
+
+
+def emit_sections(console, sections, document, long, json_file, markdown_file, latex_file, csv_file) -> None:
+    """Print the tables and write the requested files (all rendered before any is written)."""
+    from seedscope.report import tables
+
+    outputs = {}
+    if json_file:
+        outputs[json_file] = dumps(document)
+    if markdown_file:
+        outputs[markdown_file] = tables.render_markdown(sections)
+    if latex_file:
+        outputs[latex_file] = tables.render_latex(sections)
+    if csv_file:
+        outputs[csv_file] = tables.to_csv(long)
+    for title, frame in sections.items():
+        if len(frame) <= 50:
+            console.print(tables.to_rich(frame, title=title))
+        else:
+            console.print(f"{title}: {len(frame)} rows (in the JSON / CSV / Markdown outputs)")
+    write_outputs(outputs, console)

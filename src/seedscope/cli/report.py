@@ -8,7 +8,6 @@ from typing import Optional
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from seedscope.cli.inputs import (
     FORMAT_OPTION,
@@ -85,9 +84,11 @@ def report_command(
     ),
     title: str = typer.Option("seedscope report", help="Title of the HTML report."),
 ) -> None:
-    from seedscope.analysis.factor_table import read_score_table, study_from_table
-    from seedscope.analysis.factors import analyze_factors
-    from seedscope.report.build import build_report
+    from seedscope.factor_study.importance import analyze_factors
+    from seedscope.factor_study.scores import study_from_table
+    from seedscope.io import read_score_table
+    from seedscope.progress import stage_progress
+    from seedscope.reporting import build_report
 
     if fig_format is not None and figures is None:
         raise SeedscopeError("--fig-format needs --figures DIR to say where the figures go")
@@ -97,16 +98,7 @@ def report_command(
     factors = analyze_factors(study_from_table(read_score_table(factor_scores))) if factor_scores else None
     read_options = {"format": input_format, "run_column": run_column, "id_column": id_column,
                     "prediction_column": prediction_column, "label_column": label_column}
-    console = Console(stderr=True)
-    with Progress(
-        TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-        TimeElapsedColumn(), console=console, transient=True,
-    ) as bar:
-        job = bar.add_task("starting", total=None)
-
-        def progress(what: str, done: int, total: int | None) -> None:
-            bar.update(job, description=what, completed=done, total=total)
-
+    with stage_progress() as progress:
         build_report(
             [str(p) for p in paths], html=html, latex_dir=latex, figures_dir=figures,
             fig_format=(fig_format or FigFormat.png).value, unstable_csv=unstable_csv, top_k=top,
@@ -123,7 +115,7 @@ def _subset_analysis(paths: list[Path] | None, size: int | None, n_seeds: int | 
     """The subset-seed analysis of ``--subset-scores``, read and computed as ``seedscope subsets`` does
     (the full-pool CIs and tests are skipped: the report does not show them); None without the option."""
     from seedscope.analysis.subsets import analyze_subsets, check_subset_size, parse_score
-    from seedscope.cli.subsets import read_score_tables
+    from seedscope.io import read_system_scores
 
     if not paths:
         given = [name for name, value in (("--subset-size", size), ("--subset-seeds", n_seeds), ("--subset-score", score))
@@ -138,7 +130,7 @@ def _subset_analysis(paths: list[Path] | None, size: int | None, n_seeds: int | 
     if n_seeds < 2:
         raise SeedscopeError(f"--subset-seeds must be at least 2 to measure a seed variance, not {n_seeds}")
     spec = parse_score(score or "mean")
-    table = read_score_tables(paths, columns=spec.columns)
+    table = read_system_scores(paths, columns=spec.columns)
     return analyze_subsets(table, subset_size=size, n_seeds=n_seeds, score=spec, full_pool=False)
 
 

@@ -29,7 +29,7 @@ STATUS_STYLE = {"done": "green", "failed": "red", "running": "yellow", "pending"
 
 def _seeds(run: pd.Series) -> str:
     """The common seed, or every factor's seed when they differ."""
-    from seedscope.factors import FACTORS
+    from seedscope.plan.seeds import FACTORS
 
     if not pd.isna(run["seed"]):
         return str(run["seed"])

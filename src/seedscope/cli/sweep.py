@@ -92,11 +92,11 @@ def quiet_libraries() -> None:
 
 def run_sweep(config, console: Console, **options):
     """Run a sweep with a progress display, then print its analysis and a line per failed run."""
-    from seedscope.executors.progress import RichProgress
+    from seedscope.progress import RunProgress
     from seedscope.sweep import sweep
 
     quiet_libraries()
-    store = sweep(config, progress=RichProgress(console=console), **options)
+    store = sweep(config, progress=RunProgress(console=console), **options)
     print_analysis(store, console)
     runs = store.runs()
     failed = runs[runs["status"] == "failed"]
@@ -111,7 +111,7 @@ def run_sweep(config, console: Console, **options):
 def print_analysis(store, console: Console) -> None:
     """Per (task, model) group: macro and micro tables; then the paper's Table 1 / Table 7 layout."""
     from seedscope.analysis.summary import MIN_TASKS_FOR_CORRELATION, summarize_tasks
-    from seedscope.api import analyze_groups
+    from seedscope.analysis.seed_effects import analyze_groups
     from seedscope.report import tables
 
     runs = store.runs()

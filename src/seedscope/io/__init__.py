@@ -1,4 +1,4 @@
-"""Read predictions from the files researchers already have, into one prediction table.
+"""Reading: every file a user brings, into the tables the analysis works on. The only layer that reads paths.
 
 >>> from seedscope.io import read_predictions
 >>> table = read_predictions(["seed1.csv", "seed2.csv"])             # one file per run
@@ -6,27 +6,45 @@
 >>> table = read_predictions(["s1/predict_results_rte.txt", "s2/predict_results_rte.txt"],
 ...                          data_dir="data")                       # run_glue.py + gold dev labels
 
-See docs/readers.md for every format, how it is detected and the column options.
+One registry (:data:`READERS`) maps each prediction format to its reader; score tables
+(:mod:`seedscope.io.scores`), task texts (:mod:`seedscope.io.texts`) and experiment stores
+(:mod:`seedscope.io.experiment`) are read by the same loaders and rules. See docs/readers.md.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
 import pandas as pd
 
 from seedscope.errors import SeedscopeError
 from seedscope.io.checks import merge_sources
-from seedscope.io.common import ReadOptions, require_readable
-from seedscope.io.detect import FORMATS, common_format, detect_format
+from seedscope.io.common import ReadOptions, Source, require_readable
+from seedscope.io.detect import FORMATS, TABLE_SUFFIXES, common_format, detect_format
+from seedscope.io.experiment import read_store
 from seedscope.io.lm_eval import read_lm_eval
 from seedscope.io.run_glue import read_run_glue
-from seedscope.io.store import read_store
+from seedscope.io.scores import read_score_table, read_system_scores
 from seedscope.io.tabular import read_tabular
+from seedscope.io.texts import attach_texts, task_texts
 
-__all__ = ["FORMATS", "detect_format", "read_predictions"]
+__all__ = [
+    "FORMATS", "READERS", "attach_texts", "detect_format", "read_predictions", "read_score_table", "read_sweep",
+    "read_system_scores", "task_texts",
+]
+
+#: format → reader of a list of paths (all of that format) into checked sources
+READERS: dict[str, Callable[[list[Path], ReadOptions], list[Source]]] = {
+    "csv": lambda paths, options: read_tabular(paths, "csv", options),
+    "tsv": lambda paths, options: read_tabular(paths, "tsv", options),
+    "jsonl": lambda paths, options: read_tabular(paths, "jsonl", options),
+    "parquet": lambda paths, options: read_tabular(paths, "parquet", options),
+    "lm-eval": read_lm_eval,
+    "run-glue": read_run_glue,
+    "store": read_store,
+}
 
 
 def read_predictions(
@@ -59,7 +77,6 @@ def read_predictions(
         raise SeedscopeError("no input given: name at least one predictions file or folder")
     for path in paths:
         require_readable(path)
-    fmt = common_format(paths, format)
     options = ReadOptions(
         run_column=run_column,
         id_column=id_column,
@@ -72,12 +89,20 @@ def read_predictions(
         filter=filter,
         run_names=tuple(run_names) if run_names is not None else None,
     )
-    if fmt == "lm-eval":
-        sources = read_lm_eval(paths, options)
-    elif fmt == "run-glue":
-        sources = read_run_glue(paths, options)
-    elif fmt == "store":
-        sources = read_store(paths, options)
-    else:
-        sources = read_tabular(paths, fmt, options)
+    sources = READERS[common_format(paths, format)](paths, options)
     return merge_sources(sources, task_type)
+
+
+def read_sweep(path: str | os.PathLike, *, task: str | None = None, format: str | None = None) -> pd.DataFrame:
+    """One sweep's prediction table: a store, a long table, or a plain folder of per-run prediction files."""
+    path = Path(path)
+    require_readable(path)
+    inputs = [path]
+    if path.is_dir() and format is None:
+        try:
+            detect_format(path)
+        except SeedscopeError:
+            inputs = sorted(p for p in path.iterdir() if p.suffix.lower() in TABLE_SUFFIXES)
+            if not inputs:
+                raise SeedscopeError(f"{path} holds no experiment store and no prediction files") from None
+    return read_predictions(inputs, format=format, task=task)

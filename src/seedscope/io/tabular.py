@@ -121,8 +121,8 @@ def load_table(path: Path, fmt: str, options: ReadOptions) -> tuple[pd.DataFrame
 def _load_delimited(path: Path, sep: str, options: ReadOptions) -> pd.DataFrame:
     try:
         header = list(pd.read_csv(path, sep=sep, nrows=0).columns)
-        id_column = _id_column(header, options, path)
-        return pd.read_csv(path, sep=sep, dtype={id_column: str})
+        id_column = pick_column(header, options.id_column, ID_NAMES, path)  # read as text, so 007 stays 007
+        return pd.read_csv(path, sep=sep, dtype={id_column: str} if id_column else None)
     except pd.errors.EmptyDataError:
         raise SeedscopeError(f"{path} is empty") from None
     except pd.errors.ParserError as error:

@@ -19,12 +19,21 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from seedscope.metrics.bootstrap import bootstrap_mean_ci
+from seedscope.metrics.resampling import bootstrap_mean_ci
 from seedscope.predictions import AlignedRuns
 
 CLASSIFICATION_METRICS = ("accuracy", "precision_macro", "recall_macro", "f1_macro", "mcc")
 REGRESSION_METRICS = ("pearson", "spearman")
 SUMMARY_COLUMNS = ("mean", "var_published", "std_sample", "cv", "min", "max", "ci_low", "ci_high")
+#: metrics whose chance level is 1/K (K classes); correlations and MCC have chance level 0
+PER_CLASS_CHANCE = ("accuracy", "f1_macro", "precision_macro", "recall_macro")
+
+
+def chance_level(metric: str, num_classes: int | None) -> float | None:
+    """Score of a chance-level run: 1/K for accuracy and macro averages, 0 for MCC and correlations."""
+    if metric in PER_CLASS_CHANCE:
+        return 1 / num_classes if num_classes else None
+    return 0.0 if metric in ("mcc", "pearson", "spearman") else None
 
 
 def confusion_matrices(predictions: np.ndarray, labels: np.ndarray, n_classes: int) -> np.ndarray:

@@ -1,16 +1,6 @@
-"""Reports: paper tables (:mod:`.tables`), figures, unstable examples and one HTML file.
+"""Reports: paper tables (:mod:`.tables`), figures (:mod:`.figures`), unstable examples, the HTML page.
 
-``from seedscope.report import build_report`` is the entry point (see docs/report.md). It is
-imported lazily so that ``seedscope analyze``, which only needs the tables, does not pay for
-importing Matplotlib.
+:func:`seedscope.report.build.assemble` lays a report out from analysis results and
+:func:`seedscope.report.write.write_outputs` writes it; :func:`seedscope.reporting.build_report`
+does both from files (see docs/report.md). Nothing here reads a path.
 """
-
-__all__ = ["build_report"]
-
-
-def __getattr__(name: str):
-    if name == "build_report":
-        from seedscope.report.build import build_report
-
-        return build_report
-    raise AttributeError(f"module 'seedscope.report' has no attribute {name!r}")

@@ -1,50 +1,34 @@
-"""``build_report``: tables, figures, unstable examples and one HTML file from a sweep or predictions.
+"""``assemble``: a report's sections, figures and HTML page from analysis results (nothing is read or written).
 
-The numbers come from the analysis API (:func:`seedscope.summarize_tasks`, which runs
-:func:`seedscope.analyze` per task) and the table layouts from :mod:`seedscope.report.tables`;
-this module decides what to show and lays it out. Every section appears when its data exists:
-the seed heatmap and training-size figure need several tasks, the factor section a factor
-analysis, the subset section a subset analysis, the environment section a store.
-
-Nothing is written until everything is computed, and then every output is written into a
-staging directory beside its target and moved into place, so a failure never leaves half a
-report behind.
+The numbers come from the analysis (:func:`seedscope.analysis.summary.summarize_tasks`, which
+runs :func:`seedscope.analysis.seed_effects.analyze` per task) and the table layouts from
+:mod:`seedscope.report.tables`; this module decides what to show and lays it out. Every
+section appears when its data exists: the seed heatmap and training-size figure need several
+tasks, the factor section a factor analysis, the subset section a subset analysis, the
+environment section a recorded environment. :mod:`seedscope.report.write` writes the result.
 """
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import tempfile
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Callable, Mapping
 
-import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from seedscope import __version__
-from seedscope.analysis.factor_table import score_table_from_store, study_from_table
-from seedscope.analysis.factors import FactorAnalysis, analyze_factors
+from seedscope.version import __version__
+from seedscope.factor_study.importance import FactorAnalysis
 from seedscope.analysis.subsets import HIGH_ABOVE, NEGLIGIBLE_BELOW, SubsetVariance
-from seedscope.analysis.summary import TaskSummary, summarize_tasks
-from seedscope.api import Analysis
-from seedscope.errors import SeedscopeError
-from seedscope.factors import FACTORS
-from seedscope.io import read_predictions
+from seedscope.analysis.summary import TaskSummary
+from seedscope.analysis.seed_effects import Analysis
 from seedscope.metrics.micro import mean_with_others
-from seedscope.plan import parse_study_tag
 from seedscope.report import figures as figs
 from seedscope.report import tables
 from seedscope.report.html import FigureBlock, Section, TableBlock, render_html
 from seedscope.report.seeds import SeedTest, friedman_across_seeds, normalise_per_task, seed_task_scores
-from seedscope.report.unstable import stability_counts, task_texts, unstable_csv, unstable_examples
-from seedscope.store import ExperimentStore
+from seedscope.report.unstable import stability_counts, unstable_examples
 
-#: task name given to predictions that carry no ``task`` column
-DEFAULT_TASK = "predictions"
 #: progress callback: (what is being done, steps done, total steps or None while unknown)
 Progress = Callable[[str, int, "int | None"], None]
 
@@ -88,53 +72,7 @@ def environment_tables(environment: pd.DataFrame | None) -> dict[str, pd.DataFra
     return out
 
 
-def store_environment(store: ExperimentStore) -> pd.DataFrame:
-    """Each done run's recorded environment with its task and per-factor seeds (one row per run)."""
-    runs = store.runs()
-    seeds = runs[["run_id", "task"] + [f for f in FACTORS if f in runs.columns]]
-    return seeds.merge(store.environment(), on="run_id", how="inner")
-
-
-def store_factors(store: ExperimentStore) -> FactorAnalysis | str | None:
-    """The factor analysis of a store's factor-study runs; None without such runs, or the one-line
-    reason when they cannot be analysed yet (e.g. runs still missing)."""
-    if not store.runs()["tag"].map(parse_study_tag).notna().any():
-        return None
-    try:
-        table, info = score_table_from_store(store)
-        return analyze_factors(study_from_table(table, metric=info["metric"], chance=info["chance"]))
-    except SeedscopeError as error:
-        return str(error)
-
-
-def _load(source, *, task: str | None, data_dir, intersect: bool, options: dict,
-          read_options: dict) -> tuple[TaskSummary, pd.DataFrame | None, FactorAnalysis | str | None]:
-    """(summary, recorded environment, factor analysis) from store directories, prediction
-    files, a table or analyses; the last two only come from stores."""
-    environment = factors = None
-    if isinstance(source, TaskSummary):
-        return source, None, None
-    if isinstance(source, Analysis):
-        source = {task or DEFAULT_TASK: source}
-    if isinstance(source, Mapping):
-        if not source or not all(isinstance(a, Analysis) for a in source.values()):
-            raise SeedscopeError("a mapping passed to build_report must map task names to Analysis results")
-        return summarize_tasks(dict(source)), None, None
-    if isinstance(source, pd.DataFrame):
-        table = source
-    else:
-        paths = [Path(p) for p in ([source] if isinstance(source, (str, os.PathLike)) else list(source))]
-        table = read_predictions(paths, task=task, data_dir=data_dir, **read_options)
-        stores = [ExperimentStore.open(p) for p in paths if ExperimentStore.is_store(p)]
-        if stores:
-            environment = pd.concat([store_environment(store) for store in stores], ignore_index=True)
-            factors = next((found for found in map(store_factors, stores) if found is not None), None)
-    if "task" not in table.columns:
-        table = table.assign(task=task or DEFAULT_TASK)
-    return summarize_tasks(table, intersect=intersect, **options), environment, factors
-
-
-def _task_of(label: str) -> str:
+def task_of(label: str) -> str:
     """The task name of a summary label (``"rte (roberta)"`` → ``"rte"``)."""
     return label.split(" (")[0]
 
@@ -321,9 +259,14 @@ def _environment_section(environment: pd.DataFrame | None, summary: TaskSummary)
 def assemble(summary: TaskSummary, *, environment: pd.DataFrame | None = None,
              factors: FactorAnalysis | str | None = None,
              subsets: SubsetVariance | None = None, top_k: int = 20,
-             data_dir: str | os.PathLike | None = None, title: str = "seedscope report",
+             texts: Mapping[str, pd.DataFrame | None] | None = None, title: str = "seedscope report",
              progress: Progress | None = None) -> Report:
-    """Lay out a report from an existing summary (no files written)."""
+    """Lay out a report from a summary (no files read or written).
+
+    ``texts`` maps a task name to its examples' ``text`` / ``text_pair`` (index example_id;
+    see :func:`seedscope.io.texts.task_texts`), shown beside unstable examples whose
+    predictions carried no text.
+    """
     analyses = summary.analyses
     builder = _Builder(progress, total=len(analyses) + 2 + (factors is not None) + (subsets is not None))
     paper = tables.summary_sections(summary)
@@ -332,8 +275,7 @@ def assemble(summary: TaskSummary, *, environment: pd.DataFrame | None = None,
     seed_test = friedman_across_seeds(scores)
     unstable = {}
     for label, analysis in analyses.items():
-        texts = None if "text" in analysis.stability.columns else task_texts(_task_of(label), data_dir)
-        unstable[label] = unstable_examples(analysis, top_k, texts)
+        unstable[label] = unstable_examples(analysis, top_k, (texts or {}).get(task_of(label)))
     counts = stability_counts(analyses)
     sections = [_summary_section(summary, paper, seed_test, counts, builder, scores)]
     sections += [_task_section(label, a, unstable[label], builder) for label, a in analyses.items()]
@@ -347,148 +289,3 @@ def assemble(summary: TaskSummary, *, environment: pd.DataFrame | None = None,
                 "every number is a fraction in [0, 1]; VAR is the population std (divisor S).")
     html = render_html(title, sections, subtitle)
     return Report(summary, seed_test, unstable, counts, environment, sections, builder.figures, builder.png, html, paper)
-
-
-def _stage_dir(target: Path) -> Path:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
-
-
-def _move_dir(staged: Path, target: Path) -> None:
-    """Move every staged file into ``target`` (created if absent), file by file atomically."""
-    if not target.exists():
-        os.replace(staged, target)
-        return
-    if not target.is_dir():
-        raise SeedscopeError(f"{target} exists and is not a directory")
-    for item in staged.iterdir():
-        os.replace(item, target / item.name)
-    staged.rmdir()
-
-
-def write_outputs(report: Report, *, html=None, latex_dir=None, figures_dir=None, fig_format: str = "png",
-                  unstable_csv_path=None) -> list[Path]:
-    """Write the requested outputs: stage all of them first, then move each into place."""
-    try:
-        return _write_outputs(report, html=html, latex_dir=latex_dir, figures_dir=figures_dir, fig_format=fig_format,
-                              unstable_csv_path=unstable_csv_path)
-    except OSError as error:  # a name too long, no space left, no permission: one sentence, nothing half-written
-        raise SeedscopeError(f"cannot write {error.filename or 'the report'}: {error.strerror or error}") from error
-
-
-def _write_outputs(report: Report, *, html, latex_dir, figures_dir, fig_format: str, unstable_csv_path) -> list[Path]:
-    if fig_format not in figs.FIG_FORMATS:
-        raise SeedscopeError(f"unknown figure format {fig_format!r}; choose one of {', '.join(figs.FIG_FORMATS)}")
-    targets = [Path(p) for p in (html, latex_dir, figures_dir, unstable_csv_path) if p is not None]
-    for path in (Path(p) for p in (html, unstable_csv_path) if p is not None):
-        if path.is_dir():
-            raise SeedscopeError(f"{path} is a directory; give a file name")
-    for path in (Path(p) for p in (latex_dir, figures_dir) if p is not None):
-        if path.exists() and not path.is_dir():
-            raise SeedscopeError(f"{path} exists and is not a directory")
-    for path in targets:
-        blocking = next((parent for parent in path.parents if parent.exists()), None)
-        if blocking is not None and not blocking.is_dir():
-            raise SeedscopeError(f"cannot write {path}: {blocking} is a file, not a directory")
-    staged: list[tuple[Path, Path]] = []
-    try:
-        if html is not None:
-            staged.append((_stage_file(Path(html), report.html.encode("utf-8")), Path(html)))
-        if unstable_csv_path is not None:
-            data = unstable_csv(report.unstable).encode("utf-8")
-            staged.append((_stage_file(Path(unstable_csv_path), data), Path(unstable_csv_path)))
-        if latex_dir is not None:
-            folder = _stage_dir(Path(latex_dir))
-            staged.append((folder, Path(latex_dir)))
-            _write_paper_tables(report.paper_tables, folder)
-        if figures_dir is not None:
-            folder = _stage_dir(Path(figures_dir))
-            staged.append((folder, Path(figures_dir)))
-            for name, fig in report.figures.items():
-                data = report.png[name] if fig_format == "png" else figs.render(fig, fig_format)
-                (folder / f"{name}.{fig_format}").write_bytes(data)
-    except BaseException:
-        for path, _ in staged:
-            shutil.rmtree(path) if path.is_dir() else path.unlink(missing_ok=True)
-        raise
-    for path, target in staged:
-        _move_dir(path, target) if path.is_dir() else os.replace(path, target)
-    return targets
-
-
-def _stage_file(target: Path, data: bytes) -> Path:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    return Path(name)
-
-
-#: file stems of the paper tables, in the order of :func:`seedscope.report.tables.summary_sections`
-PAPER_FILES = ("table1", "table7", "size-correlation")
-
-
-def _write_paper_tables(paper: dict[str, pd.DataFrame], folder: Path) -> None:
-    """One ``.tex`` (booktabs), ``.csv`` and ``.md`` per paper table, and ``tables.tex`` holding
-    every table, so that one ``\\input`` brings them all into a paper."""
-    stems = [PAPER_FILES[i] if i < len(PAPER_FILES) else f"table-{i + 1}" for i in range(len(paper))]
-    latex = []
-    for stem, (title, frame) in zip(stems, paper.items()):
-        latex.append(tables.to_latex(frame, caption=title, label=f"tab:{stem}"))
-        (folder / f"{stem}.tex").write_text(latex[-1], encoding="utf-8")
-        (folder / f"{stem}.csv").write_text(tables.to_csv(frame), encoding="utf-8")
-        (folder / f"{stem}.md").write_text(f"### {title}\n\n{tables.to_markdown(frame)}", encoding="utf-8")
-    header = "% seedscope paper tables (fractions); needs \\usepackage{booktabs}\n"
-    (folder / "tables.tex").write_text(header + "\n".join(latex), encoding="utf-8")
-
-
-def build_report(
-    source,
-    html: str | os.PathLike | None = None,
-    latex_dir: str | os.PathLike | None = None,
-    figures_dir: str | os.PathLike | None = None,
-    fig_format: str = "png",
-    *,
-    unstable_csv: str | os.PathLike | None = None,
-    task: str | None = None,
-    data_dir: str | os.PathLike | None = None,
-    intersect: bool = False,
-    factors: FactorAnalysis | None = None,
-    subsets: SubsetVariance | None = None,
-    top_k: int = 20,
-    title: str = "seedscope report",
-    progress: Progress | None = None,
-    read_options: Mapping[str, Any] | None = None,
-    **analysis_options,
-) -> Report:
-    """Build the report of ``source`` and write the requested outputs; returns the :class:`Report`.
-
-    ``source``: an experiment store directory, prediction file(s) (read by
-    :func:`seedscope.io.read_predictions`), a prediction table, an :class:`~seedscope.Analysis`,
-    a mapping task → Analysis or a :class:`~seedscope.analysis.summary.TaskSummary`. ``task``
-    names the task of predictions without a ``task`` column; ``data_dir`` is where task texts
-    are read for the unstable examples; ``factors`` a
-    :class:`~seedscope.analysis.factors.FactorAnalysis` (found by itself in a store of
-    ``seedscope factors run``) and ``subsets`` a
-    :class:`~seedscope.analysis.subsets.SubsetVariance` add their sections. Outputs: ``html``
-    (one self-contained file), ``latex_dir`` (Table 1 / Table 7 / size correlation as booktabs
-    ``.tex`` plus ``.csv`` and ``.md``), ``figures_dir`` (every figure as ``fig_format``),
-    ``unstable_csv``. ``read_options`` go to :func:`seedscope.io.read_predictions` (``format``,
-    ``run_column`` …), ``analysis_options`` to :func:`seedscope.analyze`.
-    """
-    if fig_format not in figs.FIG_FORMATS:
-        raise SeedscopeError(f"unknown figure format {fig_format!r}; choose one of {', '.join(figs.FIG_FORMATS)}")
-    if top_k < 0:
-        raise SeedscopeError(f"the number of unstable examples to list must be 0 or more, not {top_k}")
-    if progress is not None:
-        progress("reading and analysing predictions", 0, None)
-    summary, environment, found = _load(source, task=task, data_dir=data_dir, intersect=intersect, options=analysis_options,
-                                       read_options=dict(read_options or {}))
-    factors = factors if factors is not None else found
-    report = assemble(summary, environment=environment, factors=factors, subsets=subsets, top_k=top_k, data_dir=data_dir,
-                      title=title, progress=progress)
-    write_outputs(report, html=html, latex_dir=latex_dir, figures_dir=figures_dir, fig_format=fig_format,
-                  unstable_csv_path=unstable_csv)
-    return report

@@ -15,7 +15,7 @@ import pandas as pd
 from rich.table import Table
 
 from seedscope.analysis.summary import TaskSummary
-from seedscope.api import Analysis
+from seedscope.analysis.seed_effects import Analysis
 
 MISSING = "—"
 #: terminal columns never shrink below this many characters (or their widest value)

@@ -1,49 +1,31 @@
 """The examples that flip from seed to seed, with their text, gold label and every run's answer.
 
 The ranking and the categories (robust, consistently wrong, unstable …) are the analysis's
-(:meth:`seedscope.api.Analysis.most_unstable`, ``Analysis.stability``); this module only
+(:meth:`seedscope.analysis.seed_effects.Analysis.most_unstable`, ``Analysis.stability``); this module only
 joins what a reader needs to look at an example: its text (from the prediction table's
-``text`` column, or from the task's local data through :func:`seedscope.tasks.load_examples`)
+``text`` column, or the task texts the caller read with :func:`seedscope.io.texts.task_texts`)
 and the prediction of each run, one ``pred_<run>`` column per run.
 """
 
 from __future__ import annotations
 
-import os
 from typing import Mapping
 
 import numpy as np
 import pandas as pd
 
-from seedscope.api import TEXT_COLUMN, Analysis
-from seedscope.errors import SeedscopeError
+from seedscope.analysis.seed_effects import Analysis
 from seedscope.metrics.stability import CATEGORIES
-from seedscope.tasks import DATA_DIR_ENV, get_task, load_examples
+from seedscope.predictions import TEXT
 
 PRED_PREFIX = "pred_"
 ALWAYS_COUNTED = ("robust", "consistently_wrong")
-TEXT_COLUMNS = (TEXT_COLUMN, "text_pair")
+TEXTS = (TEXT, "text_pair")
 #: stability columns shown beside each example, in this order, when the analysis has them
 STABILITY_COLUMNS = (
     "agreement", "correct_rate", "category", "label", "majority_prediction",
     "prediction_mean", "prediction_std", "prediction_range", "abs_error_mean",
 )
-
-
-def task_texts(task: str | None, data_dir: str | os.PathLike | None = None) -> pd.DataFrame | None:
-    """``text`` / ``text_pair`` of a registered task's validation examples (index = example_id).
-
-    Read only from local data (``data_dir`` or ``$SEEDSCOPE_DATA_DIR``), never the hub: a
-    report does not download data. None when the task is unknown or its data is not there.
-    """
-    data_dir = data_dir or os.environ.get(DATA_DIR_ENV)
-    if task is None or not data_dir:
-        return None
-    try:
-        examples = load_examples(get_task(task), split="validation", data_dir=data_dir)
-    except SeedscopeError:
-        return None
-    return examples.set_index("example_id")[list(TEXT_COLUMNS)]
 
 
 def unstable_examples(analysis: Analysis, k: int = 20, texts: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -54,11 +36,11 @@ def unstable_examples(analysis: Analysis, k: int = 20, texts: pd.DataFrame | Non
     """
     top = analysis.most_unstable(k)
     frame = top[[c for c in STABILITY_COLUMNS if c in top.columns]].copy()
-    if TEXT_COLUMN in top.columns:
-        frame[TEXT_COLUMN] = top[TEXT_COLUMN]
+    if TEXT in top.columns:
+        frame[TEXT] = top[TEXT]
     elif texts is not None:
         joined = texts.reindex(top.index.astype(str))
-        for column in TEXT_COLUMNS:
+        for column in TEXTS:
             if column in joined.columns and joined[column].notna().any():
                 frame[column] = joined[column].to_numpy()
     aligned = analysis.aligned

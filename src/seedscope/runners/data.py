@@ -17,8 +17,8 @@ import numpy as np
 import pandas as pd
 
 from seedscope.errors import SeedscopeError
-from seedscope.factors import FactorSeeds
-from seedscope.runners.settings import FinetuneSettings
+from seedscope.plan.seeds import FactorSeeds
+from seedscope.plan.hparams import FinetuneSettings
 from seedscope.tasks import TaskSpec, load_examples
 
 

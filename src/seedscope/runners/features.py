@@ -10,7 +10,7 @@ from __future__ import annotations
 import pandas as pd
 
 from seedscope.runners.models import Kind
-from seedscope.runners.settings import FinetuneSettings
+from seedscope.plan.hparams import FinetuneSettings
 
 
 def encode(frame: pd.DataFrame, kind: Kind, tokenizer, max_length: int, regression: bool) -> list[dict]:

@@ -27,9 +27,9 @@ from seedscope.predictions import EXAMPLE_ID, LABEL, PREDICTION, PROB_PREFIX, RU
 from seedscope.runners.data import run_examples
 from seedscope.runners.environment import describe_environment, deterministic_mode
 from seedscope.runners.features import collator, encode, feature_length
-from seedscope.runners.models import load_config, load_model, load_tokenizer, model_kind
+from seedscope.runners.models import load_model, load_model_config, load_tokenizer, model_kind
 from seedscope.runners.result import RunResult
-from seedscope.runners.settings import FinetuneSettings
+from seedscope.plan.hparams import FinetuneSettings
 from seedscope.runners.trainer import SeededTrainer, StepHook, StepProgress
 from seedscope.tasks import TaskSpec, get_task
 
@@ -78,7 +78,7 @@ def run(spec: RunSpec, data_dir: str | os.PathLike | None = None, *, on_step: St
     settings = FinetuneSettings.from_hparams(spec.hparams)
     task = get_task(spec.task)
     precision = resolve_precision(settings.precision)
-    kind = model_kind(load_config(spec.model, settings.trust_remote_code), task)
+    kind = model_kind(load_model_config(spec.model, settings.trust_remote_code), task)
     train, dev = run_examples(task, settings, spec.seeds, data_dir)
     tokenizer = load_tokenizer(spec.model, settings.trust_remote_code)
     regression = task.task_type == "regression"

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Literal
 
 from seedscope.errors import SeedscopeError
-from seedscope.runners.settings import FinetuneSettings
+from seedscope.plan.hparams import FinetuneSettings
 from seedscope.tasks import TaskSpec
 
 Kind = Literal["sequence", "choice_head", "choice_lm"]
@@ -44,7 +44,8 @@ def _load(what: str, loader, model: str, **kwargs):
         raise SeedscopeError(f"model {model!r} cannot be loaded: {reason}") from error
 
 
-def load_config(model: str, trust_remote_code: bool = False):
+def load_model_config(model: str, trust_remote_code: bool = False):
+    """The checkpoint's Hugging Face config (architecture, labels), from the hub or a local folder."""
     from transformers import AutoConfig
 
     return _load("config.json", AutoConfig.from_pretrained, model, trust_remote_code=trust_remote_code)

@@ -157,6 +157,12 @@ def get_task(name: str | TaskSpec) -> TaskSpec:
     raise SeedscopeError(f"unknown task {name!r}{hint} (known tasks: {', '.join(TASKS)})")
 
 
+def find_task(name) -> TaskSpec | None:
+    """The registry's TaskSpec for a task name, or None for a task it does not know (user tables name any task)."""
+    key = _normalise(str(name))
+    return TASKS[_LOOKUP[key]] if key in _LOOKUP else None
+
+
 def list_tasks(benchmark: str | None = None) -> list[TaskSpec]:
     """All tasks in registry order, optionally of one benchmark (``glue`` or ``superglue``)."""
     return [spec for spec in TASKS.values() if benchmark is None or spec.benchmark == benchmark]

@@ -1,0 +1,33 @@
+"""Aggregates of per-run scores as rliable defines them: the interquartile mean and the probability of improvement."""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import stats
+
+from seedscope.analysis.checks import check_scores
+from seedscope.errors import SeedscopeError
+
+
+def interquartile_mean(scores) -> float:
+    """IQM: mean of the middle 50 % of all scores (runs × tasks flattened), cutting floor(0.25·n) per end."""
+    values = check_scores(scores, "the interquartile mean")
+    return float(stats.trim_mean(values, 0.25))
+
+
+def probability_of_improvement(x, y) -> float:
+    """P(X > Y) + ½ P(X = Y) over all run pairs, per task, averaged over tasks (rliable).
+
+    ``x``: runs × tasks of system X (a 1-D array is one task); ``y`` likewise (its runs may differ).
+    """
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    x = x[:, None] if x.ndim == 1 else x
+    y = y[:, None] if y.ndim == 1 else y
+    if x.shape[1] != y.shape[1]:
+        raise SeedscopeError(f"probability of improvement needs the same tasks: {x.shape[1]} vs {y.shape[1]}")
+    check_scores(x, "probability of improvement (X)")
+    check_scores(y, "probability of improvement (Y)")
+    greater = (x[:, None, :] > y[None, :, :]).mean(axis=(0, 1))
+    equal = (x[:, None, :] == y[None, :, :]).mean(axis=(0, 1))
+    return float((greater + 0.5 * equal).mean())

@@ -1,0 +1,272 @@
+"""Seed-level comparison of systems: is A better than B, given S seeds of each?
+
+Each statistic is its own module (:mod:`.aggregates`, :mod:`.aso`, :mod:`.significance`,
+:mod:`.differences`, :mod:`.planning`), checked against the public tools in
+``../shared/reference/stat-checks.md`` without their known defects; this module runs them all
+for every pair of systems.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+import pandas as pd
+
+from seedscope.analysis.aggregates import interquartile_mean, probability_of_improvement
+from seedscope.analysis.aso import aso
+from seedscope.analysis.checks import check_scores
+from seedscope.analysis.seed_effects import analyze
+from seedscope.analysis.differences import joint_bootstrap, mean_difference_ci
+from seedscope.analysis.planning import expected_max_performance, seeds_needed
+from seedscope.analysis.significance import adjust_p_values, holm, mcnemar, paired_permutation_test
+from seedscope.errors import SeedscopeError
+from seedscope.metrics.resampling import bootstrap_mean_ci, check_confidence, check_resamples
+from seedscope.serialize import json_ready
+
+
+@dataclass
+class Comparison:
+    """Seed-level comparison of several systems on one metric.
+
+    ``systems``: per system n_runs, mean, std (sample), IQM, median, min, max and a bootstrap
+    CI of the mean. ``pairs``: per ordered pair (A, B) with A listed first: mean difference
+    A − B with its bootstrap CI over seeds (paired when the run names match), P(A > B), ASO
+    ε_min both ways, the paired permutation p-value on matched seeds and, when per-example
+    scores exist, the joint seed × example bootstrap; p-values also Holm- and
+    Bonferroni-adjusted over the pairs. ``mcnemar``: per pair and matched seed. ``expected_max``:
+    expected best score of n runs per system. ``seeds_needed``: CI widths of mean and VAR by S.
+    """
+
+    metric: str
+    systems: pd.DataFrame
+    pairs: pd.DataFrame
+    mcnemar: pd.DataFrame
+    expected_max: pd.DataFrame
+    seeds_needed: pd.DataFrame
+    per_run: dict[str, pd.Series]
+    settings: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON document of ``seedscope compare`` (schema in docs/subsets.md)."""
+        systems = {}
+        for name, row in self.systems.iterrows():
+            entry = {key: json_ready(value) for key, value in row.items()}
+            entry["scores"] = {str(run): json_ready(v) for run, v in self.per_run[name].items()}
+            entry["expected_max"] = [json_ready(v) for v in self.expected_max[name].dropna()]
+            needed = self.seeds_needed[self.seeds_needed["system"] == name].drop(columns="system")
+            entry["seeds_needed"] = [{k: json_ready(v) for k, v in r.items()} for r in needed.to_dict(orient="records")]
+            systems[name] = entry
+        pairs = []
+        for (a, b), row in self.pairs.iterrows():
+            entry = {"system_a": a, "system_b": b, **{key: json_ready(value) for key, value in row.items()}}
+            tests = self.mcnemar[(self.mcnemar["system_a"] == a) & (self.mcnemar["system_b"] == b)]
+            entry["mcnemar"] = [{k: json_ready(v) for k, v in r.items() if k not in ("system_a", "system_b")} for r in tests.to_dict(orient="records")]
+            pairs.append(entry)
+        return {
+            "metric": self.metric,
+            "systems": systems,
+            "pairs": pairs,
+            "settings": {k: json_ready(v) for k, v in self.settings.items()},
+            "notes": list(self.notes),
+        }
+
+
+def compare_systems(
+    per_run: Mapping[str, pd.Series],
+    per_example: Mapping[str, pd.DataFrame] | None = None,
+    *,
+    metric: str = "score",
+    n_boot: int = 10_000,
+    n_permutations: int = 9999,
+    confidence: float = 0.95,
+    seed: int = 0,
+    aso_threshold: float = 0.5,
+) -> Comparison:
+    """Compare systems seed by seed.
+
+    ``per_run``: system → per-run metric values (index = run name; equal names across systems
+    are matched seeds). ``per_example``: optional system → runs × examples scores (e.g. 0/1
+    correctness, columns = example ids) for the joint bootstrap and McNemar. Every resampling
+    uses ``seed``.
+    """
+    names = list(per_run)
+    if len(names) < 2:
+        raise SeedscopeError(f"a comparison needs at least two systems, got {len(names)}")
+    series = {}
+    for name in names:
+        values = pd.Series(per_run[name], dtype=float)
+        values.index = values.index.astype(str)
+        check_scores(values, f"system {name}", 2)
+        series[name] = values
+    alpha = check_confidence(confidence)
+    notes: list[str] = []
+    system_rows = []
+    for name in names:
+        values = series[name].to_numpy()
+        low, high = bootstrap_mean_ci(values, n_boot=n_boot, confidence=confidence, seed=seed)
+        system_rows.append(
+            {
+                "n_runs": len(values),
+                "mean": values.mean(),
+                "std": values.std(ddof=1),
+                "iqm": interquartile_mean(values),
+                "median": float(np.median(values)),
+                "min": values.min(),
+                "max": values.max(),
+                "ci_low": float(low[0]),
+                "ci_high": float(high[0]),
+            }
+        )
+    systems = pd.DataFrame(system_rows, index=pd.Index(names, name="system"))
+
+    pairs = list(itertools.combinations(names, 2))
+    pair_rows, mcnemar_rows = [], []
+    for a, b in pairs:
+        matched = [run for run in series[a].index if run in set(series[b].index)]
+        paired = len(matched) == len(series[a]) == len(series[b])
+        values_a = series[a].loc[matched].to_numpy() if paired else series[a].to_numpy()
+        values_b = series[b].loc[matched].to_numpy() if paired else series[b].to_numpy()
+        row = {"n_matched": len(matched), "paired": paired}
+        row.update(mean_difference_ci(values_a, values_b, paired=paired, n_boot=n_boot, confidence=confidence, seed=seed))
+        row["prob_improvement"] = probability_of_improvement(series[a].to_numpy(), series[b].to_numpy())
+        forward = aso(series[a], series[b], confidence=confidence, n_comparisons=len(pairs), n_boot=n_boot, seed=seed)
+        backward = aso(series[b], series[a], confidence=confidence, n_comparisons=len(pairs), n_boot=n_boot, seed=seed)
+        row.update(
+            violation_ratio=forward.violation_ratio,
+            aso_eps_min=forward.eps_min,
+            aso_eps_min_reverse=backward.eps_min,
+            aso_verdict=_aso_verdict(forward.eps_min, backward.eps_min, aso_threshold, a, b),
+        )
+        if len(matched) >= 2:
+            row["p_permutation"] = paired_permutation_test(
+                series[a].loc[matched], series[b].loc[matched], n_resamples=n_permutations, seed=seed
+            )
+        else:
+            row["p_permutation"] = np.nan
+            notes.append(f"{a} vs {b}: fewer than 2 matched seeds (same run names), so no paired permutation test")
+        row.update(_joint(per_example, a, b, matched, paired, n_boot, confidence, seed, notes))
+        if per_example is not None and a in per_example and b in per_example:
+            mcnemar_rows += _mcnemar_rows(per_example[a], per_example[b], matched, a, b)
+        pair_rows.append({"system_a": a, "system_b": b, **row})
+    pair_frame = pd.DataFrame(pair_rows).set_index(["system_a", "system_b"])
+    for column in ("p_permutation", "p_joint"):
+        if column in pair_frame:
+            present = pair_frame[column].notna()
+            for method in ("holm", "bonferroni"):
+                adjusted = np.full(len(pair_frame), np.nan)
+                adjusted[present.to_numpy()] = adjust_p_values(pair_frame.loc[present, column], method)
+                pair_frame[f"{column}_{method}"] = adjusted
+    mcnemar_frame = pd.DataFrame(
+        mcnemar_rows, columns=["system_a", "system_b", "run", "b", "c", "statistic", "p_value", "method"]
+    )
+    if len(mcnemar_frame):
+        mcnemar_frame["p_holm"] = mcnemar_frame.groupby(["system_a", "system_b"])["p_value"].transform(holm)
+    expected = pd.concat(
+        {name: expected_max_performance(series[name])["expected_max"] for name in names}, axis=1
+    )
+    needed = pd.concat(
+        [seeds_needed(series[name], n_boot=n_boot, confidence=confidence, seed=seed).reset_index().assign(system=name)
+         for name in names],
+        ignore_index=True,
+    )
+    needed = needed[["system"] + [c for c in needed.columns if c != "system"]]
+    settings = {"n_boot": n_boot, "n_permutations": n_permutations, "confidence": confidence, "seed": seed,
+                "aso_threshold": aso_threshold, "alpha": 2 * alpha}
+    return Comparison(metric, systems, pair_frame, mcnemar_frame, expected, needed, series, settings, notes)
+
+
+def _aso_verdict(forward: float, backward: float, threshold: float, a: str, b: str) -> str:
+    if forward < threshold:
+        return f"{a} almost stochastically dominates {b}"
+    if backward < threshold:
+        return f"{b} almost stochastically dominates {a}"
+    return "no almost stochastic order"
+
+
+def _joint(per_example, a, b, matched, paired, n_boot, confidence, seed, notes) -> dict[str, float]:
+    empty = {"joint_delta": np.nan, "joint_ci_low": np.nan, "joint_ci_high": np.nan, "p_joint": np.nan}
+    if per_example is None or a not in per_example or b not in per_example:
+        return empty
+    frame_a, frame_b = per_example[a], per_example[b]
+    if list(frame_a.columns) != list(frame_b.columns):
+        notes.append(f"{a} vs {b}: evaluated on different example ids, so no joint bootstrap or McNemar test")
+        return empty
+    if paired:
+        frame_a, frame_b = frame_a.loc[matched], frame_b.loc[matched]
+    result = joint_bootstrap(
+        frame_a.to_numpy(dtype=float), frame_b.to_numpy(dtype=float), paired_seeds=paired,
+        n_boot=n_boot, confidence=confidence, seed=seed,
+    )
+    return {"joint_delta": result.delta, "joint_ci_low": result.ci_delta[0], "joint_ci_high": result.ci_delta[1],
+            "p_joint": result.p_value}
+
+
+def _mcnemar_rows(frame_a: pd.DataFrame, frame_b: pd.DataFrame, matched: list[str], a: str, b: str) -> list[dict]:
+    if list(frame_a.columns) != list(frame_b.columns):
+        return []
+    return [
+        {"system_a": a, "system_b": b, "run": run, **mcnemar(frame_a.loc[run].to_numpy() > 0, frame_b.loc[run].to_numpy() > 0)}
+        for run in matched
+        if run in frame_a.index and run in frame_b.index
+    ]
+
+
+def compare_sweeps(
+    tables: Mapping[str, pd.DataFrame],
+    *,
+    metric: str | None = None,
+    n_boot: int = 10_000,
+    n_permutations: int = 9999,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> Comparison:
+    """Compare sweeps given as prediction tables (system name → long table of its S runs).
+
+    Per-run metrics come from :func:`seedscope.analyze` (``metric`` defaults to the primary
+    metric: accuracy for classification, Pearson for regression); classification with gold
+    labels also gives per-example correctness for the joint bootstrap and McNemar.
+    """
+    check_confidence(confidence)  # a setting, not a fault of the first sweep analysed below
+    check_resamples(n_boot)
+    per_run, per_example, notes = {}, {}, []
+    chosen = metric
+    for name, table in tables.items():
+        try:  # only per_run and the aligned arrays are used here, so analyze's own CI stays small
+            result = analyze(table, n_boot=max(1, min(n_boot, 1000)), confidence=confidence, seed=seed)
+        except SeedscopeError as error:
+            raise SeedscopeError(f"sweep {name}: {error}") from None
+        if result.per_run.shape[1] == 0:
+            raise SeedscopeError(f"sweep {name} has no gold labels, so it has no per-run metric to compare")
+        chosen = chosen or result.primary_metric
+        if chosen not in result.per_run.columns:
+            raise SeedscopeError(
+                f"sweep {name} has no metric {chosen!r}; available: {', '.join(result.per_run.columns)}"
+            )
+        undefined = result.per_run.index[result.per_run[chosen].isna()]
+        if len(undefined):
+            raise SeedscopeError(
+                f"sweep {name}: {chosen} is undefined for run(s) {', '.join(map(str, undefined[:5]))} "
+                "(e.g. constant predictions have no correlation); pick another --metric or drop those runs"
+            )
+        per_run[name] = result.per_run[chosen]
+        aligned = result.aligned
+        if aligned.task_type == "classification" and aligned.has_labels and (aligned.labels >= 0).all():
+            correct = (aligned.predictions == aligned.labels[None, :]).astype(float)
+            per_example[name] = pd.DataFrame(correct, index=aligned.runs, columns=aligned.example_ids)
+    if len(per_example) < len(per_run) and per_example:
+        notes.append("some sweeps lack per-example correctness (regression or missing labels): no joint bootstrap / McNemar for them")
+    comparison = compare_systems(
+        per_run,
+        per_example or None,
+        metric=chosen,
+        n_boot=n_boot,
+        n_permutations=n_permutations,
+        confidence=confidence,
+        seed=seed,
+    )
+    comparison.notes = notes + comparison.notes
+    return comparison

@@ -1,0 +1,256 @@
+"""Macro and micro seed effects of one prediction set (S runs of one task and model), as DataFrames.
+
+>>> import seedscope
+>>> result = seedscope.analyze(table)          # long table: run, example_id, prediction, label
+>>> result.macro                               # mean, VAR (population std), sample std, CV, CI
+>>> result.micro                               # mean CON / CCON over run pairs and their spread
+>>> result.most_unstable(10)                   # the examples that flip most between seeds
+
+All values are fractions in [0, 1] (accuracy 0.6, CON 0.2), never percentages.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from seedscope.errors import SeedscopeError
+from seedscope.serialize import json_ready
+from seedscope.metrics import macro as macro_metrics
+from seedscope.metrics import micro as micro_metrics
+from seedscope.metrics.stability import example_stability, most_unstable
+from seedscope.predictions import EXAMPLE_ID, TEXT, AlignedRuns, TaskType, align_runs
+from seedscope.tasks import find_task
+
+#: columns of a prediction table that identify one prediction set among several
+GROUP_COLUMNS = ("task", "model")
+MICRO_COLUMNS = (
+    "con",
+    "ccon",
+    "prob_con",
+    "con_pair_std",
+    "ccon_pair_std",
+    "prob_con_pair_std",
+    "n_runs",
+    "n_examples",
+    "n_pairs",
+    "n_dropped",
+)
+DEFAULT_PRIMARY = {"classification": "accuracy", "regression": "pearson"}
+
+
+@dataclass
+class Analysis:
+    """Macro and micro seed effects of S runs on the same N examples.
+
+    ``per_run``: one row per run, one column per metric. ``macro``: index = metric, columns
+    mean, var_published (population std, the paper's VAR), std_sample (divisor S−1), cv,
+    min, max, ci_low, ci_high. ``micro``: one row, columns :data:`MICRO_COLUMNS` (CCON is NaN
+    without gold labels, prob_con NaN without probabilities; pair std = population std of the
+    S(S−1)/2 pairwise values). ``con_matrix`` / ``ccon_matrix`` / ``prob_matrix``: S×S.
+    ``stability``: one row per example (see :mod:`seedscope.metrics.stability`).
+    """
+
+    aligned: AlignedRuns
+    primary_metric: str | None
+    per_run: pd.DataFrame
+    macro: pd.DataFrame
+    micro: pd.DataFrame
+    con_matrix: pd.DataFrame
+    ccon_matrix: pd.DataFrame | None
+    prob_matrix: pd.DataFrame | None
+    stability: pd.DataFrame
+    confidence: float
+
+    @property
+    def task_type(self) -> TaskType:
+        return self.aligned.task_type
+
+    @property
+    def runs(self) -> list[str]:
+        return self.aligned.runs
+
+    def most_unstable(self, k: int = 10) -> pd.DataFrame:
+        """The ``k`` examples whose predictions vary most across runs."""
+        return most_unstable(self.stability, k)
+
+    def category_counts(self) -> pd.Series:
+        """How many examples fall in each stability category (classification only)."""
+        if "category" not in self.stability.columns:
+            return pd.Series(dtype="int64", name="count")
+        return self.stability["category"].value_counts().rename("count")
+
+    def to_dict(self, top_k: int = 10) -> dict:
+        """The documented JSON schema (docs/analyze.md): fractions, NaN written as null."""
+        micro = self.micro.to_dict("records")[0]
+        out = {
+            "units": "fraction",
+            "task_type": self.task_type,
+            "primary_metric": self.primary_metric,
+            "confidence": self.confidence,
+            "runs": list(self.runs),
+            "classes": [str(c) for c in self.aligned.classes],
+            "metrics": {name: dict(row) for name, row in self.macro.iterrows()},
+            "micro": {name: micro[name] for name in MICRO_COLUMNS},
+            "per_run": {run: dict(row) for run, row in self.per_run.iterrows()},
+            "con_matrix": self.con_matrix.to_numpy().tolist(),
+            "ccon_matrix": None if self.ccon_matrix is None else self.ccon_matrix.to_numpy().tolist(),
+            "stability_categories": {k: int(v) for k, v in self.category_counts().items()},
+            "most_unstable": [
+                {"example_id": example_id, **dict(row)}
+                for example_id, row in self.most_unstable(top_k).iterrows()
+            ],
+        }
+        return json_ready(out)
+
+
+def analyze(
+    table_or_aligned: pd.DataFrame | AlignedRuns,
+    *,
+    task_type: TaskType | None = None,
+    intersect: bool = False,
+    primary_metric: str | None = None,
+    n_boot: int = 10_000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> Analysis:
+    """Macro and micro seed effects of one prediction set (S ≥ 2 runs of one task and model).
+
+    ``table_or_aligned`` is a long prediction table (see :mod:`seedscope.predictions`) or
+    already aligned runs. ``intersect`` keeps only the example ids every run covers.
+    ``primary_metric`` (ζ of CCON for regression, and of summaries) defaults to accuracy for
+    classification and Pearson for regression. The bootstrap CI uses ``n_boot`` resamples
+    drawn with ``seed``.
+    """
+    texts = None
+    if isinstance(table_or_aligned, AlignedRuns):
+        aligned = table_or_aligned
+    else:
+        _require_single_group(table_or_aligned)
+        aligned = align_runs(table_or_aligned, task_type=task_type, intersect=intersect)
+        if TEXT in table_or_aligned.columns:
+            texts = table_or_aligned.astype({EXAMPLE_ID: str}).groupby(EXAMPLE_ID)[TEXT].first()
+    micro_metrics.require_pairs(aligned.n_runs)
+
+    per_run = macro_metrics.per_run_scores(aligned)
+    if aligned.has_labels:
+        primary_metric = primary_metric or DEFAULT_PRIMARY[aligned.task_type]
+        if primary_metric not in per_run.columns:
+            raise SeedscopeError(
+                f"unknown primary metric {primary_metric!r} for a {aligned.task_type} task; "
+                f"choose one of {', '.join(per_run.columns)}"
+            )
+    else:
+        primary_metric = None
+    summary = macro_metrics.summarize_runs(per_run, n_boot=n_boot, confidence=confidence, seed=seed)
+    micro, con, ccon, prob = _micro(aligned, per_run, primary_metric)
+    stability = example_stability(aligned)
+    if texts is not None:
+        stability[TEXT] = texts.reindex(stability.index).to_numpy()
+    runs = pd.Index(aligned.runs, name="run")
+
+    def square(matrix):
+        return None if matrix is None else pd.DataFrame(matrix, index=runs, columns=runs)
+
+    return Analysis(
+        aligned, primary_metric, per_run, summary, micro, square(con), square(ccon), square(prob), stability, confidence
+    )
+
+
+def _micro(aligned: AlignedRuns, per_run: pd.DataFrame, primary_metric: str | None):
+    """Micro summary row plus the CON, CCON and probabilistic S×S matrices."""
+    n_runs = aligned.n_runs
+    ccon = prob = None
+    if aligned.task_type == "regression":
+        con = micro_metrics.regression_con_matrix(aligned.predictions)
+        con_mean = float(micro_metrics.pair_values(con).mean())
+        if primary_metric is not None:
+            ccon = micro_metrics.regression_ccon_matrix(per_run[primary_metric].to_numpy())
+    else:
+        con = micro_metrics.con_matrix(aligned.predictions, aligned.n_classes)
+        con_mean = micro_metrics.mean_con(aligned.predictions, aligned.n_classes)
+        if aligned.has_labels:
+            ccon = micro_metrics.ccon_matrix(aligned.predictions, aligned.labels)
+        if aligned.probabilities is not None:
+            prob = micro_metrics.probabilistic_matrix(aligned.probabilities)
+
+    def pair_std(matrix):
+        return np.nan if matrix is None else float(micro_metrics.pair_values(matrix).std())
+
+    def pair_mean(matrix):
+        return np.nan if matrix is None else float(micro_metrics.pair_values(matrix).mean())
+
+    if aligned.task_type == "classification" and aligned.has_labels:
+        ccon_mean = micro_metrics.mean_ccon(aligned.predictions, aligned.labels)
+    else:
+        ccon_mean = pair_mean(ccon)
+    prob_mean = (
+        np.nan if aligned.probabilities is None else micro_metrics.mean_probabilistic_consistency(aligned.probabilities)
+    )
+    row = {
+        "con": con_mean,
+        "ccon": ccon_mean,
+        "prob_con": prob_mean,
+        "con_pair_std": pair_std(con),
+        "ccon_pair_std": pair_std(ccon),
+        "prob_con_pair_std": pair_std(prob),
+        "n_runs": n_runs,
+        "n_examples": aligned.n_examples,
+        "n_pairs": n_runs * (n_runs - 1) // 2,
+        "n_dropped": aligned.n_dropped,
+    }
+    return pd.DataFrame([row], columns=list(MICRO_COLUMNS)), con, ccon, prob
+
+
+def _group_columns(table: pd.DataFrame) -> list[str]:
+    return [c for c in GROUP_COLUMNS if c in table.columns]
+
+
+def _require_single_group(table: pd.DataFrame) -> None:
+    for column in _group_columns(table):
+        values = table[column].dropna().unique()
+        if len(values) > 1:
+            raise SeedscopeError(
+                f"the predictions hold several {column}s ({', '.join(map(str, values[:5]))}); "
+                "analyse them one at a time or with analyze_groups"
+            )
+
+
+def _task_defaults(task, options: dict) -> dict:
+    """Fill an unset primary metric and task type from the registry (MCC for CoLA …)."""
+    spec = find_task(task) if task is not None else None
+    if spec is None:
+        return options
+    options = dict(options)
+    if options.get("primary_metric") is None:
+        options["primary_metric"] = spec.primary_metric
+    if options.get("task_type") is None and spec.task_type in ("classification", "regression"):
+        options["task_type"] = spec.task_type
+    return options
+
+
+def analyze_groups(table: pd.DataFrame, **options) -> dict[tuple, Analysis]:
+    """:func:`analyze` each (task, model) group of a table; keys are (task, model) tuples.
+
+    A table without ``task`` / ``model`` columns is one group, keyed ``(None, None)``.
+    ``options`` are passed to :func:`analyze`; for a task the registry knows, an unset
+    ``primary_metric`` / ``task_type`` comes from the registry (MCC for CoLA, Pearson for STS-B).
+    """
+    columns = _group_columns(table)
+    if not columns:
+        return {(None, None): analyze(table, **options)}
+    results = {}
+    for key, group in table.groupby(columns, sort=False, dropna=False):
+        key = key if isinstance(key, tuple) else (key,)
+        named = dict(zip(columns, key))
+        # Columns another group filled (its prob_<class> columns) are empty here: drop them.
+        group = group.drop(columns=columns).dropna(axis=1, how="all")
+        task = named.get("task")
+        try:
+            results[(task, named.get("model"))] = analyze(group, **_task_defaults(task, options))
+        except SeedscopeError as error:  # say which group of a multi-task table is at fault
+            where = ", ".join(f"{column} {value}" for column, value in named.items())
+            raise SeedscopeError(f"{where}: {error}") from None
+    return results

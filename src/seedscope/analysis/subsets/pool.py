@@ -1,0 +1,108 @@
+"""The whole pool: each system's score with a bootstrap CI over examples, and paired tests of each pair."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from seedscope.analysis.significance import paired_swap_test
+from seedscope.analysis.subsets.scores import SYSTEM, ScorePool
+from seedscope.analysis.subsets.variance import pair_names
+from seedscope.errors import SeedscopeError
+from seedscope.metrics.resampling import check_confidence, check_resamples, generator
+
+#: values gathered per chunk when a resampling is materialised
+CHUNK_VALUES = 20_000_000
+
+
+def _mean_of_rows(values: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """Column means of ``values`` (N × D) over each row of resampled positions ``index`` (… × N)."""
+    return values[index].mean(axis=-2)
+
+
+def _batch(pool_size: int, width: int) -> int:
+    return max(1, CHUNK_VALUES // max(1, pool_size * width))
+
+
+def full_pool_ci(
+    pool: ScorePool, *, n_boot: int = 2000, confidence: float = 0.95, seed: int = 0, method: str = "percentile"
+) -> pd.DataFrame:
+    """Each system's score on the whole pool with a bootstrap CI over examples (scipy.stats.bootstrap).
+
+    The examples are resampled by position, so the ratio score's three columns move
+    together. The same ``seed`` gives the same resamples for every system and the same interval.
+    """
+    check_confidence(confidence)
+    positions = np.arange(pool.n_examples)
+    rows = []
+    for m, name in enumerate(pool.systems):
+        values = pool.values[m]
+        point = float(pool.theta(values.mean(axis=0)))
+        if math.isnan(point):
+            raise SeedscopeError(
+                f"ratio score undefined: m({pool.spec.columns[2]}) − m({pool.spec.columns[1]}) is 0 for system "
+                f"{name} on the full pool, so the denominator is zero"
+            )
+
+        def statistic(index: np.ndarray, axis: int = -1) -> np.ndarray:
+            return pool.theta(_mean_of_rows(values, index))
+
+        low, high = _bootstrap_interval(statistic, positions, n_boot, confidence, seed, method, values.shape[1])
+        rows.append({"score": point, "ci_low": low, "ci_high": high})
+    return pd.DataFrame(rows, index=pd.Index(pool.systems, name=SYSTEM))
+
+
+def _bootstrap_interval(statistic, positions, n_boot, confidence, seed, method, width) -> tuple[float, float]:
+    check_resamples(n_boot)
+    with np.errstate(all="ignore"):
+        result = stats.bootstrap(
+            (positions,),
+            statistic,
+            n_resamples=n_boot,
+            confidence_level=confidence,
+            method=method,
+            vectorized=True,
+            batch=_batch(len(positions), width),
+            rng=generator(seed),
+        )
+    return float(result.confidence_interval.low), float(result.confidence_interval.high)
+
+
+def paired_pool_tests(
+    pool: ScorePool,
+    *,
+    n_boot: int = 2000,
+    n_permutations: int = 2000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Per pair on the full pool: Δ = θ_A − θ_B, its paired bootstrap CI and a paired permutation p-value.
+
+    Paired: one resample of example positions serves both systems (never two independent
+    resamples). The permutation test swaps A's and B's per-example values on a random set of
+    examples (scipy.stats.permutation_test, one-sample sign flips used as the swap mask;
+    exact enumeration when 2^N ≤ ``n_permutations``); two-sided p-value.
+    """
+    check_confidence(confidence)
+    check_resamples(n_permutations)
+    positions = np.arange(pool.n_examples)
+    index = {name: m for m, name in enumerate(pool.systems)}
+    rows = []
+    for a, b in pair_names(pool.systems):
+        values_a, values_b = pool.values[index[a]], pool.values[index[b]]
+        both = np.concatenate([values_a, values_b], axis=1)
+        width = values_a.shape[1]
+
+        def difference(idx: np.ndarray, axis: int = -1) -> np.ndarray:
+            means = _mean_of_rows(both, idx)
+            return pool.theta(means[..., :width]) - pool.theta(means[..., width:])
+
+        delta = float(pool.theta(values_a.mean(axis=0)) - pool.theta(values_b.mean(axis=0)))
+        low, high = _bootstrap_interval(difference, positions, n_boot, confidence, seed, "percentile", 2 * width)
+        p_value = paired_swap_test(values_a, values_b, pool.theta, n_permutations=n_permutations, seed=seed)
+        rows.append({"system_a": a, "system_b": b, "delta": delta, "ci_low": low, "ci_high": high, "p_value": p_value})
+    columns = ["system_a", "system_b", "delta", "ci_low", "ci_high", "p_value"]
+    return pd.DataFrame(rows, columns=columns).set_index(["system_a", "system_b"])

@@ -1,0 +1,96 @@
+"""Score tables: per-example scores of systems (``seedscope subsets``) and factor-study scores.
+
+Both are plain tables (CSV, TSV, JSON lines or a JSON array of records, Parquet) read by the
+same loader as prediction tables (:func:`seedscope.io.tabular.load_table`), so a file that one
+command reads, every command reads the same way.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Sequence
+
+import pandas as pd
+
+from seedscope.errors import SeedscopeError
+from seedscope.io.common import LINE, ReadOptions, pick_column, require_readable, run_names
+from seedscope.io.detect import TABLE_SUFFIXES, normalise_format
+from seedscope.io.tabular import FORMATS, ID_NAMES, load_table
+from seedscope.predictions import EXAMPLE_ID
+from seedscope.store.catalog import CATALOG
+
+#: column naming the system of a long score table
+SYSTEM = "system"
+
+
+def table_format(path: Path, given: str | None = None) -> str:
+    """csv / tsv / jsonl / parquet: ``given``, or the file's suffix."""
+    if given is not None:
+        kind = normalise_format(given)
+        if kind not in FORMATS:
+            raise SeedscopeError(f"{path}: score files must be one of {', '.join(FORMATS)}, not {kind}")
+        return kind
+    suffix = path.suffix.lower()
+    if suffix not in TABLE_SUFFIXES:
+        raise SeedscopeError(
+            f"cannot read {path.name}: score tables must be {', '.join(sorted(TABLE_SUFFIXES))} files "
+            "(or pass --format csv, tsv, jsonl or parquet)"
+        )
+    return TABLE_SUFFIXES[suffix]
+
+
+def read_score_table(path: str | os.PathLike, *, fmt: str | None = None) -> pd.DataFrame:
+    """A factor study's long score table (``experiment``, a score column, one index column per factor)."""
+    path = Path(path)
+    if path.is_dir():
+        raise SeedscopeError(f"{path} is a folder but neither a score table nor an experiment directory (no {CATALOG})")
+    if not path.exists():
+        raise SeedscopeError(f"score table {path} does not exist")
+    require_readable(path)
+    raw, _ = load_table(path, table_format(path, fmt), ReadOptions())
+    return raw.drop(columns=LINE)
+
+
+def read_system_scores(
+    paths: Sequence[str | os.PathLike],
+    *,
+    id_column: str | None = None,
+    system_column: str = SYSTEM,
+    fmt: str | None = None,
+    columns: Sequence[str] = (),
+) -> pd.DataFrame:
+    """One long score table (system, example_id, value columns) from per-example score files.
+
+    A file with a ``system_column`` is a long table; any other file is one system named after
+    the file. Each file must hold the value ``columns`` the score needs (checked per file, so a
+    file that lacks one is named rather than showing up later as missing scores).
+    """
+    paths = [Path(p) for p in paths]
+    frames = []
+    for path, name in zip(paths, run_names(paths)):
+        require_readable(path)
+        if path.is_dir():
+            raise SeedscopeError(f"{path} is a folder; pass the score files themselves")
+        raw, _ = load_table(path, table_format(path, fmt), ReadOptions(id_column=id_column))
+        present = [c for c in raw.columns if c != LINE]
+        id_name = pick_column(present, id_column, ID_NAMES, path)
+        if id_name is None:
+            raise SeedscopeError(
+                f"{path}: found no example id column (looked for {', '.join(ID_NAMES)}); name it with --id-column"
+            )
+        lacking = [c for c in columns if c not in present]
+        if lacking:
+            raise SeedscopeError(
+                f"{path}: no column {', '.join(lacking)} for the score (available: {', '.join(map(str, present))}); "
+                "name the score's columns with --score"
+            )
+        frame = raw[present].rename(columns={id_name: EXAMPLE_ID})
+        if system_column in frame.columns:
+            if frame[system_column].isna().any():
+                raise SeedscopeError(f"{path}: the {system_column} column has empty cells")
+            frame = frame.rename(columns={system_column: SYSTEM})
+        else:
+            frame[SYSTEM] = name
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True)

@@ -1,0 +1,110 @@
+"""``build_report(source, html=...)``: read predictions, analyse them, lay the report out, write it.
+
+The workflow of ``seedscope report`` as one Python call: :mod:`seedscope.io` reads the files
+(and a store's recorded environment and factor-study scores), :mod:`seedscope.analysis` and
+:mod:`seedscope.factor_study` compute, :mod:`seedscope.report` lays out and writes.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Mapping
+
+import pandas as pd
+
+from seedscope.analysis.seed_effects import Analysis
+from seedscope.analysis.subsets import SubsetVariance
+from seedscope.analysis.summary import TaskSummary, summarize_tasks
+from seedscope.errors import SeedscopeError
+from seedscope.factor_study.importance import FactorAnalysis, analyze_factors
+from seedscope.factor_study.scores import study_from_table
+from seedscope.io import read_predictions, task_texts
+from seedscope.io.experiment import store_context
+from seedscope.report.build import Progress, Report, assemble, task_of
+from seedscope.report.write import check_fig_format, write_outputs
+
+#: task name given to predictions that carry no ``task`` column
+DEFAULT_TASK = "predictions"
+
+
+def _inputs(source, *, task: str | None, data_dir, intersect: bool, options: dict,
+            read_options: dict) -> tuple[TaskSummary, pd.DataFrame | None, FactorAnalysis | str | None]:
+    """(summary, recorded environment, factor analysis) from store directories, prediction
+    files, a table or analyses; the last two only come from stores."""
+    if isinstance(source, TaskSummary):
+        return source, None, None
+    if isinstance(source, Analysis):
+        source = {task or DEFAULT_TASK: source}
+    if isinstance(source, Mapping):
+        if not source or not all(isinstance(a, Analysis) for a in source.values()):
+            raise SeedscopeError("a mapping passed to build_report must map task names to Analysis results")
+        return summarize_tasks(dict(source)), None, None
+    environment = factors = None
+    if isinstance(source, pd.DataFrame):
+        table = source
+    else:
+        paths = [Path(p) for p in ([source] if isinstance(source, (str, os.PathLike)) else list(source))]
+        table = read_predictions(paths, task=task, data_dir=data_dir, **read_options)
+        environment, scores = store_context(paths)
+        if isinstance(scores, tuple):
+            frame, info = scores
+            try:
+                factors = analyze_factors(study_from_table(frame, metric=info["metric"], chance=info["chance"]))
+            except SeedscopeError as error:
+                factors = str(error)
+        else:
+            factors = scores
+    if "task" not in table.columns:
+        table = table.assign(task=task or DEFAULT_TASK)
+    return summarize_tasks(table, intersect=intersect, **options), environment, factors
+
+
+def build_report(
+    source,
+    html: str | os.PathLike | None = None,
+    latex_dir: str | os.PathLike | None = None,
+    figures_dir: str | os.PathLike | None = None,
+    fig_format: str = "png",
+    *,
+    unstable_csv: str | os.PathLike | None = None,
+    task: str | None = None,
+    data_dir: str | os.PathLike | None = None,
+    intersect: bool = False,
+    factors: FactorAnalysis | None = None,
+    subsets: SubsetVariance | None = None,
+    top_k: int = 20,
+    title: str = "seedscope report",
+    progress: Progress | None = None,
+    read_options: Mapping[str, Any] | None = None,
+    **analysis_options,
+) -> Report:
+    """Build the report of ``source`` and write the requested outputs; returns the :class:`Report`.
+
+    ``source``: an experiment store directory, prediction file(s) (read by
+    :func:`seedscope.io.read_predictions`), a prediction table, an :class:`~seedscope.Analysis`,
+    a mapping task → Analysis or a :class:`~seedscope.analysis.summary.TaskSummary`. ``task``
+    names the task of predictions without a ``task`` column; ``data_dir`` is where task texts
+    are read for the unstable examples; ``factors`` a
+    :class:`~seedscope.factor_study.importance.FactorAnalysis` (found by itself in a store of
+    ``seedscope factors run``) and ``subsets`` a
+    :class:`~seedscope.analysis.subsets.SubsetVariance` add their sections. Outputs: ``html``
+    (one self-contained file), ``latex_dir`` (Table 1 / Table 7 / size correlation as booktabs
+    ``.tex`` plus ``.csv`` and ``.md``), ``figures_dir`` (every figure as ``fig_format``),
+    ``unstable_csv``. ``read_options`` go to :func:`seedscope.io.read_predictions` (``format``,
+    ``run_column`` …), ``analysis_options`` to :func:`seedscope.analyze`.
+    """
+    check_fig_format(fig_format)
+    if top_k < 0:
+        raise SeedscopeError(f"the number of unstable examples to list must be 0 or more, not {top_k}")
+    if progress is not None:
+        progress("reading and analysing predictions", 0, None)
+    summary, environment, found = _inputs(source, task=task, data_dir=data_dir, intersect=intersect,
+                                          options=analysis_options, read_options=dict(read_options or {}))
+    texts = {task_of(label): task_texts(task_of(label), data_dir) for label, analysis in summary.analyses.items()
+             if "text" not in analysis.stability.columns}
+    report = assemble(summary, environment=environment, factors=factors if factors is not None else found,
+                      subsets=subsets, top_k=top_k, texts=texts, title=title, progress=progress)
+    write_outputs(report, html=html, latex_dir=latex_dir, figures_dir=figures_dir, fig_format=fig_format,
+                  unstable_csv_path=unstable_csv)
+    return report

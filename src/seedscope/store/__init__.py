@@ -1,0 +1,217 @@
+"""The experiment store: one directory per sweep that survives being killed at any moment.
+
+Layout::
+
+    DIR/catalog.sqlite               plan, one row per run (status, timings, metrics, environment, error)
+    DIR/predictions/<run_id>.parquet one prediction table per finished run
+
+A finished run's Parquet file is written atomically (temporary file, fsync, rename) and only
+then is its catalog row set to ``done`` in one transaction, so a run is either done with its
+file or not done at all. ``create(..., resume=True)`` keeps the done runs whose file exists
+and makes every other run pending again; nothing is duplicated, because a run's file name is
+its run id and a redo replaces it. See docs/store.md for the schema.
+
+:mod:`~seedscope.store.catalog` owns the SQLite file, :mod:`~seedscope.store.files` the
+Parquet files and :mod:`~seedscope.store.views` the tables read from both; this class ties
+them into the life cycle of a run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
+
+import pandas as pd
+
+from seedscope.errors import SeedscopeError
+from seedscope.predictions import EXAMPLE_ID, RUN, validate_table
+from seedscope.store import views
+from seedscope.store.catalog import CATALOG, STATUSES, Catalog, as_json, canonical, plan_hash
+from seedscope.store.files import PREDICTIONS, TEMPORARY_GLOB, prediction_path, read_table, with_label_names, write_table
+
+__all__ = ["CATALOG", "PREDICTIONS", "STATUSES", "ExperimentStore", "plan_hash"]
+
+
+class ExperimentStore:
+    """A sweep's directory: SQLite catalog of runs plus one Parquet prediction file per run.
+
+    Create one with :meth:`create`, reopen it with :meth:`open`. One store object may be shared
+    by threads (the catalog opens a short connection per call, under a lock).
+    """
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.catalog = Catalog(self.path / CATALOG)
+
+    # ---- creating and opening -------------------------------------------------------------
+
+    @classmethod
+    def create(cls, path: str | Path, plan: Mapping[str, Any], resume: bool = False) -> "ExperimentStore":
+        """A new store for ``plan`` at ``path``, or the existing one when ``resume`` and the plan matches.
+
+        Refused: a directory holding a different plan (always), the same plan without
+        ``resume`` (it would be overwritten), a non-empty directory that is not a store.
+        """
+        path = Path(path)
+        try:
+            return cls._create(path, plan, resume)
+        except OSError as error:  # a name too long, a read-only or missing parent: one sentence
+            raise SeedscopeError(f"cannot create the experiment directory {path}: {error.strerror or error}") from error
+
+    @classmethod
+    def _create(cls, path: Path, plan: Mapping[str, Any], resume: bool) -> "ExperimentStore":
+        if path.exists() and not path.is_dir():
+            raise SeedscopeError(f"{path} is a file, not an experiment directory")
+        if (path / CATALOG).is_file():
+            store = cls.open(path)
+            if store.plan_hash() != plan_hash(plan):
+                raise SeedscopeError(
+                    f"{path} holds a different plan ({store._plan_difference(plan)}); "
+                    "choose another output directory, or rerun with the original settings and --resume"
+                )
+            if not resume:
+                raise SeedscopeError(f"{path} already holds this experiment; pass --resume to continue it")
+            store._reset_unfinished()
+            return store
+        leftovers = [p for p in path.iterdir() if not (p.name == PREDICTIONS and p.is_dir() and not any(p.iterdir()))] \
+            if path.is_dir() else []
+        if leftovers:
+            raise SeedscopeError(f"{path} is not empty and is not a seedscope experiment directory")
+        Catalog.write_new(path / CATALOG, plan)
+        (path / PREDICTIONS).mkdir(exist_ok=True)
+        return cls(path)
+
+    @classmethod
+    def open(cls, path: str | Path) -> "ExperimentStore":
+        """An existing store; an error when ``path`` is not one or was written by a newer seedscope."""
+        path = Path(path)
+        if not cls.is_store(path):
+            raise SeedscopeError(f"{path} is not a seedscope experiment directory (no {CATALOG})")
+        store = cls(path)
+        store.catalog.check_readable()
+        return store
+
+    @staticmethod
+    def is_store(path: str | Path) -> bool:
+        """Whether ``path`` is an experiment directory (for readers that accept stores and files)."""
+        try:
+            return (Path(path) / CATALOG).is_file()
+        except OSError as error:  # e.g. a name longer than the file system allows
+            raise SeedscopeError(f"{path} cannot be read ({error.strerror or error})") from error
+
+    def prediction_path(self, run_id: str) -> Path:
+        return prediction_path(self.path, run_id)
+
+    # ---- plan -----------------------------------------------------------------------------
+
+    def plan(self) -> dict[str, Any]:
+        """The plan the store was created with."""
+        return self.catalog.plan()
+
+    def plan_hash(self) -> str:
+        return self.catalog.plan_hash()
+
+    def _plan_difference(self, plan: Mapping[str, Any]) -> str:
+        """A short description of how ``plan`` differs from the stored one."""
+        stored = {r["run_id"]: r for r in self.plan()["runs"]}
+        new = {r["run_id"]: r for r in plan["runs"]}
+        added, removed = sorted(set(new) - set(stored)), sorted(set(stored) - set(new))
+        if added or removed:
+            parts = [f"{len(stored)} stored runs vs {len(new)} requested"]
+            if added:
+                parts.append(f"new run {added[0]}")
+            if removed:
+                parts.append(f"missing run {removed[0]}")
+            return ", ".join(parts)
+        for run_id, run in new.items():
+            if canonical(run) != canonical(stored[run_id]):
+                keys = sorted(k for k in set(run) | set(stored[run_id]) if run.get(k) != stored[run_id].get(k))
+                return f"run {run_id} differs in {', '.join(keys)}"
+        return "the plan's settings differ"
+
+    # ---- run life cycle -------------------------------------------------------------------
+
+    def _reset_unfinished(self) -> None:
+        """Resume: keep done runs whose file exists; every other run becomes pending again.
+
+        A file of a run that is not done (killed between the rename and the catalog row) goes,
+        as :meth:`record_failure` removes it, so that the resumed store passes :meth:`check`.
+        """
+        redo = [run_id for run_id, status, _ in self.catalog.statuses()
+                if not (status == "done" and self.prediction_path(run_id).is_file())]
+        for run_id in redo:
+            self.prediction_path(run_id).unlink(missing_ok=True)
+        self.catalog.reset(redo)
+        for leftover in (self.path / PREDICTIONS).glob(TEMPORARY_GLOB):  # temp files of a killed write
+            leftover.unlink(missing_ok=True)
+
+    def pending_runs(self) -> list[dict[str, Any]]:
+        """Plan entries of every run that is not done, in plan order (what an executor should run)."""
+        not_done = {run_id for run_id, status, _ in self.catalog.statuses() if status != "done"}
+        return [run for run in self.plan()["runs"] if run["run_id"] in not_done]
+
+    def mark_running(self, run_id: str) -> None:
+        """A run has started (its start time and attempt count are recorded)."""
+        self.catalog.mark_running(run_id)
+
+    def record_success(
+        self,
+        run_id: str,
+        predictions: pd.DataFrame,
+        metrics: Mapping[str, Any],
+        environment: Mapping[str, Any] | None = None,
+        timings: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Write the run's predictions (atomically), then mark it done in one catalog transaction."""
+        task = self.catalog.task_of(run_id)
+        table = validate_table(predictions, f"predictions of run {run_id}").assign(**{RUN: run_id})
+        table = with_label_names(table, task)
+        write_table(self.prediction_path(run_id), table)
+        self.catalog.finish(run_id, "done", timings, metrics=as_json(dict(metrics)),
+                            environment_json=as_json(dict(environment or {})), n_predictions=len(table), error=None)
+
+    def record_failure(self, run_id: str, error: str, timings: Mapping[str, Any] | None = None) -> None:
+        """The run raised: keep its error text; its predictions file, if a killed attempt left one, goes."""
+        self.catalog.finish(run_id, "failed", timings, error=str(error), metrics=None, environment_json=None,
+                            n_predictions=None)
+        self.prediction_path(run_id).unlink(missing_ok=True)
+
+    # ---- reading (see seedscope.store.views) ----------------------------------------------
+
+    def runs(self) -> pd.DataFrame:
+        """One row per planned run, in plan order (columns: :func:`seedscope.store.views.runs_frame`)."""
+        return views.runs_frame(self)
+
+    def environment(self) -> pd.DataFrame:
+        """The recorded environment of every done run (one row per run, nested keys joined with dots)."""
+        return views.environment_frame(self)
+
+    def predictions(self, task: str | None = None, model: str | None = None) -> pd.DataFrame:
+        """The long prediction table of every done run (see :func:`seedscope.store.views.predictions_table`)."""
+        return views.predictions_table(self, task, model)
+
+    # ---- integrity ------------------------------------------------------------------------
+
+    def check(self) -> list[str]:
+        """Integrity problems, one sentence each (empty when the store is sound)."""
+        problems = []
+        rows = self.catalog.statuses()
+        known = {run_id for run_id, _, _ in rows}
+        for run_id, status, n_predictions in rows:
+            path = self.prediction_path(run_id)
+            if status == "done":
+                try:
+                    n_rows = len(read_table(path, run_id, columns=[EXAMPLE_ID]))
+                except SeedscopeError as error:
+                    problems.append(str(error))
+                    continue
+                if n_rows != n_predictions:
+                    problems.append(f"{path} holds {n_rows} predictions, the catalog says {n_predictions}")
+            elif path.is_file():
+                problems.append(f"{path} exists but run {run_id} is {status} (a write that did not finish)")
+        for path in sorted((self.path / PREDICTIONS).glob("*.parquet")):
+            if path.stem not in known:
+                problems.append(f"{path} belongs to no run of the plan")
+        for path in sorted((self.path / PREDICTIONS).glob(TEMPORARY_GLOB)):
+            problems.append(f"{path} is a temporary file left by an interrupted write")
+        return problems

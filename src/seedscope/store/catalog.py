@@ -1,0 +1,231 @@
+"""The store's SQLite catalog: the plan, one row per run (status, timings, metrics, environment, error).
+
+Every method opens its own short connection under a lock, so one catalog object may be
+shared by threads; a write is one ``BEGIN IMMEDIATE`` transaction with ``synchronous = FULL``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+from contextlib import closing, contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+from seedscope.atomic import atomic_path
+from seedscope.errors import SeedscopeError
+from seedscope.serialize import dumps
+
+CATALOG = "catalog.sqlite"
+SCHEMA_VERSION = 1
+STATUSES = ("pending", "running", "done", "failed")
+
+_SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE plan (id INTEGER PRIMARY KEY CHECK (id = 1), plan_json TEXT NOT NULL, plan_hash TEXT NOT NULL);
+CREATE TABLE runs (
+    run_id TEXT PRIMARY KEY,
+    position INTEGER NOT NULL,
+    task TEXT NOT NULL,
+    model TEXT NOT NULL,
+    model_name TEXT NOT NULL,
+    method TEXT NOT NULL,
+    tag TEXT NOT NULL,
+    seeds_json TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('pending', 'running', 'done', 'failed')),
+    attempts INTEGER NOT NULL DEFAULT 0,
+    started_at TEXT,
+    finished_at TEXT,
+    duration_s REAL,
+    timings_json TEXT,
+    metrics_json TEXT,
+    environment_json TEXT,
+    error TEXT,
+    n_predictions INTEGER
+);
+"""
+_RUN_KEYS = ("run_id", "task", "model", "method", "seeds")
+#: what a run row forgets when it is made pending again
+_RESET = ("started_at", "finished_at", "duration_s", "timings_json", "metrics_json", "environment_json",
+          "n_predictions", "error")
+
+
+def canonical(value: Any) -> str:
+    """The plan's canonical JSON (sorted keys, no spaces): what :func:`plan_hash` hashes."""
+    try:
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as error:
+        raise SeedscopeError(f"the plan cannot be stored as JSON: {error}") from error
+
+
+def plan_hash(plan: Mapping[str, Any]) -> str:
+    """SHA-256 of the plan's canonical JSON: equal plans, equal hashes."""
+    return hashlib.sha256(canonical(plan).encode("utf-8")).hexdigest()
+
+
+def as_json(value: Any) -> str | None:
+    """JSON text for a catalog column (NaN / infinity as null, so every reader can parse it)."""
+    return None if value is None else dumps(value, indent=None, sort_keys=True)
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def check_plan(plan: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The plan's runs, after checking they carry what the catalog needs."""
+    runs = plan.get("runs") if isinstance(plan, Mapping) else None
+    if not isinstance(runs, list) or not runs:
+        raise SeedscopeError("a plan must hold a non-empty list of runs under 'runs'")
+    seen = set()
+    for i, run in enumerate(runs):
+        missing = [k for k in _RUN_KEYS if not isinstance(run, Mapping) or k not in run]
+        if missing:
+            raise SeedscopeError(f"plan run {i} lacks {', '.join(missing)}")
+        if run["run_id"] in seen:
+            raise SeedscopeError(f"the plan holds run id {run['run_id']} twice")
+        seen.add(run["run_id"])
+    return runs
+
+
+class Catalog:
+    """The SQLite file of one experiment directory."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self._lock = threading.RLock()
+
+    @classmethod
+    def write_new(cls, path: Path, plan: Mapping[str, Any]) -> "Catalog":
+        """A new catalog for ``plan`` at ``path``, written atomically (a killed create leaves none)."""
+        runs = check_plan(plan)
+        digest = plan_hash(plan)
+        with atomic_path(path) as tmp:
+            with closing(sqlite3.connect(tmp)) as db:
+                db.executescript(_SCHEMA)
+                db.executemany(
+                    "INSERT INTO meta VALUES (?, ?)",
+                    [("schema_version", str(SCHEMA_VERSION)), ("created_at", now()), ("plan_hash", digest)],
+                )
+                db.execute("INSERT INTO plan VALUES (1, ?, ?)", (canonical(plan), digest))
+                db.executemany(
+                    "INSERT INTO runs (run_id, position, task, model, model_name, method, tag, seeds_json, status)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending')",
+                    [
+                        (str(r["run_id"]), i, str(r["task"]), str(r["model"]), str(r.get("model_name") or r["model"]),
+                         str(r["method"]), str(r.get("tag") or ""), as_json(r["seeds"]))
+                        for i, r in enumerate(runs)
+                    ],
+                )
+                db.commit()
+        return cls(path)
+
+    def check_readable(self) -> None:
+        """Refuse a catalog that is not one, lacks its tables or was written by a newer seedscope."""
+        try:
+            version = int(self.query("SELECT value FROM meta WHERE key = 'schema_version'")[0][0])
+            tables = {row[0] for row in self.query("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        except (sqlite3.DatabaseError, IndexError, ValueError) as error:
+            raise SeedscopeError(f"{self.path} is not a readable seedscope catalog ({error})") from error
+        if version > SCHEMA_VERSION:
+            raise SeedscopeError(
+                f"{self.path.parent} was written with catalog schema {version}; this seedscope reads up to {SCHEMA_VERSION}"
+            )
+        missing = sorted({"plan", "runs"} - tables)
+        if missing:
+            raise SeedscopeError(f"{self.path} is not a readable seedscope catalog (no {' or '.join(missing)} table)")
+
+    # ---- plumbing ---------------------------------------------------------------------------
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._lock, self._connect(isolation_level=None) as db:
+            db.execute("PRAGMA synchronous = FULL")
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+
+    def query(self, sql: str, params: tuple = ()) -> list[tuple]:
+        with self._lock, self._connect() as db:
+            return db.execute(sql, params).fetchall()
+
+    def _connect(self, **options) -> closing:
+        """A short-lived connection; waits up to a minute for another writer (another process) to finish."""
+        return closing(sqlite3.connect(self.path, timeout=60, **options))
+
+    @staticmethod
+    def _require(db: sqlite3.Connection, run_id: str) -> tuple:
+        row = db.execute("SELECT task, started_at FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        if row is None:
+            raise SeedscopeError(f"run {run_id} is not part of this experiment's plan")
+        return row
+
+    # ---- plan -------------------------------------------------------------------------------
+
+    def plan(self) -> dict[str, Any]:
+        return json.loads(self.query("SELECT plan_json FROM plan")[0][0])
+
+    def plan_hash(self) -> str:
+        return self.query("SELECT plan_hash FROM plan")[0][0]
+
+    def task_of(self, run_id: str) -> str:
+        with self._lock, self._connect() as db:
+            return self._require(db, run_id)[0]
+
+    # ---- run states -------------------------------------------------------------------------
+
+    def statuses(self) -> list[tuple[str, str, int | None]]:
+        """(run_id, status, n_predictions) of every run, in plan order."""
+        return self.query("SELECT run_id, status, n_predictions FROM runs ORDER BY position")
+
+    def reset(self, run_ids: list[str]) -> None:
+        """Make these runs pending again, forgetting their last attempt (not its count)."""
+        with self.transaction() as db:
+            cleared = ", ".join(f"{column} = NULL" for column in _RESET)
+            db.executemany(f"UPDATE runs SET status = 'pending', {cleared} WHERE run_id = ?", [(r,) for r in run_ids])
+
+    def mark_running(self, run_id: str) -> None:
+        """A run has started (its start time and attempt count are recorded)."""
+        with self.transaction() as db:
+            self._require(db, run_id)
+            db.execute(
+                "UPDATE runs SET status = 'running', started_at = ?, finished_at = NULL, error = NULL,"
+                " attempts = attempts + 1 WHERE run_id = ?",
+                (now(), run_id),
+            )
+
+    def finish(self, run_id: str, status: str, timings: Mapping[str, Any] | None, *, metrics, **columns) -> None:
+        """Set a run's final state (done or failed) and its duration, in one transaction."""
+        finished = now()
+        with self.transaction() as db:
+            started = self._require(db, run_id)[1]
+            duration = (timings or {}).get("total_seconds")
+            if duration is None and started:
+                duration = (datetime.fromisoformat(finished) - datetime.fromisoformat(started)).total_seconds()
+            assignments = ", ".join(f"{name} = ?" for name in columns)
+            db.execute(
+                f"UPDATE runs SET status = ?, finished_at = ?, duration_s = ?, timings_json = ?, metrics_json = ?,"
+                f" {assignments} WHERE run_id = ?",
+                (status, finished, duration, as_json(dict(timings or {})), metrics, *columns.values(), run_id),
+            )
+
+    def run_rows(self) -> list[tuple]:
+        """Every run row in plan order (the columns :func:`seedscope.store.views.runs_frame` reads)."""
+        return self.query(
+            "SELECT run_id, task, model, model_name, method, tag, seeds_json, status, attempts, started_at,"
+            " finished_at, duration_s, timings_json, metrics_json, n_predictions, error FROM runs ORDER BY position"
+        )
+
+    def environments(self) -> list[tuple[str, str]]:
+        """(run_id, environment JSON) of every done run that recorded one, in plan order."""
+        return self.query(
+            "SELECT run_id, environment_json FROM runs WHERE status = 'done' AND environment_json IS NOT NULL"
+            " ORDER BY position"
+        )

@@ -1,0 +1,74 @@
+"""The store's prediction files: one Parquet table per finished run, written atomically.
+
+The store keeps label *names* (what the dataset says), whatever the runner returned (integer
+codes, as a model head produces, or names), so its files read the same as the task's data.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from seedscope.atomic import atomic_path
+from seedscope.errors import SeedscopeError
+from seedscope.predictions import LABEL, PREDICTION, PROB_PREFIX, label_key, prob_columns
+from seedscope.tasks import find_task
+
+PREDICTIONS = "predictions"
+#: prefix of the temporary files an interrupted write may leave (see :mod:`seedscope.atomic`)
+TEMPORARY_GLOB = ".*.tmp"
+
+
+def prediction_path(root: Path, run_id: str) -> Path:
+    return Path(root) / PREDICTIONS / f"{run_id}.parquet"
+
+
+def write_table(path: Path, table: pd.DataFrame) -> None:
+    """Write ``table`` as Parquet atomically: temporary file, fsync, rename, folder fsync."""
+    with atomic_path(path) as tmp:
+        table.to_parquet(tmp, index=False)
+
+
+def read_table(path: Path, run_id: str, columns: list[str] | None = None) -> pd.DataFrame:
+    """A done run's predictions, or a sentence saying why they cannot be had."""
+    if not path.is_file():
+        raise SeedscopeError(f"run {run_id} is done in the catalog but {path} is missing (rerun with --resume)")
+    try:
+        return pd.read_parquet(path, columns=columns)
+    except Exception as error:  # pyarrow raises several types for a damaged file
+        raise SeedscopeError(f"{path} cannot be read ({type(error).__name__}: {error})") from error
+
+
+def with_label_names(table: pd.DataFrame, task: str) -> pd.DataFrame:
+    """Predictions, labels and ``prob_<code>`` columns of a registry task as label names.
+
+    Values that already are names stay; a value that is neither a code nor a name of the
+    task's labels is an error. Tasks the registry does not know are kept as they are.
+    """
+    spec = find_task(task)
+    if spec is None or spec.task_type == "regression" or not spec.label_names:
+        return table
+    names = list(spec.label_names)
+    lookup = {**{str(i): name for i, name in enumerate(names)}, **{name: name for name in names}}
+
+    def to_names(column: str) -> pd.Series:
+        values = table[column]
+        keys = {value: label_key(value) for value in pd.unique(values.dropna())}  # per distinct value: fast
+        unknown = sorted({k for k in keys.values() if k not in lookup})
+        if unknown:
+            raise SeedscopeError(
+                f"{column} value(s) {', '.join(unknown[:3])} are not labels of {spec.name} ({', '.join(names)})"
+            )
+        return values.map({value: lookup[key] for value, key in keys.items()})
+
+    table = table.assign(**{PREDICTION: to_names(PREDICTION)})
+    if LABEL in table.columns:
+        table[LABEL] = to_names(LABEL)
+    renames = {}
+    for column in prob_columns(table):
+        key = column[len(PROB_PREFIX):]
+        if key not in lookup:
+            raise SeedscopeError(f"probability column {column} names no class of {spec.name} ({', '.join(names)})")
+        renames[column] = PROB_PREFIX + lookup[key]
+    return table.rename(columns=renames)

@@ -1,0 +1,157 @@
+"""Read-only views of an experiment store as pandas tables: runs, predictions, environments, factor scores."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from seedscope.errors import SeedscopeError
+from seedscope.factor_study.plan import GOLDEN, MITIGATION, parse_study_tag
+from seedscope.metrics.macro import chance_level
+from seedscope.plan.seeds import FACTORS
+from seedscope.predictions import RUN
+from seedscope.store.files import read_table
+from seedscope.tasks import find_task, get_task
+
+if TYPE_CHECKING:
+    from seedscope.store import ExperimentStore
+
+
+def runs_frame(store: "ExperimentStore") -> pd.DataFrame:
+    """One row per planned run, in plan order.
+
+    Columns: run_id, task, model, model_name, method, tag, seed (the common seed when all
+    factors share one, else missing), one column per factor seed, status, attempts,
+    started_at, finished_at, duration_s, primary_metric (name), primary_value, metrics,
+    timings (dicts), n_predictions, error.
+    """
+    records = []
+    for (run_id, task, model, model_name, method, tag, seeds_json, status, attempts, started, finished,
+         duration, timings_json, metrics_json, n_predictions, error) in store.catalog.run_rows():
+        stored = json.loads(seeds_json)
+        seeds = {f: stored[f] for f in FACTORS if f in stored} | stored  # factor order of DESIGN.md
+        metrics = json.loads(metrics_json) if metrics_json else {}
+        spec = find_task(task)
+        metric = spec.primary_metric if spec else None
+        distinct = set(seeds.values())
+        records.append({
+            "run_id": run_id, "task": task, "model": model, "model_name": model_name, "method": method,
+            "tag": tag, "seed": distinct.pop() if len(distinct) == 1 else None, **seeds,
+            "status": status, "attempts": attempts, "started_at": started, "finished_at": finished,
+            "duration_s": duration, "primary_metric": metric, "primary_value": metrics.get(metric),
+            "metrics": metrics, "timings": json.loads(timings_json) if timings_json else {},
+            "n_predictions": n_predictions, "error": error,
+        })
+    frame = pd.DataFrame.from_records(records)
+    frame[["seed", "n_predictions"]] = frame[["seed", "n_predictions"]].astype("Int64")
+    return frame
+
+
+def environment_frame(store: "ExperimentStore") -> pd.DataFrame:
+    """The recorded environment of every done run (one row per run, nested keys joined with dots)."""
+    rows = store.catalog.environments()
+    if not rows:
+        return pd.DataFrame({"run_id": pd.Series(dtype=str)})
+    flat = pd.json_normalize([json.loads(env) for _, env in rows])
+    flat.insert(0, "run_id", [run_id for run_id, _ in rows])
+    return flat
+
+
+def run_environment(store: "ExperimentStore") -> pd.DataFrame:
+    """Each done run's recorded environment with its task and per-factor seeds (one row per run)."""
+    runs = store.runs()
+    seeds = runs[["run_id", "task"] + [f for f in FACTORS if f in runs.columns]]
+    return seeds.merge(store.environment(), on="run_id", how="inner")
+
+
+def predictions_table(store: "ExperimentStore", task: str | None = None, model: str | None = None) -> pd.DataFrame:
+    """The long prediction table of every done run, with ``task`` and ``model`` columns.
+
+    ``run`` is the run's seed when its factors share one (so a plain sweep's runs read
+    42, 52, …), else its run id; ``model`` is the model's short name, with ``-lora`` and
+    ``-<tag>`` appended when they apply, so that each (task, model) group is one sweep.
+    Labels and predictions are label names; probabilities are ``prob_<name>`` columns.
+    """
+    runs = store.runs()
+    runs = runs[runs["status"] == "done"]
+    if task is not None:
+        wanted = {task, _canonical_task(task)}
+        runs = runs[runs["task"].isin(wanted) | runs["task"].map(_canonical_task).isin(wanted)]
+    runs = runs.assign(label=[_model_label(r.model_name, r.method, r.tag) for r in runs.itertuples()])
+    if model is not None:
+        runs = runs[(runs["model"] == model) | (runs["model_name"] == model) | (runs["label"] == model)]
+    if runs.empty:
+        raise SeedscopeError(f"{store.path} has no finished run" + _filter_text(task, model))
+    frames = []
+    for run in runs.itertuples():
+        frame = read_table(store.prediction_path(run.run_id), run.run_id).drop(columns=["task", "model"], errors="ignore")
+        frame[RUN] = run.run_id if pd.isna(run.seed) else str(run.seed)
+        frame.insert(0, "model", run.label)
+        frame.insert(0, "task", run.task)
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True)
+
+
+def has_factor_study(store: "ExperimentStore") -> bool:
+    """Whether the store holds runs tagged by a factor study."""
+    return bool(store.runs()["tag"].map(parse_study_tag).notna().any())
+
+
+def factor_score_table(store: "ExperimentStore", metric: str | None = None) -> tuple[pd.DataFrame, dict]:
+    """The done study runs of ``store`` as a long score table (score column named after the metric), and what was left out.
+
+    ``metric`` defaults to the task's primary metric. Returns ``(table, info)`` where info names
+    the task, model, metric, chance level and the counts of study runs not done (failed /
+    pending, and done runs without a value of the metric, such as a NaN correlation), which the
+    caller must report: inside an analysed group they are missing runs.
+    """
+    runs = store.runs()
+    parsed = runs["tag"].map(parse_study_tag)
+    study = runs[parsed.notna()]
+    if study.empty:
+        raise SeedscopeError(f"{store.path} holds no factor-study runs (runs tagged by seedscope factors run)")
+    pairs = study[["task", "model_name"]].drop_duplicates()
+    if len(pairs) > 1:
+        raise SeedscopeError(f"{store.path} mixes several tasks or models; a factor study has one of each")
+    task_name = study["task"].iloc[0]
+    metric = metric or study["primary_metric"].iloc[0]
+    done = study[study["status"] == "done"]
+    values = done["metrics"].map(lambda m: m.get(metric))
+    if done.empty or values.isna().all():
+        known = sorted(done["metrics"].iloc[0]) if not done.empty else []
+        raise SeedscopeError(
+            f"no done run of {store.path} has the metric {metric!r}"
+            + (f" (metrics: {', '.join(known)})" if known else " (no run is done yet)")
+        )
+    valueless = values.isna()  # e.g. Pearson r of constant predictions, stored as null: a missing run, counted
+    done, values = done[~valueless], values[~valueless]
+    keys = pd.DataFrame(parsed[done.index].tolist(), columns=["experiment", MITIGATION, "investigation"], index=done.index)
+    table = pd.DataFrame({"experiment": keys["experiment"], MITIGATION: keys[MITIGATION]})
+    for factor in [e for e in pd.unique(keys["experiment"]) if e != GOLDEN]:
+        table[factor] = keys["investigation"].where(keys["experiment"] == factor).astype("Int64")
+    table[metric] = values.astype(float)
+    task = get_task(task_name)
+    num_classes = len(task.label_names) if task.task_type != "regression" else None
+    info = {
+        "task": task_name, "model": study["model_name"].iloc[0], "metric": metric,
+        "chance": chance_level(metric, num_classes),
+        "not_done": study["status"].value_counts().drop("done", errors="ignore").to_dict()
+        | ({f"done without {metric}": int(valueless.sum())} if valueless.any() else {}),
+    }
+    return table.reset_index(drop=True), info
+
+
+def _canonical_task(name: str) -> str:
+    spec = find_task(name)
+    return spec.name if spec else name
+
+
+def _model_label(model_name: str, method: str, tag: str) -> str:
+    return model_name + ("" if method == "full" else f"-{method}") + (f"-{tag}" if tag else "")
+
+
+def _filter_text(task: str | None, model: str | None) -> str:
+    parts = [f"task {task}" if task else "", f"model {model}" if model else ""]
+    return (" for " + " and ".join(p for p in parts if p)) if any(parts) else ""

@@ -1,0 +1,140 @@
+"""The one-way flow, enforced: a module imports only modules of its own layer or a lower one,
+and analysis and report never import io, the store, runners or executors.
+
+Every ``import`` / ``from … import`` of ``src/seedscope`` (top-level and inside functions) is
+read with :mod:`ast`; a back-arrow (say ``analysis`` importing ``io``) fails with the file,
+line and both layers named. docs/architecture.md shows the same table.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+#: layer of each module prefix (the longest matching prefix wins); lower layers never import higher ones
+LAYERS = {
+    "seedscope.errors": 0, "seedscope.version": 0, "seedscope.atomic": 0, "seedscope.serialize": 0, "seedscope.progress": 0,
+    "seedscope.predictions": 1, "seedscope.tasks": 1, "seedscope.metrics": 1,
+    "seedscope.plan": 2, "seedscope.config": 2, "seedscope.factor_study.plan": 2,
+    "seedscope.store": 3,
+    "seedscope.runners": 4,
+    "seedscope.executors": 5,
+    "seedscope.io": 6,
+    "seedscope.analysis": 7,
+    "seedscope.factor_study.scores": 7, "seedscope.factor_study.importance": 7, "seedscope.factor_study.adaptive": 7,
+    "seedscope.report": 8,
+    "seedscope.sweep": 9, "seedscope.reporting": 9, "seedscope.factor_study": 9,
+    "seedscope.cli": 10,
+    "seedscope": 11, "seedscope.api": 11, "seedscope.__main__": 11,
+}
+NAMES = {0: "foundation", 1: "data model", 2: "config / plan", 3: "store", 4: "runners", 5: "executors", 6: "io",
+         7: "analysis", 8: "report", 9: "workflows", 10: "cli", 11: "public face"}
+#: analysis and report are pure: results in, results out; they never read files or touch runs
+PURE, IMPURE = (7, 8), (3, 4, 5, 6)
+#: the public face is imported by nobody inside the package
+PUBLIC = ("seedscope", "seedscope.api")
+
+
+def layer_of(module: str) -> int:
+    parts = module.split(".")
+    for end in range(len(parts), 0, -1):
+        prefix = ".".join(parts[:end])
+        if prefix in LAYERS:
+            return LAYERS[prefix]
+    raise KeyError(module)
+
+
+def module_name(path: Path, root: Path = SRC) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports(path: Path, root: Path = SRC) -> list[tuple[int, str]]:
+    """(line, imported module) for every seedscope import in the file, relative ones resolved."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    name = module_name(path, root)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(anchor + ([base] if base else []))
+            # `from seedscope.x import y` may name a submodule y: judge the most specific module
+            found += [(node.lineno, f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base)
+                      for alias in node.names]
+    return [(line, name) for line, name in found if name == "seedscope" or name.startswith("seedscope.")]
+
+
+MODULES = {module_name(p) for p in SRC.rglob("*.py")}
+
+
+def back_arrows(files, root: Path = SRC) -> list[str]:
+    problems = []
+    for path in files:
+        importer = module_name(path, root)
+        where = path.relative_to(root)
+        for line, imported in imports(path, root):
+            if imported in PUBLIC and importer not in ("seedscope", "seedscope.api", "seedscope.__main__"):
+                problems.append(f"{where}:{line}: {importer} imports the public face {imported}")
+            elif layer_of(imported) > layer_of(importer) or (
+                layer_of(importer) in PURE and layer_of(imported) in IMPURE
+            ):
+                problems.append(
+                    f"{where}:{line}: {importer} ({NAMES[layer_of(importer)]}) imports "
+                    f"{imported} ({NAMES[layer_of(imported)]})"
+                )
+    return problems
+
+
+def test_every_module_has_a_layer():
+    assert [m for m in sorted(MODULES) if not _has_layer(m)] == []
+
+
+def _has_layer(module: str) -> bool:
+    try:
+        layer_of(module)
+    except KeyError:
+        return False
+    return True
+
+
+def test_no_module_imports_a_higher_layer():
+    assert back_arrows(sorted(SRC.rglob("*.py"))) == []
+
+
+def test_a_back_arrow_is_caught(tmp_path):
+    """The check itself can fail: analysis importing io, or a module importing the public face."""
+    fake = tmp_path / "seedscope" / "analysis" / "_back_arrow_probe.py"
+    fake.parent.mkdir(parents=True)
+    fake.write_text("from seedscope.io import read_predictions\n\ndef f():\n    import seedscope.api\n", encoding="utf-8")
+    problems = back_arrows([fake], root=tmp_path)
+    assert problems == [
+        "seedscope/analysis/_back_arrow_probe.py:1: seedscope.analysis._back_arrow_probe (analysis) imports "
+        "seedscope.io (io)",
+        "seedscope/analysis/_back_arrow_probe.py:4: seedscope.analysis._back_arrow_probe imports the public face "
+        "seedscope.api",
+    ]
+
+
+@pytest.mark.parametrize("light", ["seedscope.errors", "seedscope"])
+def test_light_imports_stay_light(light):
+    """``import seedscope`` (lazy root) and ``seedscope.errors`` load neither pandas nor torch."""
+    import subprocess
+    import sys
+
+    code = f"import sys, {light}; print(sorted(m for m in ('pandas', 'torch', 'matplotlib') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_no_module_is_over_400_lines():
+    long = {str(p.relative_to(SRC)): n for p in SRC.rglob("*.py") if (n := len(p.read_text().splitlines())) > 400}
+    assert long == {}
