@@ -31,7 +31,9 @@ RUN, EXAMPLE_ID, PREDICTION, LABEL = "run", "example_id", "prediction", "label"
 TEXT = "text"
 PROB_PREFIX = "prob_"
 REQUIRED_COLUMNS = (RUN, EXAMPLE_ID, PREDICTION)
-TaskType = Literal["classification", "regression"]
+#: how the predictions of a table are compared: as classes, or as values (a registry task of type
+#: multiple_choice is analysed as classification of its answer index)
+PredictionType = Literal["classification", "regression"]
 
 #: how far a row of probabilities may be from summing to one
 PROB_SUM_TOLERANCE = 1e-3
@@ -47,7 +49,7 @@ class AlignedRuns:
 
     runs: list[str]
     example_ids: np.ndarray
-    task_type: TaskType
+    task_type: PredictionType
     predictions: np.ndarray
     labels: np.ndarray | None
     classes: list = field(default_factory=list)
@@ -76,7 +78,7 @@ def prob_columns(table: pd.DataFrame) -> list[str]:
     return [c for c in table.columns if str(c).startswith(PROB_PREFIX)]
 
 
-def infer_task_type(values: pd.Series) -> TaskType:
+def infer_task_type(values: pd.Series) -> PredictionType:
     """Regression when the predictions are floats that are not all whole numbers."""
     numeric = pd.to_numeric(values, errors="coerce")
     if numeric.isna().any() or not pd.api.types.is_float_dtype(values.dtype):
@@ -158,7 +160,7 @@ def _check_coverage(table: pd.DataFrame, intersect: bool) -> tuple[pd.DataFrame,
 def align_runs(
     table: pd.DataFrame,
     *,
-    task_type: TaskType | None = None,
+    task_type: PredictionType | None = None,
     intersect: bool = False,
     source: str = "prediction table",
 ) -> AlignedRuns:

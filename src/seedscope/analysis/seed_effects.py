@@ -21,7 +21,7 @@ from seedscope.serialize import json_ready
 from seedscope.metrics import macro as macro_metrics
 from seedscope.metrics import micro as micro_metrics
 from seedscope.metrics.stability import example_stability, most_unstable
-from seedscope.predictions import EXAMPLE_ID, TEXT, AlignedRuns, TaskType, align_runs
+from seedscope.predictions import EXAMPLE_ID, TEXT, AlignedRuns, PredictionType, align_runs
 from seedscope.tasks import find_task
 
 #: columns of a prediction table that identify one prediction set among several
@@ -65,7 +65,7 @@ class Analysis:
     confidence: float
 
     @property
-    def task_type(self) -> TaskType:
+    def task_type(self) -> PredictionType:
         return self.aligned.task_type
 
     @property
@@ -109,7 +109,7 @@ class Analysis:
 def analyze(
     table_or_aligned: pd.DataFrame | AlignedRuns,
     *,
-    task_type: TaskType | None = None,
+    task_type: PredictionType | None = None,
     intersect: bool = False,
     primary_metric: str | None = None,
     n_boot: int = 10_000,

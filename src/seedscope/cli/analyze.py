@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from enum import Enum
 from pathlib import Path
 from typing import Optional
@@ -17,6 +16,7 @@ from seedscope.cli.inputs import (
     RUN_COLUMN_OPTION,
 )
 from seedscope.cli.outputs import check_outputs, output_console, write_outputs
+from seedscope.serialize import dumps
 
 HELP = """Macro (mean, VAR, sample std, CV, bootstrap CI) and micro (CON, CCON) seed effects of
 the predictions of several runs of one model on the same examples.
@@ -71,10 +71,9 @@ def analyze_command(
     latex_file: Optional[Path] = typer.Option(None, "--latex", help="Write the tables as LaTeX (booktabs)."),
     csv_file: Optional[Path] = typer.Option(None, "--csv", help="Write every number as a tidy CSV (group, section, name, statistic, value)."),
 ) -> None:
-    from seedscope.analysis.summary import summarize_tasks
     from seedscope.analysis.seed_effects import analyze_groups
-    from seedscope.io.texts import attach_texts
-    from seedscope.io import read_predictions
+    from seedscope.analysis.summary import summarize_tasks
+    from seedscope.io import attach_texts, read_predictions
     from seedscope.report import tables
 
     check_outputs(json_file, markdown_file, latex_file, csv_file)
@@ -121,7 +120,7 @@ def analyze_command(
     # Render everything before writing anything, so an error leaves no file behind.
     outputs = {}
     if json_file:
-        outputs[json_file] = json.dumps(_json(results, summary, top), indent=2, allow_nan=False) + "\n"
+        outputs[json_file] = dumps(_json(results, summary, top))
     if markdown_file:
         outputs[markdown_file] = tables.render_markdown(sections)
     if latex_file:
@@ -146,17 +145,14 @@ def _label(key: tuple) -> str:
 def _json(results: dict, summary, top: int) -> dict:
     if len(results) == 1:
         return next(iter(results.values())).to_dict(top)
-    from seedscope.serialize import json_ready
 
     groups = [{"task": key[0], "model": key[1], **result.to_dict(top)} for key, result in results.items()]
     out = {"groups": groups}
     if summary is not None:
-        out["summary"] = json_ready(
-            {
-                "table1": summary.table1.to_dict(),
-                "size_correlation": summary.correlation.to_dict(orient="index"),
-            }
-        )
+        out["summary"] = {
+            "table1": summary.table1.to_dict(),
+            "size_correlation": summary.correlation.to_dict(orient="index"),
+        }
     return out
 
 

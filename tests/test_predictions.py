@@ -1,0 +1,40 @@
+"""The prediction table's one label normaliser: every layer compares labels the same way."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from seedscope.analysis.seed_effects import analyze
+from seedscope.predictions import align_runs, label_key
+from seedscope.store.files import with_label_names
+
+
+@pytest.mark.parametrize(
+    ("value", "key"),
+    [(True, "True"), (np.bool_(False), "False"), ("True", "True"), (1, "1"), (np.int64(1), "1"), (1.0, "1"),
+     ("1", "1"), ("007", "007"), (0.5, "0.5"), ("entailment", "entailment")],
+)
+def test_label_key(value, key):
+    assert label_key(value) == key
+
+
+def test_json_booleans_and_csv_strings_are_one_class():
+    """A run read from JSON (true/false) and one from a CSV of names ("True"/"False") agree completely."""
+    bools = pd.DataFrame({"run": "json", "example_id": ["a", "b", "c"], "prediction": [True, False, True],
+                          "label": [True, True, True]})
+    names = bools.assign(run="csv", prediction=["True", "False", "True"], label="True")
+    aligned = align_runs(pd.concat([bools, names], ignore_index=True))
+    assert aligned.n_classes == 2
+    result = analyze(pd.concat([bools, names], ignore_index=True), n_boot=10)
+    assert result.micro.loc[0, "con"] == 1.0 and result.micro.loc[0, "ccon"] == pytest.approx(2 / 3)
+
+
+def test_the_store_names_labels_with_the_same_key():
+    """BoolQ's label names are "False" / "True": booleans, codes and names all map onto them."""
+    table = pd.DataFrame({"run": "1", "example_id": ["a", "b", "c"], "prediction": [True, 0, "True"],
+                          "label": [np.bool_(True), 1, "False"]})
+    named = with_label_names(table, "boolq")
+    assert named["prediction"].tolist() == ["True", "False", "True"]
+    assert named["label"].tolist() == ["True", "True", "False"]
