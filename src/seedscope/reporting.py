@@ -20,7 +20,7 @@ from seedscope.errors import SeedscopeError
 from seedscope.factor_study.importance import FactorAnalysis, analyze_factors
 from seedscope.factor_study.scores import study_from_table
 from seedscope.io import read_predictions, task_texts
-from seedscope.io.experiment import store_context
+from seedscope.io.experiment import StoreContext, store_context
 from seedscope.report.build import Progress, Report, assemble, task_of
 from seedscope.report.write import check_fig_format, write_outputs
 
@@ -40,24 +40,24 @@ def _inputs(source, *, task: str | None, data_dir, intersect: bool, options: dic
         if not source or not all(isinstance(a, Analysis) for a in source.values()):
             raise SeedscopeError("a mapping passed to build_report must map task names to Analysis results")
         return summarize_tasks(dict(source)), None, None
-    environment = factors = None
+    context = StoreContext()
     if isinstance(source, pd.DataFrame):
         table = source
     else:
         paths = [Path(p) for p in ([source] if isinstance(source, (str, os.PathLike)) else list(source))]
         table = read_predictions(paths, task=task, data_dir=data_dir, **read_options)
-        environment, scores = store_context(paths)
-        if isinstance(scores, tuple):
-            frame, info = scores
-            try:
-                factors = analyze_factors(study_from_table(frame, metric=info["metric"], chance=info["chance"]))
-            except SeedscopeError as error:
-                factors = str(error)
-        else:
-            factors = scores
+        context = store_context(paths)
+    factors = context.factor_scores
+    if isinstance(factors, tuple):
+        frame, info = factors
+        try:
+            factors = analyze_factors(study_from_table(frame, metric=info["metric"], chance=info["chance"]))
+        except SeedscopeError as error:
+            factors = str(error)
     if "task" not in table.columns:
         table = table.assign(task=task or DEFAULT_TASK)
-    return summarize_tasks(table, intersect=intersect, **options), environment, factors
+    summary = summarize_tasks(table, intersect=intersect, train_sizes=context.train_sizes or None, **options)
+    return summary, context.environment, factors
 
 
 def build_report(

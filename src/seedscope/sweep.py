@@ -84,41 +84,46 @@ def sweep(
     ray_address: str | None = None,
     gpus_per_run: float = 0,
     cpus_per_run: float = 1,
+    max_retries: int = 2,
     progress: Progress | None = None,
     runner: Runner | None = None,
 ) -> ExperimentStore:
     """Run every task × model × seed of ``config`` into the experiment directory ``out``.
 
     ``out`` and ``data_dir`` default to the config's own; ``resume`` continues a directory
-    holding the same plan (finished runs are kept, unfinished ones redone). Returns the
-    store; its ``runs()`` tell which runs are done or failed (with their error).
+    holding the same plan (finished runs are kept, unfinished ones redone). With Ray, a run
+    whose worker dies is started again up to ``max_retries`` times. Returns the store; its
+    ``runs()`` tell which runs are done or failed (with their error).
     """
     config = as_config(config)
     out = out or config.out
     if out is None:
         raise SeedscopeError("no output directory: pass --out DIR (or set out: in the config)")
     data_dir = data_dir or config.data_dir
-    check_executor(executor, ray_address, gpus_per_run)
+    check_executor(executor, ray_address, gpus_per_run, max_retries)
     specs = config.run_specs()
     preflight(specs, data_dir)
     store = ExperimentStore.create(out, plan_to_dict(specs), resume=resume)
     execute(specs, store, executor=executor, data_dir=data_dir, fail_fast=fail_fast, progress=progress,
-            runner=runner, ray_address=ray_address, gpus_per_run=gpus_per_run, cpus_per_run=cpus_per_run)
+            runner=runner, ray_address=ray_address, gpus_per_run=gpus_per_run, cpus_per_run=cpus_per_run,
+            max_retries=max_retries)
     return store
 
 
-def check_executor(executor: str, ray_address: str | None, gpus_per_run: float) -> None:
+def check_executor(executor: str, ray_address: str | None, gpus_per_run: float, max_retries: int = 2) -> None:
     if executor not in ("local", "ray"):
         raise SeedscopeError(f"unknown executor {executor!r}; use local or ray")
     if executor == "local" and (ray_address or gpus_per_run):
         raise SeedscopeError("--ray-address and --gpus-per-run need --executor ray")
     if gpus_per_run < 0:
         raise SeedscopeError(f"--gpus-per-run must be 0 or more, got {gpus_per_run}")
+    if max_retries < 0:
+        raise SeedscopeError(f"--max-retries must be 0 or more, got {max_retries}")
 
 
 def execute(
     specs: list[RunSpec], store: ExperimentStore, *, executor: str = "local", ray_address: str | None = None,
-    gpus_per_run: float = 0, cpus_per_run: float = 1, **options,
+    gpus_per_run: float = 0, cpus_per_run: float = 1, max_retries: int = 2, **options,
 ) -> ExecutionSummary:
     """Hand the specs to the chosen executor (``local`` in this process, ``ray`` as Ray tasks)."""
     check_executor(executor, ray_address, gpus_per_run)
@@ -129,4 +134,4 @@ def execute(
     from seedscope.executors import ray as ray_executor
 
     return ray_executor.execute(specs, store, address=ray_address, num_gpus=gpus_per_run, num_cpus=cpus_per_run,
-                                **options)
+                                max_retries=max_retries, **options)

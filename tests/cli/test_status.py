@@ -40,7 +40,9 @@ def test_status_lists_every_run(store, capsys, monkeypatch):
 def test_status_failed_shows_the_full_error_and_integrity_problems(store, capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "200")
     store.prediction_path(store.pending_runs()[0]["run_id"]).write_bytes(b"orphan")
-    main(["status", str(store.path), "--failed"])
+    with pytest.raises(SystemExit) as exit_info:  # integrity problems: exit 1, as `seedscope verify`
+        main(["status", str(store.path), "--failed"])
+    assert exit_info.value.code == 1
     out = capsys.readouterr().out
     assert "Traceback" in out and "s42" not in out.split("integrity")[0]
     assert "integrity: " in out and "(a write that did not finish)" in out

@@ -41,3 +41,39 @@ def test_two_runs_on_a_local_ray_cluster(tmp_path, tiny_bert, data_dir):
     ours = store.predictions().query("run == '1'").reset_index(drop=True)
     pd.testing.assert_frame_equal(ours, reference.predictions(), check_exact=False, rtol=1e-5)
     assert (ours["prediction"] == reference.predictions()["prediction"]).all()
+
+
+def crash_first_attempt(marker_dir: str, spec, data_dir, on_step=None):
+    """A runner whose worker process dies (as if killed) the first time each run starts."""
+    import os
+    from pathlib import Path
+
+    from seedscope.runners import finetune
+
+    marker = Path(marker_dir) / spec.run_id
+    if not marker.exists():
+        marker.touch()
+        os._exit(1)
+    return finetune.run(spec, data_dir, on_step=on_step)
+
+
+def test_a_worker_that_dies_is_retried_and_its_attempts_counted(tmp_path, tiny_bert, data_dir):
+    import functools
+    import sys
+
+    import ray.cloudpickle
+
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers cannot import this test module
+    specs = seed_sweep(["rte"], [str(tiny_bert)], [1], hparams=TINY)
+    store = ExperimentStore.create(tmp_path / "ray", plan_to_dict(specs))
+    runner = functools.partial(crash_first_attempt, str(tmp_path))
+    summary = ray_executor.execute(specs, store, data_dir=data_dir, cluster_cpus=1, runner=runner)
+    assert summary.ok
+    run = store.runs().iloc[0]
+    assert run["status"] == "done" and run["attempts"] == 2 and store.check() == []
+
+    crashed = ExperimentStore.create(tmp_path / "no-retry", plan_to_dict(specs))
+    (tmp_path / specs[0].run_id).unlink()
+    summary = ray_executor.execute(specs, crashed, data_dir=data_dir, cluster_cpus=1, runner=runner, max_retries=0)
+    run = crashed.runs().iloc[0]
+    assert not summary.ok and run["status"] == "failed" and run["attempts"] == 1 and pd.notna(run["started_at"])

@@ -227,7 +227,7 @@ def test_newer_catalog_schema_is_refused(tmp_path):
     ExperimentStore.create(tmp_path / "exp", _plan())
     with sqlite3.connect(tmp_path / "exp" / CATALOG) as db:
         db.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
-    with pytest.raises(SeedscopeError, match="catalog schema 99; this seedscope reads up to 1"):
+    with pytest.raises(SeedscopeError, match="catalog schema 99; this seedscope reads up to 2"):
         ExperimentStore.open(tmp_path / "exp")
 
 

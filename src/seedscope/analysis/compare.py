@@ -103,6 +103,8 @@ def compare_systems(
         check_scores(values, f"system {name}", 2)
         series[name] = values
     alpha = check_confidence(confidence)
+    check_resamples(n_boot)
+    check_resamples(n_permutations)
     notes: list[str] = []
     system_rows = []
     for name in names:
@@ -232,6 +234,7 @@ def compare_sweeps(
     """
     check_confidence(confidence)  # a setting, not a fault of the first sweep analysed below
     check_resamples(n_boot)
+    check_resamples(n_permutations)
     per_run, per_example, notes = {}, {}, []
     chosen = metric
     for name, table in tables.items():

@@ -50,7 +50,9 @@ class Analysis:
     min, max, ci_low, ci_high. ``micro``: one row, columns :data:`MICRO_COLUMNS` (CCON is NaN
     without gold labels, prob_con NaN without probabilities; pair std = population std of the
     S(S−1)/2 pairwise values). ``con_matrix`` / ``ccon_matrix`` / ``prob_matrix``: S×S.
-    ``stability``: one row per example (see :mod:`seedscope.metrics.stability`).
+    ``stability``: one row per example (see :mod:`seedscope.metrics.stability`). ``baseline``:
+    each metric of a constant majority-class prediction (see
+    :func:`seedscope.metrics.macro.majority_baseline`), the level a run must beat.
     """
 
     aligned: AlignedRuns
@@ -63,6 +65,7 @@ class Analysis:
     prob_matrix: pd.DataFrame | None
     stability: pd.DataFrame
     confidence: float
+    baseline: pd.Series
 
     @property
     def task_type(self) -> PredictionType:
@@ -93,6 +96,7 @@ class Analysis:
             "runs": list(self.runs),
             "classes": [str(c) for c in self.aligned.classes],
             "metrics": {name: dict(row) for name, row in self.macro.iterrows()},
+            "baseline": dict(self.baseline),
             "micro": {name: micro[name] for name in MICRO_COLUMNS},
             "per_run": {run: dict(row) for run, row in self.per_run.iterrows()},
             "con_matrix": self.con_matrix.to_numpy().tolist(),
@@ -155,7 +159,8 @@ def analyze(
         return None if matrix is None else pd.DataFrame(matrix, index=runs, columns=runs)
 
     return Analysis(
-        aligned, primary_metric, per_run, summary, micro, square(con), square(ccon), square(prob), stability, confidence
+        aligned, primary_metric, per_run, summary, micro, square(con), square(ccon), square(prob), stability, confidence,
+        macro_metrics.majority_baseline(aligned),
     )
 
 

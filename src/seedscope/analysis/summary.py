@@ -60,9 +60,10 @@ def summarize_tasks(
     """Paper-style multi-task summary of several prediction sets.
 
     ``predictions`` is a long prediction table with a ``task`` column (and optionally
-    ``model``), analysed per group by :func:`~seedscope.api.analyze_groups`,
-    or a mapping task name → :class:`~seedscope.api.Analysis`. ``train_sizes`` maps task
-    name → training-set size; tasks missing from it are looked up in the task registry.
+    ``model``), analysed per group by :func:`~seedscope.analysis.seed_effects.analyze_groups`,
+    or a mapping task name → :class:`~seedscope.analysis.seed_effects.Analysis`. ``train_sizes``
+    maps task name → the number of training examples the runs used; tasks missing from it get
+    the registry's published training-split size.
     ``log_size`` correlates log10(size) instead of the size (the paper plots a log scale).
     ``options`` go to :func:`seedscope.analyze`.
     """
@@ -89,9 +90,12 @@ def _analyze_tasks(table: pd.DataFrame, options: dict) -> dict[str, Analysis]:
 
 
 def _train_size(name: str, train_sizes: Mapping[str, float] | None) -> float:
-    if train_sizes and name in train_sizes:
-        return float(train_sizes[name])
-    spec = find_task(name.split(" (")[0])
+    """The size given for the label (``"rte (roberta)"``) or its task, else the registry's published size."""
+    task = name.split(" (")[0]
+    for key in (name, task):
+        if train_sizes and key in train_sizes:
+            return float(train_sizes[key])
+    spec = find_task(task)
     return float(spec.train_size) if spec is not None else np.nan
 
 

@@ -1,7 +1,8 @@
 """The ``seedscope`` command line: thin commands over the Python API.
 
 Each sub-module adds its commands through ``register(app)``. :func:`main` turns a
-:class:`~seedscope.errors.SeedscopeError` into one message on stderr and exit status 2.
+:class:`~seedscope.errors.SeedscopeError` into one message on stderr and exit status 2, and a
+Ctrl-C into a message saying what was kept and exit status 130.
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ import click
 import typer
 from rich.console import Console
 
-from seedscope.cli import analyze, compare, factors, report, status, subsets, sweep
-from seedscope.errors import SeedscopeError
+from seedscope.cli import analyze, compare, factors, report, status, subsets, sweep, verify
+from seedscope.errors import Interrupted, SeedscopeError
 
 app = typer.Typer(
     name="seedscope",
@@ -30,16 +31,21 @@ app = typer.Typer(
     rich_markup_mode="markdown",
 )
 
-for module in (analyze, sweep, status, factors, subsets, compare, report):
+for module in (analyze, sweep, status, verify, factors, subsets, compare, report):
     module.register(app)
 
 err_console = Console(stderr=True)
+#: exit status of an interrupted command, as a shell reports SIGINT
+INTERRUPTED = 130
 
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the console script."""
     try:
-        app(args=argv, standalone_mode=False)
+        code = app(args=argv, standalone_mode=False)
+    except Interrupted as stopped:
+        err_console.print(f"[bold yellow]{stopped}[/]", highlight=False, soft_wrap=True)
+        sys.exit(INTERRUPTED)
     except SeedscopeError as error:
         err_console.print(f"[bold red]error:[/] {error}", highlight=False, soft_wrap=True)
         sys.exit(2)
@@ -51,4 +57,8 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(2)
     except (click.exceptions.Abort, typer.Abort):
         err_console.print("aborted")
-        sys.exit(130)
+        sys.exit(INTERRUPTED)
+    if code == INTERRUPTED:  # Typer turns a Ctrl-C outside the long commands into this return value
+        err_console.print("interrupted (nothing half-written: every output is written whole or not at all)")
+    if isinstance(code, int) and code:  # typer.Exit(n) comes back as a return value, not raised
+        sys.exit(code)

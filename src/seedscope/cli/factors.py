@@ -12,13 +12,14 @@ import typer
 from seedscope.factor_study.adaptive import AdaptiveSchedule, simulate_adaptive
 from seedscope.factor_study.importance import FactorAnalysis, analyze_factors
 from seedscope.factor_study.run import load_study
-from seedscope.cli.outputs import check_outputs, output_console, write_outputs
+from seedscope.cli.outputs import check_outputs, output_console, resumable, write_outputs
 from seedscope.cli.sweep import (
     CPUS_PER_RUN_OPTION,
     DATA_DIR_OPTION,
     EXECUTOR_OPTION,
     FAIL_FAST_OPTION,
     GPUS_PER_RUN_OPTION,
+    MAX_RETRIES_OPTION,
     RAY_ADDRESS_OPTION,
     SET_OPTION,
     Executor,
@@ -224,6 +225,7 @@ def run_command(
     ray_address: Optional[str] = RAY_ADDRESS_OPTION,
     gpus_per_run: float = GPUS_PER_RUN_OPTION,
     cpus_per_run: float = CPUS_PER_RUN_OPTION,
+    max_retries: int = MAX_RETRIES_OPTION,
     data_dir: Optional[Path] = DATA_DIR_OPTION,
     plan_only: bool = typer.Option(False, "--plan-only", help="Print the plan size and a cost estimate from one timed run; store nothing."),
     metric: Optional[str] = typer.Option(
@@ -255,7 +257,7 @@ def run_command(
     from seedscope.sweep import check_executor, preflight
 
     check_outputs(json_out, markdown_out)
-    check_executor(executor.value, ray_address, gpus_per_run)  # before anything is written, as sweep does
+    check_executor(executor.value, ray_address, gpus_per_run, max_retries)  # before anything is written, as sweep does
     study = FactorStudyConfig(
         task=task, model=model, factors=factor, n_investigation=investigation_runs, n_mitigation=mitigation_runs,
         n_golden=golden_runs, num_labelled=num_labelled, test_fraction=test_fraction, method=method.value,
@@ -273,9 +275,10 @@ def run_command(
         return
     from seedscope.progress import RunProgress
 
-    done = run_factor_study(study, out=out, resume=resume, fail_fast=fail_fast, executor=executor.value,
-                            data_dir=data_dir, ray_address=ray_address, gpus_per_run=gpus_per_run,
-                            cpus_per_run=cpus_per_run, progress=RunProgress())
+    with resumable(out):
+        done = run_factor_study(study, out=out, resume=resume, fail_fast=fail_fast, executor=executor.value,
+                                data_dir=data_dir, ray_address=ray_address, gpus_per_run=gpus_per_run,
+                                cpus_per_run=cpus_per_run, max_retries=max_retries, progress=RunProgress())
     result, notes = done.analyze(n_boot=bootstrap, seed=seed)
     sections = show_analysis(result, notes)
     shown = done.runs_used.drop(columns="trace")

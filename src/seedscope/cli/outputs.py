@@ -6,13 +6,14 @@ them, each atomically, so a failing run leaves no file (and never half a file) b
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterator
 
 from rich.console import Console
 
 from seedscope.atomic import atomic_write_text
-from seedscope.errors import SeedscopeError
+from seedscope.errors import Interrupted, SeedscopeError
 from seedscope.serialize import dumps
 
 if TYPE_CHECKING:
@@ -27,6 +28,17 @@ def output_console() -> Console:
     """The console for a command's tables: the terminal's width, or wide enough not to crop when piped."""
     console = Console()
     return console if console.is_terminal else Console(width=PIPE_WIDTH)
+
+
+@contextmanager
+def resumable(out, hint: str = "rerun the same command with --resume") -> Iterator[None]:
+    """Ctrl-C during runs into ``out``: say what is kept and how to go on (exit 130), not a silent 0."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        raise Interrupted(
+            f"interrupted: the finished runs are kept in {out} (the run in progress is redone); {hint} to go on"
+        ) from None
 
 
 def check_outputs(*paths: Path | None) -> None:

@@ -9,11 +9,13 @@ import typer
 from rich.table import Table
 
 from seedscope.cli.outputs import output_console
+from seedscope.cli.verify import PROBLEMS_FOUND
 
 HELP = """List the runs of an experiment directory written by `seedscope sweep`: task, model,
 seeds, status (pending, running, done, failed), duration, the task's primary metric (a
 fraction in [0, 1]; Pearson r for STS-B) and the error of failed runs. Integrity problems
-(a finished run without its prediction file, a file no run owns) are listed under the table.
+(a finished run without its prediction file or with a changed one, a file no run owns) are
+listed under the table, and the exit status is then 1 (see `seedscope verify`).
 
 \b
 Examples:
@@ -66,8 +68,12 @@ def status_command(
         )
     console = output_console()
     console.print(table)
-    for problem in store.check():
+    problems = store.check()
+    for problem in problems:
         console.print(f"[bold yellow]integrity:[/] {problem}", highlight=False, soft_wrap=True)
+    if problems:
+        console.print(f"see `seedscope verify {directory}`; --resume repairs these", highlight=False)
+        raise typer.Exit(PROBLEMS_FOUND)
 
 
 def register(app: typer.Typer) -> None:

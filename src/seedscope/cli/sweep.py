@@ -11,7 +11,7 @@ import typer
 import yaml
 from rich.console import Console
 
-from seedscope.cli.outputs import output_console, parse_int_list
+from seedscope.cli.outputs import output_console, parse_int_list, resumable
 from seedscope.errors import SeedscopeError
 
 SWEEP_HELP = """Fine-tune a Hugging Face model on one or more tasks with several seeds, store every
@@ -90,13 +90,14 @@ def quiet_libraries() -> None:
     warnings.filterwarnings("ignore", category=UserWarning, module="torch")
 
 
-def run_sweep(config, console: Console, **options):
+def run_sweep(config, console: Console, *, resume_hint: str = "rerun the same command with --resume", **options):
     """Run a sweep with a progress display, then print its analysis and a line per failed run."""
     from seedscope.progress import RunProgress
     from seedscope.sweep import sweep
 
     quiet_libraries()
-    store = sweep(config, progress=RunProgress(console=console), **options)
+    with resumable(config.out, resume_hint):
+        store = sweep(config, progress=RunProgress(console=console), **options)
     print_analysis(store, console)
     runs = store.runs()
     failed = runs[runs["status"] == "failed"]
@@ -113,6 +114,7 @@ def print_analysis(store, console: Console) -> None:
     from seedscope.analysis.summary import MIN_TASKS_FOR_CORRELATION, summarize_tasks
     from seedscope.analysis.seed_effects import analyze_groups
     from seedscope.report import tables
+    from seedscope.store.views import train_sizes
 
     runs = store.runs()
     done = runs[runs["status"] == "done"]
@@ -132,7 +134,11 @@ def print_analysis(store, console: Console) -> None:
     for label, result in labelled.items():
         for title, frame in tables.analysis_sections(result, top_k=5).items():
             console.print(tables.to_rich(frame, title=f"{label}: {title}"))
-    summary = summarize_tasks(labelled)
+    for label, result in labelled.items():
+        line = tables.baseline_text(result)
+        if line:
+            console.print(f"{label}: {line}", highlight=False)
+    summary = summarize_tasks(labelled, train_sizes=train_sizes(store))
     wanted = {"Table 1": 1, "Table 7": 2, "Pearson": MIN_TASKS_FOR_CORRELATION}  # groups needed to show it
     for title, frame in tables.summary_sections(summary).items():
         if len(labelled) >= next((n for prefix, n in wanted.items() if title.startswith(prefix)), 1):
@@ -145,6 +151,7 @@ FAIL_FAST_OPTION = typer.Option(False, "--fail-fast", help="Stop at the first fa
 EXECUTOR_OPTION = typer.Option(Executor.local, "--executor", help="local: one run after another here; ray: Ray tasks.")
 RAY_ADDRESS_OPTION = typer.Option(None, "--ray-address", help="Join this Ray cluster (e.g. auto); default: start a local one.")
 GPUS_PER_RUN_OPTION = typer.Option(0.0, "--gpus-per-run", min=0.0, help="GPUs per Ray run; a fraction (0.25) packs runs on one GPU.")
+MAX_RETRIES_OPTION = typer.Option(2, "--max-retries", help="Ray: start a run again this often when its worker dies (killed, out of memory).")
 CPUS_PER_RUN_OPTION = typer.Option(1.0, "--cpus-per-run", min=0.01, help="CPUs per Ray run (its torch threads).")
 DATA_DIR_OPTION = typer.Option(None, "--data-dir", help="Folder laid out like glue/RTE/dev.tsv (default $SEEDSCOPE_DATA_DIR, else the hub).")
 
@@ -164,6 +171,7 @@ def sweep_command(
     ray_address: Optional[str] = RAY_ADDRESS_OPTION,
     gpus_per_run: float = GPUS_PER_RUN_OPTION,
     cpus_per_run: float = CPUS_PER_RUN_OPTION,
+    max_retries: int = MAX_RETRIES_OPTION,
     data_dir: Optional[Path] = DATA_DIR_OPTION,
 ) -> None:
     from seedscope.config import build_config
@@ -179,7 +187,7 @@ def sweep_command(
     }
     config = build_config(preset=preset, path=config_file, overrides=overrides)
     run_sweep(config, output_console(), resume=resume, fail_fast=fail_fast, executor=executor.value,
-              ray_address=ray_address, gpus_per_run=gpus_per_run, cpus_per_run=cpus_per_run)
+              ray_address=ray_address, gpus_per_run=gpus_per_run, cpus_per_run=cpus_per_run, max_retries=max_retries)
 
 
 def demo_command(
@@ -197,7 +205,7 @@ def demo_command(
                    "data_dir": data_dir or demo_data_dir()},
     )
     resume = (out / "catalog.sqlite").is_file()
-    run_sweep(config, output_console(), resume=resume)
+    run_sweep(config, output_console(), resume=resume, resume_hint="run `seedscope demo` again")
 
 
 def register(app: typer.Typer) -> None:

@@ -47,10 +47,14 @@ def execute(
     num_cpus: float = 1,
     num_gpus: float = 0,
     cluster_cpus: int | None = None,
+    max_retries: int = 2,
 ) -> ExecutionSummary:
     """Run every spec not yet done in ``store`` as a Ray task; store each result as it arrives.
 
     ``cluster_cpus`` caps the CPUs of a local cluster this call starts (ignored when joining).
+    A run whose worker dies (killed, out of memory, node lost) is started again up to
+    ``max_retries`` times, each start counted in the run's ``attempts``; a run that raises is
+    not retried (it would raise again) and is recorded failed.
     """
     import ray
 
@@ -61,25 +65,28 @@ def execute(
         return summary
     if num_gpus < 0 or num_cpus <= 0:
         raise SeedscopeError("a Ray run needs num_cpus > 0 and num_gpus >= 0")
+    if max_retries < 0:
+        raise SeedscopeError(f"--max-retries must be 0 or more, not {max_retries}")
     started_here = not ray.is_initialized()
-    if started_here:
-        try:
-            ray.init(address=address, num_cpus=None if address else cluster_cpus, include_dashboard=False,
-                     log_to_driver=False, configure_logging=False)
-        except ConnectionError as error:
-            raise SeedscopeError(f"cannot join the Ray cluster at {address}: {error}") from error
-    try:
-        return _execute(ray, todo, store, summary, data_dir_text(data_dir), fail_fast, progress, runner, num_cpus, num_gpus)
-    finally:
+    try:  # the local cluster this call starts is stopped whatever happens (an error, Ctrl-C)
         if started_here:
+            try:
+                ray.init(address=address, num_cpus=None if address else cluster_cpus, include_dashboard=False,
+                         log_to_driver=False, configure_logging=False)
+            except ConnectionError as error:
+                raise SeedscopeError(f"cannot join the Ray cluster at {address}: {error}") from error
+        return _execute(ray, todo, store, summary, data_dir_text(data_dir), fail_fast, progress, runner, num_cpus,
+                        num_gpus, max_retries)
+    finally:
+        if started_here and ray.is_initialized():
             ray.shutdown()
 
 
-def _execute(ray, todo, store, summary, data_dir, fail_fast, progress, runner, num_cpus, num_gpus):
+def _execute(ray, todo, store, summary, data_dir, fail_fast, progress, runner, num_cpus, num_gpus, max_retries):
     from ray.util.queue import Queue
 
     events = Queue()
-    task = ray.remote(num_cpus=num_cpus, num_gpus=num_gpus, max_retries=0)(_run_remote)
+    task = ray.remote(num_cpus=num_cpus, num_gpus=num_gpus, max_retries=max_retries, retry_exceptions=False)(_run_remote)
     runner_ref = ray.put(runner)
     in_flight = {task.remote(runner_ref, spec.to_dict(), data_dir, events, progress is not None): spec for spec in todo}
     started: set[str] = set()
@@ -97,6 +104,10 @@ def _execute(ray, todo, store, summary, data_dir, fail_fast, progress, runner, n
                     outcome = error.cause if isinstance(error.cause, Exception) else error
                 except ray.exceptions.RayError as error:  # the worker died (out of memory, node lost …)
                     outcome = error
+                specs_by_id = {s.run_id: s for s in [*in_flight.values(), spec]}
+                _handle_events(events, store, progress, specs_by_id, started)  # its last start, if any
+                if spec.run_id not in started:  # the worker died before saying it started: still an attempt
+                    store.mark_running(spec.run_id)
                 if progress:
                     progress.run_finished(spec, not isinstance(outcome, Exception))
                 record_outcome(store, spec, outcome, summary, fail_fast)
@@ -110,16 +121,16 @@ def _execute(ray, todo, store, summary, data_dir, fail_fast, progress, runner, n
 
 
 def _handle_events(events, store, progress, specs_by_id: dict, started: set) -> None:
-    """Runs that started are marked running; their steps go to the progress display."""
+    """Every start of a run is marked running (a retry after a worker died counts as an attempt); steps go to the display."""
     while not events.empty():
         run_id, done, total = events.get_nowait()
         spec = specs_by_id.get(run_id)
         if spec is None:
             continue
         if done is None:
+            store.mark_running(run_id)
             if run_id not in started:
                 started.add(run_id)
-                store.mark_running(run_id)
                 if progress:
                     progress.run_started(spec)
         elif progress:

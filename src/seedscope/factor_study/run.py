@@ -161,6 +161,7 @@ def run_factor_study(
     ray_address: str | None = None,
     gpus_per_run: float = 0,
     cpus_per_run: float = 1,
+    max_retries: int = 2,
     progress: Progress | None = None,
 ) -> FactorStudyRun:
     """Fine-tune the study's investigation × mitigation plan plus the shared golden runs into ``out``.
@@ -168,7 +169,7 @@ def run_factor_study(
     Everything that can be wrong (executor options, data, model, plan) is checked before the
     experiment directory is created; ``resume`` continues a directory holding the same plan.
     """
-    check_executor(executor, ray_address, gpus_per_run)
+    check_executor(executor, ray_address, gpus_per_run, max_retries)
     plan = config.plan()
     schedule = config.schedule()
     preflight(list(plan.specs), data_dir)
@@ -176,7 +177,7 @@ def run_factor_study(
 
     def run_specs(specs: Sequence[RunSpec]) -> None:
         execute(list(specs), store, executor=executor, data_dir=data_dir, fail_fast=fail_fast, progress=progress,
-                ray_address=ray_address, gpus_per_run=gpus_per_run, cpus_per_run=cpus_per_run)
+                ray_address=ray_address, gpus_per_run=gpus_per_run, cpus_per_run=cpus_per_run, max_retries=max_retries)
 
     started = time.perf_counter()
     used = run_study(plan, store, run_specs, schedule, metric=config.metric)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
@@ -22,22 +23,35 @@ def read_store(paths: list[Path], options: ReadOptions) -> list[Source]:
     return sources
 
 
-def store_context(paths: list[Path]) -> tuple[pd.DataFrame | None, tuple[pd.DataFrame, dict] | str | None]:
-    """What a report shows of the stores among ``paths`` beside their predictions.
+@dataclass
+class StoreContext:
+    """What a report shows of the stores among its inputs beside their predictions.
 
-    Returns ``(environment, factor_scores)``: the recorded environment of every done run
-    (None without a store), and the factor score table of the first store holding a factor
-    study with its info (see :func:`seedscope.store.views.factor_score_table`), or the one-line
-    reason it cannot be read yet (e.g. no run done), or None without such a store.
+    ``environment``: the recorded environment of every done run (None without a store).
+    ``train_sizes``: task → training examples the runs used. ``factor_scores``: the factor
+    score table of the first store holding a factor study with its info (see
+    :func:`seedscope.store.views.factor_score_table`), or the one-line reason it cannot be read
+    yet (e.g. no run done), or None without such a store.
     """
+
+    environment: pd.DataFrame | None = None
+    train_sizes: dict[str, float] = field(default_factory=dict)
+    factor_scores: tuple[pd.DataFrame, dict] | str | None = None
+
+
+def store_context(paths: list[Path]) -> StoreContext:
+    """The :class:`StoreContext` of the experiment stores among ``paths`` (empty without one)."""
     stores = [ExperimentStore.open(p) for p in paths if ExperimentStore.is_store(p)]
     if not stores:
-        return None, None
-    environment = pd.concat([views.run_environment(store) for store in stores], ignore_index=True)
+        return StoreContext()
+    context = StoreContext(pd.concat([views.run_environment(store) for store in stores], ignore_index=True))
+    for store in stores:
+        context.train_sizes.update(views.train_sizes(store))
     for store in stores:
         if views.has_factor_study(store):
             try:
-                return environment, views.factor_score_table(store)
+                context.factor_scores = views.factor_score_table(store)
             except SeedscopeError as error:
-                return environment, str(error)
-    return environment, None
+                context.factor_scores = str(error)
+            break
+    return context

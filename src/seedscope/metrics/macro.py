@@ -119,6 +119,22 @@ def per_run_scores(aligned: AlignedRuns) -> pd.DataFrame:
     return scores
 
 
+def majority_baseline(aligned: AlignedRuns) -> pd.Series:
+    """Every metric of a run that always predicts the most frequent gold label: what a run must beat.
+
+    Accuracy is then the majority-class rate, MCC 0; for regression a constant prediction has
+    no correlation, so Pearson and Spearman are 0. Empty without gold labels.
+    """
+    if not aligned.has_labels:
+        return pd.Series(dtype=float, name="baseline")
+    if aligned.task_type == "regression":
+        return pd.Series(0.0, index=list(REGRESSION_METRICS), name="baseline")
+    known = aligned.labels[aligned.labels >= 0]
+    constant = np.full((1, aligned.n_examples), np.bincount(known, minlength=aligned.n_classes).argmax())
+    scores = classification_scores(confusion_matrices(constant, aligned.labels, aligned.n_classes))
+    return scores.iloc[0].rename("baseline")
+
+
 def summarize_runs(
     per_run: pd.DataFrame, *, n_boot: int = 10_000, confidence: float = 0.95, seed: int = 0
 ) -> pd.DataFrame:

@@ -21,10 +21,20 @@ def check_confidence(confidence: float) -> float:
     return (1 - confidence) / 2
 
 
+#: the most resamples (bootstrap draws, permutations) any command makes: beyond it memory or time run out,
+#: and the Monte-Carlo error of a percentile is already far below the third decimal
+MAX_RESAMPLES = 1_000_000
+
+
 def check_resamples(n_resamples: int) -> None:
-    """Refuse a resampling count below one (a bootstrap or permutation needs at least one draw)."""
+    """Refuse a resampling count below one or above :data:`MAX_RESAMPLES` (the same rule in every command)."""
     if n_resamples < 1:
         raise SeedscopeError(f"the number of resamples must be at least 1, not {n_resamples}")
+    if n_resamples > MAX_RESAMPLES:
+        raise SeedscopeError(
+            f"{n_resamples:,} resamples is more than seedscope draws ({MAX_RESAMPLES:,} at most, which bounds memory "
+            "and time; 10,000 already gives percentiles to about ±0.005)"
+        )
 
 
 def generator(seed) -> np.random.Generator:

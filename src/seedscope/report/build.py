@@ -20,7 +20,7 @@ from matplotlib.figure import Figure
 from seedscope.version import __version__
 from seedscope.factor_study.importance import FactorAnalysis
 from seedscope.analysis.subsets import HIGH_ABOVE, NEGLIGIBLE_BELOW, SubsetVariance
-from seedscope.analysis.summary import TaskSummary
+from seedscope.analysis.summary import MIN_TASKS_FOR_CORRELATION, TaskSummary
 from seedscope.analysis.seed_effects import Analysis
 from seedscope.metrics.micro import mean_with_others
 from seedscope.report import figures as figs
@@ -108,7 +108,8 @@ def task_lines(label: str, analysis: Analysis) -> list[str]:
     else:
         detail = (f"The predictions of two seeds correlate at {_fraction(micro['con'])} on average "
                   f"(CON, Pearson between runs over {n_examples:,} examples).")
-    return [f"{label}: " + "; ".join(parts) + ".", detail]
+    baseline = tables.baseline_text(analysis)
+    return [f"{label}: " + "; ".join(parts) + ".", detail] + ([baseline[0].upper() + baseline[1:] + "."] if baseline else [])
 
 
 @dataclass
@@ -155,11 +156,16 @@ def _summary_section(summary: TaskSummary, paper: dict[str, pd.DataFrame], seed_
     data = summary.table1.T.assign(train_size=summary.train_sizes)
     data = data[data["train_size"].notna()]
     shown = {q: r for q, r in summary.correlation["r"].items() if q in data and data[q].notna().sum() >= 2}
-    if several and len(data) >= 2 and shown:
-        fig = figs.train_size_figure(data, shown)
-        section.figures.append(builder.figure(
-            "train-size", fig, "Training-set size (log scale) against VAR, CON and CCON across tasks, with the "
-            "Pearson r of summarize_tasks (paper Figs. 2 and 4)."))
+    if several and data["train_size"].nunique() >= 2 and shown:
+        fig = figs.train_size_figure(data, shown, min_tasks=MIN_TASKS_FOR_CORRELATION)
+        caption = ("Training examples the runs used (log scale) against VAR, CON and CCON across tasks"
+                   + (", with the Pearson r of summarize_tasks (paper Figs. 2 and 4)." if len(data) >= MIN_TASKS_FOR_CORRELATION
+                      else f"; with {len(data)} tasks no line or correlation is drawn (it needs at least "
+                           f"{MIN_TASKS_FOR_CORRELATION})."))
+        section.figures.append(builder.figure("train-size", fig, caption))
+    elif several and len(data) >= 2:
+        section.lines.append(f"No training-size figure: every task trained on {data['train_size'].iloc[0]:,.0f} "
+                             "examples, so size cannot explain their differences.")
     builder.step("training-size figure")
     return section
 

@@ -23,6 +23,7 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import Colormap
 from matplotlib.figure import Figure
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 
 from seedscope.errors import SeedscopeError
 
@@ -146,31 +147,43 @@ def seed_task_heatmap(normalised: pd.DataFrame, *, metric: str, test_text: str) 
     return fig
 
 
-def train_size_figure(summary: pd.DataFrame, correlations: dict[str, float], *, model: str | None = None) -> Figure:
+def train_size_figure(summary: pd.DataFrame, correlations: dict[str, float], *, model: str | None = None,
+                      min_tasks: int = 3) -> Figure:
     """Training-set size (log scale) against VAR, CON and CCON across tasks (paper Figs. 2, 4).
 
-    ``summary`` has one row per task (index = task) with ``train_size`` and the columns named
-    in ``correlations`` (e.g. ``VAR``, ``CON``, ``CCON``), whose values are the Pearson r of
-    training size with that column as computed by the analysis.
+    ``summary`` has one row per task (index = task) with ``train_size`` (the examples the runs
+    trained on) and the columns named in ``correlations`` (e.g. ``VAR``, ``CON``, ``CCON``),
+    whose values are the Pearson r of training size with that column. With fewer than
+    ``min_tasks`` tasks the points stand alone: no line and no r suggest a trend two points
+    cannot show. The size axis is labelled at the tasks' own sizes, in plain numbers.
     """
     columns = list(correlations)
     data = summary.sort_values("train_size")
+    trend = len(data) >= min_tasks
     with _styled():
         fig = _figure(3.3 * len(columns), 3.2)
         axes = fig.subplots(1, len(columns), squeeze=False)[0]
         for k, (ax, column) in enumerate(zip(axes, columns)):
             ax.plot(
                 data["train_size"], data[column], color=PALETTE[k], marker=MARKERS[k],
-                linestyle=LINESTYLES[k], markerfacecolor="white" if k % 2 else PALETTE[k],
+                linestyle=LINESTYLES[k] if trend else "none", markerfacecolor="white" if k % 2 else PALETTE[k],
             )
             for task, row in data.iterrows():
                 ax.annotate(str(task), (row["train_size"], row[column]), textcoords="offset points",
                             xytext=(3, 3), fontsize=7)
             ax.set_xscale("log")
-            ax.set_xlabel("training-set size (log scale)")
+            sizes = sorted(set(data["train_size"].dropna()))
+            ax.xaxis.set_major_locator(FixedLocator(sizes if len(sizes) <= 6 else np.geomspace(sizes[0], sizes[-1], 5)))
+            ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:,.0f}"))
+            ax.xaxis.set_minor_formatter(NullFormatter())
+            ax.tick_params(axis="x", labelrotation=30 if len(sizes) > 3 else 0)
+            ax.set_xlabel("training examples (log scale)")
             ax.set_ylabel(column)
             r = correlations[column]
-            _title(ax, f"{column}: Pearson r = {'n/a' if pd.isna(r) else format(r, '.3f')}")
+            if not trend:
+                _title(ax, f"{column} (r needs ≥ {min_tasks} tasks)")
+            else:
+                _title(ax, f"{column}: Pearson r = {'n/a' if pd.isna(r) else format(r, '.3f')}")
         if model:
             fig.suptitle(str(model), x=0.01, ha="left")
     return fig

@@ -24,12 +24,15 @@ from typing import Any, Mapping
 import pandas as pd
 
 from seedscope.errors import SeedscopeError
-from seedscope.predictions import EXAMPLE_ID, RUN, validate_table
+from seedscope.predictions import RUN, validate_table
 from seedscope.store import views
 from seedscope.store.catalog import CATALOG, STATUSES, Catalog, as_json, canonical, plan_hash
-from seedscope.store.files import PREDICTIONS, TEMPORARY_GLOB, prediction_path, read_table, with_label_names, write_table
+from seedscope.store.files import PREDICTIONS, prediction_path, with_label_names, write_table
+from seedscope.store.integrity import REDO, Problem, temporaries, verify
 
-__all__ = ["CATALOG", "PREDICTIONS", "STATUSES", "ExperimentStore", "plan_hash"]
+__all__ = ["CATALOG", "PREDICTIONS", "STATUSES", "ExperimentStore", "Problem", "plan_hash"]
+#: where ``--resume`` moves prediction files that no run of the plan owns
+ORPHANS = "orphans"
 
 
 class ExperimentStore:
@@ -73,10 +76,13 @@ class ExperimentStore:
                 raise SeedscopeError(f"{path} already holds this experiment; pass --resume to continue it")
             store._reset_unfinished()
             return store
-        leftovers = [p for p in path.iterdir() if not (p.name == PREDICTIONS and p.is_dir() and not any(p.iterdir()))] \
-            if path.is_dir() else []
+        half_made = {problem.path for problem in temporaries(path)} if path.is_dir() else set()
+        leftovers = [p for p in path.iterdir() if p not in half_made
+                     and not (p.name == PREDICTIONS and p.is_dir() and not any(p.iterdir()))] if path.is_dir() else []
         if leftovers:
             raise SeedscopeError(f"{path} is not empty and is not a seedscope experiment directory")
+        for temporary in half_made:  # a create killed before its catalog was renamed into place
+            temporary.unlink(missing_ok=True)
         Catalog.write_new(path / CATALOG, plan)
         (path / PREDICTIONS).mkdir(exist_ok=True)
         return cls(path)
@@ -132,18 +138,25 @@ class ExperimentStore:
     # ---- run life cycle -------------------------------------------------------------------
 
     def _reset_unfinished(self) -> None:
-        """Resume: keep done runs whose file exists; every other run becomes pending again.
+        """Resume: repair what :meth:`verify` finds, then make every run that is not done pending again.
 
-        A file of a run that is not done (killed between the rename and the catalog row) goes,
-        as :meth:`record_failure` removes it, so that the resumed store passes :meth:`check`.
+        A done run keeps its file only when the file is sound (present, readable, as many rows
+        as recorded, the recorded checksum); otherwise the run is redone. Files of runs that are
+        not done and temporary files of killed writes go; files no run owns move to ``orphans/``.
         """
-        redo = [run_id for run_id, status, _ in self.catalog.statuses()
-                if not (status == "done" and self.prediction_path(run_id).is_file())]
+        problems = verify(self, full=False)
+        broken = {p.run_id for p in problems if p.kind in REDO}
+        redo = [run_id for run_id, status, _ in self.catalog.statuses() if status != "done" or run_id in broken]
         for run_id in redo:
             self.prediction_path(run_id).unlink(missing_ok=True)
         self.catalog.reset(redo)
-        for leftover in (self.path / PREDICTIONS).glob(TEMPORARY_GLOB):  # temp files of a killed write
-            leftover.unlink(missing_ok=True)
+        for problem in problems:
+            if problem.kind == "temporary":
+                problem.path.unlink(missing_ok=True)
+            elif problem.kind == "orphan":
+                (self.path / ORPHANS).mkdir(exist_ok=True)
+                problem.path.replace(self.path / ORPHANS / problem.path.name)
+        (self.path / PREDICTIONS).mkdir(exist_ok=True)
 
     def pending_runs(self) -> list[dict[str, Any]]:
         """Plan entries of every run that is not done, in plan order (what an executor should run)."""
@@ -166,14 +179,15 @@ class ExperimentStore:
         task = self.catalog.task_of(run_id)
         table = validate_table(predictions, f"predictions of run {run_id}").assign(**{RUN: run_id})
         table = with_label_names(table, task)
-        write_table(self.prediction_path(run_id), table)
+        digest = write_table(self.prediction_path(run_id), table)
         self.catalog.finish(run_id, "done", timings, metrics=as_json(dict(metrics)),
-                            environment_json=as_json(dict(environment or {})), n_predictions=len(table), error=None)
+                            environment_json=as_json(dict(environment or {})), n_predictions=len(table), error=None,
+                            sha256=digest)
 
     def record_failure(self, run_id: str, error: str, timings: Mapping[str, Any] | None = None) -> None:
         """The run raised: keep its error text; its predictions file, if a killed attempt left one, goes."""
         self.catalog.finish(run_id, "failed", timings, error=str(error), metrics=None, environment_json=None,
-                            n_predictions=None)
+                            n_predictions=None, sha256=None)
         self.prediction_path(run_id).unlink(missing_ok=True)
 
     # ---- reading (see seedscope.store.views) ----------------------------------------------
@@ -192,26 +206,10 @@ class ExperimentStore:
 
     # ---- integrity ------------------------------------------------------------------------
 
+    def verify(self, full: bool = True) -> list[Problem]:
+        """Every integrity problem, with its kind and repair (see :mod:`seedscope.store.integrity`)."""
+        return verify(self, full=full)
+
     def check(self) -> list[str]:
         """Integrity problems, one sentence each (empty when the store is sound)."""
-        problems = []
-        rows = self.catalog.statuses()
-        known = {run_id for run_id, _, _ in rows}
-        for run_id, status, n_predictions in rows:
-            path = self.prediction_path(run_id)
-            if status == "done":
-                try:
-                    n_rows = len(read_table(path, run_id, columns=[EXAMPLE_ID]))
-                except SeedscopeError as error:
-                    problems.append(str(error))
-                    continue
-                if n_rows != n_predictions:
-                    problems.append(f"{path} holds {n_rows} predictions, the catalog says {n_predictions}")
-            elif path.is_file():
-                problems.append(f"{path} exists but run {run_id} is {status} (a write that did not finish)")
-        for path in sorted((self.path / PREDICTIONS).glob("*.parquet")):
-            if path.stem not in known:
-                problems.append(f"{path} belongs to no run of the plan")
-        for path in sorted((self.path / PREDICTIONS).glob(TEMPORARY_GLOB)):
-            problems.append(f"{path} is a temporary file left by an interrupted write")
-        return problems
+        return [problem.message for problem in self.verify()]

@@ -20,7 +20,8 @@ from seedscope.errors import SeedscopeError
 from seedscope.serialize import dumps
 
 CATALOG = "catalog.sqlite"
-SCHEMA_VERSION = 1
+#: 2 added ``runs.sha256`` (a version-1 catalog gains the column at its next write)
+SCHEMA_VERSION = 2
 STATUSES = ("pending", "running", "done", "failed")
 
 _SCHEMA = """
@@ -44,13 +45,14 @@ CREATE TABLE runs (
     metrics_json TEXT,
     environment_json TEXT,
     error TEXT,
-    n_predictions INTEGER
+    n_predictions INTEGER,
+    sha256 TEXT
 );
 """
 _RUN_KEYS = ("run_id", "task", "model", "method", "seeds")
 #: what a run row forgets when it is made pending again
 _RESET = ("started_at", "finished_at", "duration_s", "timings_json", "metrics_json", "environment_json",
-          "n_predictions", "error")
+          "n_predictions", "error", "sha256")
 
 
 def canonical(value: Any) -> str:
@@ -92,7 +94,11 @@ def check_plan(plan: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 
 class Catalog:
-    """The SQLite file of one experiment directory."""
+    """The SQLite file of one experiment directory.
+
+    Every SQLite error (a damaged page, a file that is not a database) becomes one
+    :class:`SeedscopeError` naming the file and what to do, never a traceback.
+    """
 
     def __init__(self, path: Path):
         self.path = Path(path)
@@ -126,9 +132,13 @@ class Catalog:
     def check_readable(self) -> None:
         """Refuse a catalog that is not one, lacks its tables or was written by a newer seedscope."""
         try:
-            version = int(self.query("SELECT value FROM meta WHERE key = 'schema_version'")[0][0])
-            tables = {row[0] for row in self.query("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        except (sqlite3.DatabaseError, IndexError, ValueError) as error:
+            with self._connect() as db:
+                version = int(db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall()[0][0])
+                tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+                damage = [row[0] for row in db.execute("PRAGMA quick_check")]
+        except sqlite3.DatabaseError as error:
+            raise SeedscopeError(f"{self.path} is not a readable seedscope catalog ({error}); {self._advice()}") from error
+        except (IndexError, ValueError) as error:
             raise SeedscopeError(f"{self.path} is not a readable seedscope catalog ({error})") from error
         if version > SCHEMA_VERSION:
             raise SeedscopeError(
@@ -137,12 +147,14 @@ class Catalog:
         missing = sorted({"plan", "runs"} - tables)
         if missing:
             raise SeedscopeError(f"{self.path} is not a readable seedscope catalog (no {' or '.join(missing)} table)")
+        if damage != ["ok"]:
+            raise SeedscopeError(f"the catalog {self.path} is damaged ({damage[0]}); {self._advice()}")
 
     # ---- plumbing ---------------------------------------------------------------------------
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        with self._lock, self._connect(isolation_level=None) as db:
+        with self._lock, self._damage_is_an_error(), self._connect(isolation_level=None) as db:
             db.execute("PRAGMA synchronous = FULL")
             db.execute("BEGIN IMMEDIATE")
             try:
@@ -153,8 +165,28 @@ class Catalog:
             db.execute("COMMIT")
 
     def query(self, sql: str, params: tuple = ()) -> list[tuple]:
-        with self._lock, self._connect() as db:
+        with self._lock, self._damage_is_an_error(), self._connect() as db:
             return db.execute(sql, params).fetchall()
+
+    @contextmanager
+    def _damage_is_an_error(self) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.DatabaseError as error:
+            raise SeedscopeError(f"the catalog {self.path} cannot be used ({error}); {self._advice()}") from error
+
+    def _advice(self) -> str:
+        return (f"`seedscope verify {self.path.parent}` tells what is damaged, and the prediction files of finished runs "
+                "are still in its predictions/ folder")
+
+    def integrity(self, full: bool = True) -> list[str]:
+        """SQLite's own check of every page (``quick_check`` when not ``full``): [] when sound."""
+        rows = self.query("PRAGMA integrity_check" if full else "PRAGMA quick_check")
+        return [] if [r[0] for r in rows] == ["ok"] else [str(r[0]) for r in rows]
+
+    def has_checksums(self) -> bool:
+        """Whether the runs table has the ``sha256`` column (schema 2; older stores gain it when written)."""
+        return "sha256" in {row[1] for row in self.query("PRAGMA table_info(runs)")}
 
     def _connect(self, **options) -> closing:
         """A short-lived connection; waits up to a minute for another writer (another process) to finish."""
@@ -204,6 +236,8 @@ class Catalog:
     def finish(self, run_id: str, status: str, timings: Mapping[str, Any] | None, *, metrics, **columns) -> None:
         """Set a run's final state (done or failed) and its duration, in one transaction."""
         finished = now()
+        if not self.has_checksums():
+            self._add_checksums()
         with self.transaction() as db:
             started = self._require(db, run_id)[1]
             duration = (timings or {}).get("total_seconds")
@@ -215,6 +249,19 @@ class Catalog:
                 f" {assignments} WHERE run_id = ?",
                 (status, finished, duration, as_json(dict(timings or {})), metrics, *columns.values(), run_id),
             )
+
+    def _add_checksums(self) -> None:
+        """Bring a schema-1 catalog to schema 2 (runs written before keep a NULL checksum)."""
+        with self.transaction() as db:
+            if "sha256" not in {row[1] for row in db.execute("PRAGMA table_info(runs)")}:
+                db.execute("ALTER TABLE runs ADD COLUMN sha256 TEXT")
+                db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
+
+    def checksums(self) -> dict[str, tuple[str, int | None, str | None]]:
+        """run_id → (status, n_predictions, sha256 or None) of every run."""
+        checksum = "sha256" if self.has_checksums() else "NULL"
+        rows = self.query(f"SELECT run_id, status, n_predictions, {checksum} FROM runs ORDER BY position")
+        return {run_id: (status, n, digest) for run_id, status, n, digest in rows}
 
     def run_rows(self) -> list[tuple]:
         """Every run row in plan order (the columns :func:`seedscope.store.views.runs_frame` reads)."""

@@ -6,6 +6,8 @@ codes, as a model head produces, or names), so its files read the same as the ta
 
 from __future__ import annotations
 
+import hashlib
+import io
 from pathlib import Path
 
 import pandas as pd
@@ -24,18 +26,34 @@ def prediction_path(root: Path, run_id: str) -> Path:
     return Path(root) / PREDICTIONS / f"{run_id}.parquet"
 
 
-def write_table(path: Path, table: pd.DataFrame) -> None:
-    """Write ``table`` as Parquet atomically: temporary file, fsync, rename, folder fsync."""
+def write_table(path: Path, table: pd.DataFrame) -> str:
+    """Write ``table`` as Parquet atomically (temporary file, fsync, rename, folder fsync); its SHA-256."""
     with atomic_path(path) as tmp:
         table.to_parquet(tmp, index=False)
+        digest = sha256(tmp.read_bytes())
+    return digest
 
 
-def read_table(path: Path, run_id: str, columns: list[str] | None = None) -> pd.DataFrame:
-    """A done run's predictions, or a sentence saying why they cannot be had."""
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def read_table(path: Path, run_id: str, columns: list[str] | None = None, *, checksum: str | None = None) -> pd.DataFrame:
+    """A done run's predictions, or a sentence saying why they cannot be had.
+
+    With ``checksum`` (recorded when the run finished) the bytes read are checked first, so a
+    changed or swapped file is refused rather than analysed under another run's name.
+    """
     if not path.is_file():
         raise SeedscopeError(f"run {run_id} is done in the catalog but {path} is missing (rerun with --resume)")
+    data = path.read_bytes()
+    if checksum is not None and sha256(data) != checksum:
+        raise SeedscopeError(
+            f"{path} is not the file run {run_id} wrote (its SHA-256 differs from the one recorded); it was changed "
+            f"or swapped — `seedscope verify {path.parent.parent}` lists every problem, and --resume redoes such runs"
+        )
     try:
-        return pd.read_parquet(path, columns=columns)
+        return pd.read_parquet(io.BytesIO(data), columns=columns)
     except Exception as error:  # pyarrow raises several types for a damaged file
         raise SeedscopeError(f"{path} cannot be read ({type(error).__name__}: {error})") from error
 

@@ -66,6 +66,14 @@ def run_environment(store: "ExperimentStore") -> pd.DataFrame:
     return seeds.merge(store.environment(), on="run_id", how="inner")
 
 
+def train_sizes(store: "ExperimentStore") -> dict[str, float]:
+    """task → training examples its done runs actually used (the median over runs), from their recorded timings."""
+    runs = store.runs()
+    done = runs[runs["status"] == "done"]
+    used = done.assign(n=done["timings"].map(lambda t: t.get("train_examples"))).dropna(subset=["n"])
+    return {task: float(group["n"].median()) for task, group in used.groupby("task")}
+
+
 def predictions_table(store: "ExperimentStore", task: str | None = None, model: str | None = None) -> pd.DataFrame:
     """The long prediction table of every done run, with ``task`` and ``model`` columns.
 
@@ -84,9 +92,11 @@ def predictions_table(store: "ExperimentStore", task: str | None = None, model: 
         runs = runs[(runs["model"] == model) | (runs["model_name"] == model) | (runs["label"] == model)]
     if runs.empty:
         raise SeedscopeError(f"{store.path} has no finished run" + _filter_text(task, model))
+    checksums = store.catalog.checksums()
     frames = []
     for run in runs.itertuples():
-        frame = read_table(store.prediction_path(run.run_id), run.run_id).drop(columns=["task", "model"], errors="ignore")
+        frame = read_table(store.prediction_path(run.run_id), run.run_id, checksum=checksums[run.run_id][2])
+        frame = frame.drop(columns=["task", "model"], errors="ignore")
         frame[RUN] = run.run_id if pd.isna(run.seed) else str(run.seed)
         frame.insert(0, "model", run.label)
         frame.insert(0, "task", run.task)

@@ -1,0 +1,60 @@
+"""``seedscope verify``: is an experiment directory sound? Every file against its catalog row."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from seedscope.cli.outputs import output_console
+from seedscope.errors import SeedscopeError
+
+#: exit status when the store has integrity problems (2 stays "bad input", as for every command)
+PROBLEMS_FOUND = 1
+
+HELP = """Check an experiment directory: SQLite's integrity check of the catalog, and for every
+finished run that its prediction file is present, readable, holds the recorded number of rows
+and has the SHA-256 recorded when the run finished (a changed or swapped file is caught);
+files of runs that never finished, files no run owns and temporary files of interrupted writes
+are listed too. Exit status 0 when sound, 1 when a problem is found (2: not a directory to check).
+
+Each problem says what `--resume` does about it: a broken finished run is redone, leftovers
+are removed, files no run owns move to orphans/. A damaged catalog is reported only.
+
+\b
+Examples:
+
+```
+seedscope verify runs/rte-minilm
+seedscope verify runs/rte-minilm || seedscope sweep --config rte.yaml --out runs/rte-minilm --resume
+```
+"""
+
+
+def verify_command(directory: Path = typer.Argument(..., help="Experiment directory (the --out of a sweep).")) -> None:
+    from seedscope.store import ExperimentStore
+
+    if not ExperimentStore.is_store(directory):
+        raise SeedscopeError(f"{directory} is not a seedscope experiment directory (no catalog.sqlite)")
+    store = ExperimentStore(directory)
+    problems = store.verify(full=True)
+    console = output_console()
+    if not problems:
+        runs = store.runs()
+        done = int((runs["status"] == "done").sum())
+        console.print(f"{directory}: sound — catalog intact, {done} of {len(runs)} runs done, every file matches "
+                      "its catalog row", highlight=False)
+        return
+    table = Table(title=f"{directory}: {len(problems)} integrity problem(s)")
+    for column in ("kind", "run", "problem", "--resume does"):
+        table.add_column(column, overflow="fold")
+    for problem in problems:
+        table.add_row(problem.kind, problem.run_id or "", problem.message, problem.repair)
+    console.print(table)
+    raise typer.Exit(PROBLEMS_FOUND)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``seedscope verify`` to the main app."""
+    app.command("verify", help=HELP, no_args_is_help=True)(verify_command)

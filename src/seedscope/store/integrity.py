@@ -1,0 +1,110 @@
+"""Verifying an experiment store: the catalog against SQLite's own check, every run's file against the catalog.
+
+Each problem has a kind, and ``--resume`` repairs every kind (:data:`REPAIRS`): a finished run
+whose file is missing, unreadable, short, altered or another run's is redone; a file left by a
+run that never finished goes; temporary files of interrupted writes go; files that no run of
+the plan owns are moved aside to ``DIR/orphans/``. A damaged catalog cannot be repaired
+automatically: it is reported, and the prediction files stay.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pyarrow.parquet as pq
+
+from seedscope.errors import SeedscopeError
+from seedscope.predictions import RUN
+from seedscope.store.catalog import CATALOG
+from seedscope.store.files import PREDICTIONS, TEMPORARY_GLOB, sha256
+
+if TYPE_CHECKING:
+    from seedscope.store import ExperimentStore
+
+#: what ``--resume`` does about each kind of problem
+REPAIRS = {
+    "catalog": "none: restore catalog.sqlite from a backup (the prediction files are kept)",
+    "missing": "the run is redone",
+    "unreadable": "the run is redone",
+    "short": "the run is redone",
+    "altered": "the run is redone",
+    "wrong-run": "the run is redone",
+    "unfinished": "the file is removed and the run redone",
+    "temporary": "the file is removed",
+    "orphan": "the file is moved to orphans/",
+}
+#: kinds after which a done run must be redone
+REDO = ("missing", "unreadable", "short", "altered", "wrong-run")
+#: the temporary catalog a killed ``create`` leaves beside where catalog.sqlite would be
+TEMPORARY_CATALOG_GLOB = f".{CATALOG}.*.tmp"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One integrity problem: its kind (a key of :data:`REPAIRS`), a sentence, and where."""
+
+    kind: str
+    message: str
+    path: Path | None = None
+    run_id: str | None = None
+
+    @property
+    def repair(self) -> str:
+        return REPAIRS[self.kind]
+
+
+def verify(store: "ExperimentStore", *, full: bool = True) -> list[Problem]:
+    """Every integrity problem of ``store``; ``full`` runs SQLite's full ``integrity_check`` (else ``quick_check``).
+
+    A finished run's file must exist, be readable Parquet, hold the catalog's number of rows and
+    have the SHA-256 recorded when the run finished (stores written before checksums were
+    recorded are checked by the run column their files carry instead).
+    """
+    try:
+        damage = store.catalog.integrity(full=full)
+        runs = store.catalog.checksums()
+    except SeedscopeError as error:
+        return [Problem("catalog", str(error), store.path / CATALOG)] + temporaries(store.path)
+    if damage:
+        return [Problem("catalog", f"the catalog {store.path / CATALOG} is damaged: {'; '.join(damage[:3])}",
+                        store.path / CATALOG)] + temporaries(store.path)
+    problems = []
+    for run_id, (status, n_predictions, digest) in runs.items():
+        path = store.prediction_path(run_id)
+        if status == "done":
+            problems += _check_file(path, run_id, n_predictions, digest)
+        elif path.is_file():
+            problems.append(Problem("unfinished", f"{path} exists but run {run_id} is {status} (a write that did not "
+                                    "finish)", path, run_id))
+    for path in sorted((store.path / PREDICTIONS).glob("*.parquet")):
+        if path.stem not in runs:
+            problems.append(Problem("orphan", f"{path} belongs to no run of the plan", path))
+    return problems + temporaries(store.path)
+
+
+def temporaries(root: Path) -> list[Problem]:
+    """Temporary files of interrupted writes: of prediction files, and of the catalog of a killed create."""
+    found = sorted((root / PREDICTIONS).glob(TEMPORARY_GLOB)) + sorted(root.glob(TEMPORARY_CATALOG_GLOB))
+    return [Problem("temporary", f"{path} is a temporary file left by an interrupted write", path) for path in found]
+
+
+def _check_file(path: Path, run_id: str, n_predictions: int | None, digest: str | None) -> list[Problem]:
+    if not path.is_file():
+        return [Problem("missing", f"run {run_id} is done in the catalog but {path} is missing", path, run_id)]
+    data = path.read_bytes()
+    try:
+        table = pq.read_table(io.BytesIO(data))
+    except Exception as error:  # pyarrow raises several types for a damaged file
+        return [Problem("unreadable", f"{path} cannot be read ({type(error).__name__}: {error})", path, run_id)]
+    if table.num_rows != n_predictions:
+        return [Problem("short", f"{path} holds {table.num_rows} predictions, the catalog says {n_predictions}",
+                        path, run_id)]
+    if digest is not None and sha256(data) != digest:
+        return [Problem("altered", f"{path} is not the file run {run_id} wrote (its SHA-256 differs from the one "
+                        "recorded): it was changed or swapped", path, run_id)]
+    if digest is None and RUN in table.column_names and set(table.column(RUN).to_pylist()) != {run_id}:
+        return [Problem("wrong-run", f"{path} holds the predictions of another run than {run_id}", path, run_id)]
+    return []

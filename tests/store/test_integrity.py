@@ -1,0 +1,152 @@
+"""Verifying and repairing a store: every corruption found by `verify`, refused by readers, repaired by --resume."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from seedscope.cli import main
+from seedscope.errors import SeedscopeError
+from seedscope.plan import plan_to_dict, seed_sweep
+from seedscope.store import CATALOG, ExperimentStore
+
+
+def _plan() -> dict:
+    return plan_to_dict(seed_sweep(["rte"], ["models/minilm"], [42, 52, 62]))
+
+
+def _store(tmp_path, done=3) -> ExperimentStore:
+    store = ExperimentStore.create(tmp_path / "exp", _plan())
+    rng = np.random.default_rng(0)
+    for run_id in [r["run_id"] for r in store.pending_runs()][:done]:
+        table = pd.DataFrame({"run": "x", "example_id": [str(i) for i in range(20)],
+                              "prediction": rng.integers(0, 2, 20), "label": rng.integers(0, 2, 20)})
+        store.mark_running(run_id)
+        store.record_success(run_id, table, {"accuracy": 0.5})
+    return store
+
+
+def _exit(args, capsys) -> tuple[int, str, str]:
+    try:
+        main(args)
+        code = 0
+    except SystemExit as done:
+        code = int(done.code or 0)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_a_sound_store_verifies(tmp_path, capsys):
+    store = _store(tmp_path)
+    assert store.verify() == []
+    code, out, _ = _exit(["verify", str(store.path)], capsys)
+    assert code == 0 and "sound" in out and "3 of 3 runs done" in out
+
+
+def test_swapped_files_are_caught_refused_and_redone(tmp_path, capsys):
+    store = _store(tmp_path)
+    first, second, third = store.runs()["run_id"]
+    a, b = store.prediction_path(first), store.prediction_path(second)
+    data_a = a.read_bytes()
+    a.write_bytes(b.read_bytes())
+    b.write_bytes(data_a)
+    assert [(p.kind, p.run_id) for p in store.verify()] == [("altered", first), ("altered", second)]
+    with pytest.raises(SeedscopeError, match=f"is not the file run {first} wrote"):
+        store.predictions()
+    code, _, err = _exit(["analyze", str(store.path)], capsys)
+    assert code == 2 and "SHA-256 differs" in err and "Traceback" not in err
+    code, out, _ = _exit(["verify", str(store.path)], capsys)
+    assert code == 1 and "altered" in out and "the run is redone" in out
+    code, _, _ = _exit(["status", str(store.path)], capsys)
+    assert code == 1
+    resumed = ExperimentStore.create(store.path, _plan(), resume=True)
+    runs = resumed.runs().set_index("run_id")["status"]
+    assert runs.to_dict() == {first: "pending", second: "pending", third: "done"}
+    assert resumed.verify() == [] and not a.exists() and not b.exists()
+
+
+def test_truncated_and_short_files(tmp_path):
+    store = _store(tmp_path)
+    first, second, _ = store.runs()["run_id"]
+    path = store.prediction_path(first)
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    short = store.prediction_path(second)
+    pd.read_parquet(short).head(5).to_parquet(short)
+    assert [(p.kind, p.run_id) for p in store.verify()] == [("unreadable", first), ("short", second)]
+    resumed = ExperimentStore.create(store.path, _plan(), resume=True)
+    assert resumed.runs()["status"].tolist() == ["pending", "pending", "done"] and resumed.verify() == []
+
+
+def test_stray_and_temporary_files(tmp_path):
+    store = _store(tmp_path, done=1)
+    stray = store.path / "predictions" / "someone-elses.parquet"
+    pd.DataFrame({"a": [1]}).to_parquet(stray)
+    (store.path / "predictions" / ".x.parquet.tmp").write_bytes(b"half")
+    pending = store.runs()["run_id"].iloc[2]
+    pd.DataFrame({"a": [1]}).to_parquet(store.prediction_path(pending))
+    assert [p.kind for p in store.verify()] == ["unfinished", "orphan", "temporary"]
+    resumed = ExperimentStore.create(store.path, _plan(), resume=True)
+    assert resumed.verify() == [] and (store.path / "orphans" / "someone-elses.parquet").is_file()
+
+
+def _damage_runs_table(path) -> None:
+    with sqlite3.connect(path) as db:
+        page_size = db.execute("PRAGMA page_size").fetchone()[0]
+        root = db.execute("SELECT rootpage FROM sqlite_master WHERE name = 'runs'").fetchone()[0]
+    with open(path, "r+b") as handle:  # the runs table's b-tree page: cell pointers and cells overwritten
+        handle.seek((root - 1) * page_size + 8)
+        handle.write(b"\xff" * (page_size - 8))
+
+
+def test_a_damaged_catalog_is_one_clear_error_everywhere(tmp_path, capsys):
+    store = _store(tmp_path)
+    _damage_runs_table(store.path / CATALOG)
+    with pytest.raises(SeedscopeError, match="catalog .* is damaged|cannot be used"):
+        ExperimentStore.open(store.path)
+    for args in (["status", str(store.path)], ["analyze", str(store.path)],
+                 ["report", str(store.path), "--html", str(tmp_path / "r.html")]):
+        code, _, err = _exit(args, capsys)
+        assert code == 2 and "Traceback" not in err and "seedscope verify" in err, (args, err)
+    assert not (tmp_path / "r.html").exists()
+    code, out, _ = _exit(["verify", str(store.path)], capsys)
+    assert code == 1 and "catalog" in out
+
+
+def test_resuming_a_sweep_with_a_damaged_catalog(tmp_path, tiny_bert, data_dir, capsys):
+    args = ["sweep", "--task", "rte", "--model", str(tiny_bert), "--seeds", "1", "--out", str(tmp_path / "exp"),
+            "--data-dir", str(data_dir), "--set", "max_train_examples=8", "--set", "max_eval_examples=8",
+            "--set", "max_steps=1", "--set", "max_seq_length=32"]
+    assert _exit(args, capsys)[0] == 0
+    _damage_runs_table(tmp_path / "exp" / CATALOG)
+    code, _, err = _exit([*args, "--resume"], capsys)
+    assert code == 2 and "Traceback" not in err and "seedscope verify" in err
+
+
+def test_a_killed_create_leaves_a_directory_that_can_be_used(tmp_path):
+    folder = tmp_path / "exp"
+    folder.mkdir()
+    (folder / f".{CATALOG}.k3j2.tmp").write_bytes(b"half a catalog")  # killed before the rename
+    store = ExperimentStore.create(folder, _plan())
+    assert store.verify() == [] and sorted(p.name for p in folder.iterdir()) == [CATALOG, "predictions"]
+
+
+def test_a_store_written_before_checksums(tmp_path):
+    """Schema 1 had no sha256 column: its files are checked by the run they name, and it gains the column when written."""
+    store = _store(tmp_path, done=2)
+    with sqlite3.connect(store.path / CATALOG) as db:
+        db.execute("ALTER TABLE runs DROP COLUMN sha256")
+        db.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+    old = ExperimentStore.open(store.path)
+    assert old.verify() == [] and not old.catalog.has_checksums()
+    first, second, third = old.runs()["run_id"]
+    a, b = old.prediction_path(first), old.prediction_path(second)
+    data_a = a.read_bytes()
+    a.write_bytes(b.read_bytes())
+    b.write_bytes(data_a)
+    assert [(p.kind, p.run_id) for p in old.verify()] == [("wrong-run", first), ("wrong-run", second)]
+    old.mark_running(third)
+    old.record_success(third, pd.read_parquet(a).assign(run="x"), {"accuracy": 0.5})
+    assert old.catalog.has_checksums() and old.catalog.checksums()[third][2] is not None
