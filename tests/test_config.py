@@ -55,7 +55,8 @@ def test_llama_preset_is_table_6():
 
 def test_cpu_preset_uses_the_packaged_minilm():
     config = load_preset("cpu-small")
-    assert config.tasks == ["sst2", "glue-rte"] and len(config.seeds) == 5
+    assert config.tasks == ["sst2", "stsb"] and len(config.seeds) == 5
+    assert config.hparams_for("stsb")["num_train_epochs"] == 6 and config.hparams_for("sst2")["num_train_epochs"] == 3
     specs = config.run_specs()
     assert (Path(specs[0].model) / "config.json").is_file() and (Path(specs[0].model) / "model.safetensors").is_file()
     assert specs[0].model_name == "all-minilm-l6-v2" and specs[0].run_id == "sst2__all-minilm-l6-v2__full__s42"

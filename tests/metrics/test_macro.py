@@ -10,6 +10,7 @@ import pytest
 from scipy import stats
 
 from seedscope.metrics.macro import (
+    majority_baseline,
     classification_scores,
     confusion_matrices,
     per_run_scores,
@@ -149,3 +150,17 @@ def test_per_run_scores_from_a_table():
     assert scores["accuracy"].tolist() == pytest.approx([2 / 3, 2 / 3])
     unlabelled = per_run_scores(align_runs(table.drop(columns="label")))
     assert unlabelled.shape == (2, 0)
+
+
+def test_majority_baseline_by_hand():
+    """What a constant prediction of the most frequent gold label scores: accuracy = its rate, MCC 0."""
+    table = pd.DataFrame({"run": "a", "example_id": [str(i) for i in range(5)], "prediction": [0, 1, 2, 0, 1],
+                          "label": [1, 1, 1, 0, 2]})
+    baseline = majority_baseline(align_runs(table))
+    assert baseline["accuracy"] == pytest.approx(0.6) and baseline["mcc"] == 0.0
+    # predicting class 1 always: precision 0.6 for class 1, 0 for the others; recall 1, 0, 0
+    assert baseline["precision_macro"] == pytest.approx(0.2) and baseline["recall_macro"] == pytest.approx(1 / 3)
+    assert baseline["f1_macro"] == pytest.approx((2 * 0.6 * 1 / 1.6) / 3)
+    regression = align_runs(table.assign(prediction=[0.5, 1.5, 2.0, 0.1, 3.3], label=[1.0, 2, 3, 0, 2]))
+    assert majority_baseline(regression).to_dict() == {"pearson": 0.0, "spearman": 0.0}
+    assert majority_baseline(align_runs(table.drop(columns="label"))).empty

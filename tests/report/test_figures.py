@@ -204,3 +204,16 @@ def test_complete_block_keeps_the_seeds_most_tasks_share():
                           index=["42", "52", "62", "0"])
     block, left_out = complete_block(scores)
     assert list(block.index) == ["42", "52", "62"] and list(block.columns) == ["a", "b"] and left_out == ["c"]
+
+
+def test_training_size_figure_draws_no_trend_from_two_tasks():
+    data = pd.DataFrame({"train_size": [320.0, 640.0], "VAR": [0.03, 0.02], "CON": [0.8, 0.85]}, index=["rte", "cola"])
+    two = figs.train_size_figure(data, {"VAR": float("nan"), "CON": float("nan")})
+    assert all(line.get_linestyle() == "None" for ax in two.axes for line in ax.get_lines())
+    assert all("r needs ≥ 3 tasks" in ax.get_title(loc="left") for ax in two.axes)
+    assert [t.get_text() for t in two.axes[0].get_xticklabels()] == ["320", "640"]  # plain numbers, no 3×10²
+    three = figs.train_size_figure(pd.concat([data, pd.DataFrame({"train_size": [67349.0], "VAR": [0.01], "CON": [0.9]},
+                                                                  index=["sst2"])]), {"VAR": -0.9, "CON": 0.95})
+    assert all(line.get_linestyle() != "None" for ax in three.axes for line in ax.get_lines())
+    assert three.axes[0].get_title(loc="left") == "VAR: Pearson r = -0.900"
+    assert [t.get_text() for t in three.axes[0].get_xticklabels()] == ["320", "640", "67,349"]

