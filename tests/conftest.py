@@ -104,6 +104,55 @@ def tiny_llama(tmp_path_factory, data_dir: Path) -> Path:
     return folder
 
 
+#: a small chat template: every turn on its own line, the assistant's turn opened by the generation prompt
+CHAT_TEMPLATE = (
+    "{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}\n{% endfor %}"
+    "{% if add_generation_prompt %}<assistant>{% endif %}"
+)
+
+
+@pytest.fixture(scope="session")
+def tiny_chat_llama(tmp_path_factory, tiny_llama: Path) -> Path:
+    """``tiny_llama`` with a chat template, as an instruction-tuned model has."""
+    import shutil
+
+    from transformers import AutoTokenizer
+
+    folder = tmp_path_factory.mktemp("tiny-chat-llama")
+    shutil.copytree(tiny_llama, folder, dirs_exist_ok=True)
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    tokenizer.chat_template = CHAT_TEMPLATE
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_t5(tmp_path_factory, data_dir: Path) -> Path:
+    """A randomly initialised 2-layer T5 (sequence to sequence) with a BPE tokenizer ending inputs in </s>."""
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast, T5Config, T5ForConditionalGeneration
+
+    folder = tmp_path_factory.mktemp("tiny-t5")
+    tokenizer = Tokenizer(models.BPE(unk_token="<unk>"))
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    tokenizer.train_from_iterator(
+        _corpus(data_dir, 1000), trainers.BpeTrainer(vocab_size=1000, special_tokens=["<pad>", "</s>", "<unk>"])
+    )
+    eos = tokenizer.token_to_id("</s>")
+    tokenizer.post_processor = processors.TemplateProcessing(single="$A </s>", special_tokens=[("</s>", eos)])
+    PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer, unk_token="<unk>", pad_token="<pad>", eos_token="</s>",
+        model_input_names=["input_ids", "attention_mask"],
+    ).save_pretrained(folder)
+    config = T5Config(vocab_size=tokenizer.get_vocab_size(), d_model=32, d_ff=64, d_kv=16, num_layers=2,
+                      num_heads=2, pad_token_id=0, eos_token_id=eos, decoder_start_token_id=0)
+    torch.manual_seed(0)
+    T5ForConditionalGeneration(config).save_pretrained(folder)
+    return folder
+
+
 @pytest.fixture(scope="session")
 def synthetic_predictions():
     """Factory of long prediction tables (task, run, example_id, prediction, label) for S seeds.

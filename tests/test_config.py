@@ -26,7 +26,7 @@ def test_paper_seeds():
 
 
 def test_presets_are_listed():
-    assert list_presets() == ["cpu-small", "llama-3.2-3b-lora", "roberta-large-paper"]
+    assert list_presets() == ["cpu-small", "llama-3.2-3b-lora", "roberta-large-paper", "smollm2-icl"]
 
 
 def test_roberta_large_preset_is_table_5():
@@ -95,7 +95,7 @@ def test_plain_config_defaults_to_the_paper_seeds(tmp_path):
         ("tasks: [rte]\nmodels: [m]\nseeds: [-1]\n", r"c.yaml: seeds: seed must lie between 0 and"),
         ("tasks: [sst3]\nmodels: [m]\n", r"c.yaml: tasks: unknown task 'sst3'; did you mean sst2"),
         ("tasks: [rte, glue-rte]\nmodels: [m]\n", r"c.yaml: tasks: task glue-rte is listed twice"),
-        ("tasks: [rte]\nmodels: [m]\nmethod: qlora\n", r"c.yaml: method: Input should be 'full' or 'lora'"),
+        ("tasks: [rte]\nmodels: [m]\nmethod: qlora\n", r"c.yaml: method: Input should be 'full', 'lora' or 'icl'"),
         ("tasks: [rte]\nmodels: [m]\nmodel_names: {n: short}\n", r"c.yaml: model_names: 'n' is not one of the models \(m\)"),
         ("tasks: [rte]\nmodels: [m]\nhparams: {lr: 0.1}\n", r"c.yaml: hparams: unknown hyper-parameter 'lr'"),
         ("tasks: [rte]\nmodels: [m]\nhparams: {learning_rate: fast}\n",

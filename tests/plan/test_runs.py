@@ -42,7 +42,7 @@ def test_plan_round_trip():
     [
         (lambda: seed_sweep(["rte"], ["m"], [1, 1]), "repeats a seed"),
         (lambda: seed_sweep(["rte"], ["m"], []), "at least one"),
-        (lambda: seed_sweep(["rte"], ["m"], [1], method="prefix"), "unknown training method 'prefix'"),
+        (lambda: seed_sweep(["rte"], ["m"], [1], method="prefix"), "unknown method 'prefix'"),
         (lambda: check_unique([RunSpec("rte", "m", FactorSeeds.tied(1), hparams={"a": 1}),
                                RunSpec("rte", "m", FactorSeeds.tied(1), hparams={"a": 2})]), "share the run id"),
     ],

@@ -13,7 +13,7 @@ import click
 import typer
 from rich.console import Console
 
-from seedscope.cli import analyze, compare, factors, report, status, subsets, sweep, verify
+from seedscope.cli import analyze, compare, demo, factors, report, status, subsets, sweep, verify
 from seedscope.errors import Interrupted, SeedscopeError
 
 app = typer.Typer(
@@ -31,7 +31,7 @@ app = typer.Typer(
     rich_markup_mode="markdown",
 )
 
-for module in (analyze, sweep, status, verify, factors, subsets, compare, report):
+for module in (analyze, sweep, demo, status, verify, factors, subsets, compare, report):
     module.register(app)
 
 err_console = Console(stderr=True)

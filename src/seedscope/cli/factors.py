@@ -13,19 +13,27 @@ from seedscope.factor_study.adaptive import AdaptiveSchedule, simulate_adaptive
 from seedscope.factor_study.importance import FactorAnalysis, analyze_factors
 from seedscope.factor_study.run import load_study
 from seedscope.cli.outputs import check_outputs, output_console, resumable, write_outputs
-from seedscope.cli.sweep import (
+from seedscope.cli.run_options import (
     CPUS_PER_RUN_OPTION,
     DATA_DIR_OPTION,
     EXECUTOR_OPTION,
     FAIL_FAST_OPTION,
+    FORMAT_OPTION,
     GPUS_PER_RUN_OPTION,
     MAX_RETRIES_OPTION,
+    PREDICT_OPTION,
     RAY_ADDRESS_OPTION,
+    RUNNER_OPTION,
     SET_OPTION,
+    SHOTS_OPTION,
     Executor,
     Method,
+    Predict,
+    Runner,
     parse_settings,
     quiet_libraries,
+    runner_settings,
+    split_values,
 )
 from seedscope.errors import SeedscopeError
 from seedscope.report.tables import render_markdown, to_rich
@@ -204,7 +212,7 @@ def simulate_adaptive_command(
 def run_command(
     task: str = typer.Option(..., "--task", help="Task, e.g. sst2, cola, mrpc, glue-rte."),
     model: str = typer.Option(..., "--model", help="Hugging Face model id, local folder, or all-minilm-l6-v2."),
-    factor: list[str] = typer.Option(..., "--factor", help="data_split, label_choice, data_order, model_init, or all (repeatable)."),
+    factor: list[str] = typer.Option(..., "--factor", help="data_split, label_choice, data_order, model_init (icl: sample_choice, sample_order, prompt_format instead of the last two), or all (repeatable)."),
     investigation_runs: int = typer.Option(10, "--investigation-runs", "-N", help="N: configurations of the investigated factor."),
     mitigation_runs: int = typer.Option(100, "--mitigation-runs", "-M", help="M: configurations of all other factors (the cap with --tolerance)."),
     golden_runs: Optional[int] = typer.Option(None, "--golden-runs", "-L", help="L: golden-model runs (default N × M, as the reference)."),
@@ -214,7 +222,11 @@ def run_command(
     start: int = typer.Option(10, "--start", help="Adaptive: mitigation runs before the first check."),
     batch: int = typer.Option(10, "--batch", help="Adaptive: mitigation runs added per step."),
     patience: int = typer.Option(2, "--patience", help="Adaptive: successive settled steps needed to stop."),
-    method: Method = typer.Option(Method.full, "--method", help="full fine-tuning or lora."),
+    runner: Runner = RUNNER_OPTION,
+    method: Optional[Method] = typer.Option(None, "--method", help="full fine-tuning (default) or lora."),
+    shots: Optional[int] = SHOTS_OPTION,
+    prompt_format: Optional[list[str]] = FORMAT_OPTION,
+    predict: Optional[Predict] = PREDICT_OPTION,
     preset: Optional[str] = typer.Option(None, "--preset", help="Hyper-parameters of a shipped preset, e.g. cpu-small."),
     config: Optional[Path] = typer.Option(None, "--config", help="Hyper-parameters from a sweep YAML config."),
     settings: Optional[list[str]] = SET_OPTION,
@@ -258,11 +270,12 @@ def run_command(
 
     check_outputs(json_out, markdown_out)
     check_executor(executor.value, ray_address, gpus_per_run, max_retries)  # before anything is written, as sweep does
+    chosen_method, icl_settings = runner_settings(runner, method, shots, split_values(prompt_format), predict)
     study = FactorStudyConfig(
         task=task, model=model, factors=factor, n_investigation=investigation_runs, n_mitigation=mitigation_runs,
-        n_golden=golden_runs, num_labelled=num_labelled, test_fraction=test_fraction, method=method.value,
-        preset=preset, config=config, hparams=parse_settings(settings) or {}, tolerance=tolerance, start=start,
-        batch=batch, patience=patience, metric=metric,
+        n_golden=golden_runs, num_labelled=num_labelled, test_fraction=test_fraction, method=chosen_method or "full",
+        preset=preset, config=config, hparams={**icl_settings, **(parse_settings(settings) or {})}, tolerance=tolerance,
+        start=start, batch=batch, patience=patience, metric=metric, runner=runner.value,
     )
     plan = study.plan()
     study.schedule()
@@ -292,7 +305,7 @@ def run_command(
 
 def _plan_only(plan, data_dir: Optional[Path]) -> None:
     """Plan size per experiment and an estimate of the total cost from one timed run (not stored)."""
-    from seedscope.runners.finetune import run
+    from seedscope.runners import run
 
     n, m = len(plan.investigation_seeds), plan.n_mitigation
     sizes = pd.DataFrame(
@@ -305,7 +318,7 @@ def _plan_only(plan, data_dir: Optional[Path]) -> None:
     seconds = float(result.timings["total_seconds"])
     total = seconds * len(plan.specs)
     console.print(
-        f"one run took {seconds:.1f} s ({result.timings['train_examples']} train, {result.timings['eval_examples']} eval "
+        f"one run took {seconds:.1f} s ({result.timings.get('train_examples', 0)} train, {result.timings['eval_examples']} eval "
         f"examples); the whole plan ≈ {total / 3600:.2f} h run one after another on this machine "
         f"(less with --tolerance, or spread over Ray workers)", highlight=False,
     )

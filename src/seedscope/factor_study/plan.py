@@ -27,7 +27,7 @@ MITIGATION = "mitigation"
 #: the factors each runner can vary (model randomness, ``optimisation``, is never investigated)
 INVESTIGABLE_FACTORS: dict[str, tuple[str, ...]] = {
     "finetune": ("data_split", "label_choice", "data_order", "model_init"),
-    "in_context": ("data_split", "label_choice", "sample_choice", "sample_order"),
+    "icl": ("data_split", "label_choice", "sample_choice", "sample_order", "prompt_format"),
 }
 
 _TAG = re.compile(r"^(?P<experiment>[a-z_]+)\.m(?P<mitigation>\d+)(?:\.i(?P<investigation>\d+))?$")

@@ -95,6 +95,8 @@ class FactorStudyConfig:
     ``hparams`` overrides on top, as ``seedscope sweep`` reads them; every run pools the task's
     labelled data, re-splits it (``test_fraction`` held out, stratified) and picks
     ``num_labelled`` class-balanced examples. ``tolerance`` turns on the adaptive run count.
+    ``runner`` ``icl`` prompts the model instead (``hparams`` then hold :class:`ICLSettings`), and
+    its factors are the sampling of demonstrations and the prompt format.
     """
 
     task: str
@@ -114,17 +116,20 @@ class FactorStudyConfig:
     batch: int = 10
     patience: int = 2
     metric: str | None = None
+    runner: Literal["finetune", "icl"] = "finetune"
 
     def plan(self) -> FactorStudyPlan:
         """The study's runs (seeds drawn as the reference does, without replacement)."""
-        factors = [f for name in self.factors for f in (INVESTIGABLE_FACTORS["finetune"] if name == "all" else [name])]
-        overrides = {"tasks": [self.task], "models": [self.model], "hparams": dict(self.hparams) or None}
+        factors = [f for name in self.factors for f in (INVESTIGABLE_FACTORS[self.runner] if name == "all" else [name])]
+        method = "icl" if self.runner == "icl" else self.method
+        overrides = {"tasks": [self.task], "models": [self.model], "method": method,
+                     "hparams": dict(self.hparams) or None}
         hparams = {**build_config(self.preset, self.config, overrides).hparams_for(self.task),
                    "resplit": True, "test_fraction": self.test_fraction, "num_labelled": self.num_labelled}
         golden = self.n_golden if self.n_golden is not None else self.n_investigation * self.n_mitigation
         return factor_study_plan(self.task, resolve_model(self.model), factors, self.n_investigation,
-                                 self.n_mitigation, golden, self.method, hparams,
-                                 model_name=model_short_name(self.model))
+                                 self.n_mitigation, golden, method, hparams,
+                                 model_name=model_short_name(self.model), runner=self.runner)
 
     def schedule(self) -> AdaptiveSchedule | None:
         """The adaptive run count, or None for the full N × M plan."""

@@ -1,25 +1,55 @@
-"""Fine-tuning hyper-parameters: the keys a run spec's ``hparams`` (and a preset) may hold.
+"""Hyper-parameters: the keys a run spec's ``hparams`` (and a preset) may hold, per method.
 
-Names follow ``transformers.TrainingArguments`` / ``run_glue.py`` where one exists, so that a
-paper's settings table reads straight into a preset. Unknown keys are an error: a typo in a
-preset must not silently fall back to a default.
+Fine-tuning (``full``, ``lora``) reads :class:`FinetuneSettings`, whose names follow
+``transformers.TrainingArguments`` / ``run_glue.py`` so that a paper's settings table reads
+straight into a preset; in-context learning (``icl``) reads :class:`ICLSettings`. Both share
+the data settings (:class:`DataSettings`). Unknown keys are an error: a typo in a preset must
+not silently fall back to a default.
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal, Mapping
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from seedscope.errors import SeedscopeError
 
 Precision = Literal["auto", "fp32", "bf16", "fp16"]
 
 
-class FinetuneSettings(BaseModel):
-    """Hyper-parameters of one fine-tuning run (defaults: a small, sane CPU run)."""
-
+class _Settings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @classmethod
+    def from_hparams(cls, hparams: Mapping[str, Any] | None):
+        """Validate a spec's hyper-parameters; one clear sentence per mistake."""
+        try:
+            return cls(**dict(hparams or {}))
+        except ValidationError as error:
+            first = error.errors()[0]
+            key = ".".join(str(p) for p in first["loc"]) or "hparams"
+            if first["type"] == "extra_forbidden":
+                raise SeedscopeError(
+                    f"unknown hyper-parameter {key!r}; known: {', '.join(cls.model_fields)}"
+                ) from None
+            raise SeedscopeError(f"hyper-parameter {key}: {first['msg']}") from None
+
+
+class DataSettings(_Settings):
+    """Which examples a run uses (applied in this order: subsets, data_split, label_choice)."""
+
+    max_train_examples: int | None = Field(None, ge=1, description="first N training rows in file order")
+    max_eval_examples: int | None = Field(None, ge=1, description="first N evaluation rows in file order")
+    resplit: bool = Field(False, description="pool train+dev and re-split them with the data_split seed")
+    test_fraction: float = Field(0.2, gt=0, lt=1)
+    num_labelled: int | None = Field(None, ge=1, description="class-balanced labelled subset (label_choice seed)")
+    trust_remote_code: bool = False
+    precision: Precision = Field("auto", description="auto: bf16 (or fp16) on a GPU, fp32 on CPU")
+
+
+class FinetuneSettings(DataSettings):
+    """Hyper-parameters of one fine-tuning run (defaults: a small, sane CPU run)."""
 
     learning_rate: float = Field(2e-5, gt=0)
     num_train_epochs: float = Field(3.0, gt=0)
@@ -33,20 +63,12 @@ class FinetuneSettings(BaseModel):
     max_seq_length: int = Field(128, ge=8)
     pad_to_max_length: bool = Field(False, description="pad every batch to max_seq_length (run_glue.py's default)")
     group_by_length: bool = False
-    precision: Precision = Field("auto", description="auto: bf16 (or fp16) on a GPU, fp32 on CPU")
     deterministic: bool = True
     # LoRA (method "lora"); defaults are the reference paper's Table 6
     lora_r: int = Field(8, ge=1)
     lora_alpha: float = Field(16, gt=0)
     lora_dropout: float = Field(0.1, ge=0, lt=1)
     lora_target_modules: list[str] | None = None
-    # data (applied in this order: subsets, data_split, label_choice)
-    max_train_examples: int | None = Field(None, ge=1, description="first N training rows in file order")
-    max_eval_examples: int | None = Field(None, ge=1, description="first N evaluation rows in file order")
-    resplit: bool = Field(False, description="pool train+dev and re-split them with the data_split seed")
-    test_fraction: float = Field(0.2, gt=0, lt=1)
-    num_labelled: int | None = Field(None, ge=1, description="class-balanced labelled subset (label_choice seed)")
-    trust_remote_code: bool = False
 
     @model_validator(mode="after")
     def _check(self) -> "FinetuneSettings":
@@ -54,16 +76,41 @@ class FinetuneSettings(BaseModel):
             raise ValueError("max_steps must be positive, or -1 to train for num_train_epochs")
         return self
 
+
+class ICLSettings(DataSettings):
+    """Hyper-parameters of one in-context-learning run: prompt a model, train nothing.
+
+    ``shots`` demonstrations per class are drawn from the labelled pool (``sample_choice``
+    seed) and ordered (``sample_order`` seed); ``prompt_format`` is one format, or a list of
+    formats of which the ``prompt_format`` seed picks one per run. ``predict``: ``score`` the
+    label words' log-likelihood (probabilities kept), or ``generate`` up to ``max_new_tokens``
+    greedily and map the text to a label (unmappable answers are the class ``invalid``).
+    """
+
+    shots: int = Field(2, ge=0, description="demonstrations per class")
+    prompt_format: str | list[str] = "minimal"
+    predict: Literal["score", "generate"] = "score"
+    max_new_tokens: int = Field(5, ge=1)
+    batch_size: int = Field(16, ge=1, description="test examples per forward pass")
+    prefix_cache: bool = Field(True, description="compute the shared demonstrations once and reuse their cache")
+
+    @field_validator("prompt_format")
     @classmethod
-    def from_hparams(cls, hparams: Mapping[str, Any] | None) -> "FinetuneSettings":
-        """Validate a spec's hyper-parameters; one clear sentence per mistake."""
-        try:
-            return cls(**dict(hparams or {}))
-        except ValidationError as error:
-            first = error.errors()[0]
-            key = ".".join(str(p) for p in first["loc"]) or "hparams"
-            if first["type"] == "extra_forbidden":
-                raise SeedscopeError(
-                    f"unknown hyper-parameter {key!r}; known: {', '.join(cls.model_fields)}"
-                ) from None
-            raise SeedscopeError(f"hyper-parameter {key}: {first['msg']}") from None
+    def _known_formats(cls, value: str | list[str]) -> str | list[str]:
+        from seedscope.prompts import get_format
+
+        for name in [value] if isinstance(value, str) else value or [""]:
+            try:
+                get_format(name)
+            except SeedscopeError as error:
+                raise ValueError(str(error)) from None
+        return value
+
+    @property
+    def formats(self) -> list[str]:
+        return [self.prompt_format] if isinstance(self.prompt_format, str) else list(self.prompt_format)
+
+
+def settings_class(method: str) -> type[FinetuneSettings] | type[ICLSettings]:
+    """The settings a method reads: in-context learning's, or fine-tuning's."""
+    return ICLSettings if method == "icl" else FinetuneSettings

@@ -18,8 +18,8 @@ from typing import Any, Iterable, Mapping, Sequence
 from seedscope.errors import SeedscopeError
 from seedscope.plan.seeds import FactorSeeds, check_seed
 
-#: training methods the fine-tuning runner knows
-METHODS: tuple[str, ...] = ("full", "lora")
+#: how a run adapts the model: full fine-tuning, LoRA, or in-context learning (prompting, no training)
+METHODS: tuple[str, ...] = ("full", "lora", "icl")
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -32,7 +32,7 @@ def model_short_name(model: str) -> str:
 
 def check_method(method: str) -> str:
     if method not in METHODS:
-        raise SeedscopeError(f"unknown training method {method!r}; choose one of {', '.join(METHODS)}")
+        raise SeedscopeError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
     return method
 
 

@@ -9,7 +9,7 @@ seed sweep ties all factors to one seed (:meth:`FactorSeeds.tied`), which reprod
 
 Factor order in the pipeline (each procedure works on the output of the previous one):
 data_split → label_choice → sample_choice → sample_order / data_order → model_init →
-optimisation.
+optimisation; ``prompt_format`` picks the template of an in-context prompt.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ FACTORS: tuple[str, ...] = (
     "label_choice",
     "sample_choice",
     "sample_order",
+    "prompt_format",
 )
 
 #: what each factor changes (documentation, CLI help and reports)
@@ -43,6 +44,7 @@ FACTOR_DESCRIPTIONS: dict[str, str] = {
     "label_choice": "which training examples are labelled (limited-label setting)",
     "sample_choice": "which demonstrations an in-context prompt uses",
     "sample_order": "the order of those demonstrations",
+    "prompt_format": "which of a set of prompt formats (template and verbaliser) a prompt uses",
 }
 
 #: seeds must fit numpy's legacy seeding (``np.random.seed``), which ``set_seed`` also calls
@@ -76,6 +78,7 @@ class FactorSeeds:
     label_choice: int
     sample_choice: int
     sample_order: int
+    prompt_format: int
 
     def __post_init__(self) -> None:
         for name in FACTORS:
@@ -88,10 +91,16 @@ class FactorSeeds:
 
     @classmethod
     def from_dict(cls, seeds: Mapping[str, int]) -> "FactorSeeds":
-        """Build from a mapping that names every factor exactly once."""
+        """Build from a mapping that names every factor exactly once.
+
+        Plans stored before ``prompt_format`` existed lack it; it takes the ``sample_order``
+        seed there (fine-tuning never reads it), so a plain sweep's run ids stay the same.
+        """
         unknown = sorted(set(seeds) - set(FACTORS))
         if unknown:
             check_factor(unknown[0])
+        if "prompt_format" not in seeds and "sample_order" in seeds:
+            seeds = {**seeds, "prompt_format": seeds["sample_order"]}
         missing = [name for name in FACTORS if name not in seeds]
         if missing:
             raise SeedscopeError(f"factor seeds lack {', '.join(missing)}")

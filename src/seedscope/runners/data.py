@@ -1,4 +1,4 @@
-"""Which examples a fine-tuning run trains and evaluates on.
+"""Which examples a run trains on (or draws demonstrations from) and evaluates on.
 
 The data factors are applied in the reference pipeline's order, each with its own generator:
 fixed subsets (``max_train_examples`` / ``max_eval_examples``: the first rows in file order,
@@ -18,12 +18,12 @@ import pandas as pd
 
 from seedscope.errors import SeedscopeError
 from seedscope.plan.seeds import FactorSeeds
-from seedscope.plan.hparams import FinetuneSettings
+from seedscope.plan.hparams import DataSettings
 from seedscope.tasks import TaskSpec, load_examples
 
 
 def run_examples(
-    task: TaskSpec, settings: FinetuneSettings, seeds: FactorSeeds, data_dir: str | os.PathLike | None
+    task: TaskSpec, settings: DataSettings, seeds: FactorSeeds, data_dir: str | os.PathLike | None
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The (train, eval) example frames of one run."""
     train = load_examples(task, "train", data_dir)

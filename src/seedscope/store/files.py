@@ -14,7 +14,7 @@ import pandas as pd
 
 from seedscope.atomic import atomic_path
 from seedscope.errors import SeedscopeError
-from seedscope.predictions import LABEL, PREDICTION, PROB_PREFIX, label_key, prob_columns
+from seedscope.predictions import INVALID, LABEL, PREDICTION, PROB_PREFIX, label_key, prob_columns
 from seedscope.tasks import find_task
 
 PREDICTIONS = "predictions"
@@ -61,14 +61,14 @@ def read_table(path: Path, run_id: str, columns: list[str] | None = None, *, che
 def with_label_names(table: pd.DataFrame, task: str) -> pd.DataFrame:
     """Predictions, labels and ``prob_<code>`` columns of a registry task as label names.
 
-    Values that already are names stay; a value that is neither a code nor a name of the
-    task's labels is an error. Tasks the registry does not know are kept as they are.
+    Values that already are names stay, and so does ``invalid`` (a prompted model's answer that
+    names no label); any other value is an error. Tasks the registry does not know are kept as they are.
     """
     spec = find_task(task)
     if spec is None or spec.task_type == "regression" or not spec.label_names:
         return table
     names = list(spec.label_names)
-    lookup = {**{str(i): name for i, name in enumerate(names)}, **{name: name for name in names}}
+    lookup = {**{str(i): name for i, name in enumerate(names)}, **{name: name for name in names}, INVALID: INVALID}
 
     def to_names(column: str) -> pd.Series:
         values = table[column]

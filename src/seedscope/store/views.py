@@ -67,10 +67,13 @@ def run_environment(store: "ExperimentStore") -> pd.DataFrame:
 
 
 def train_sizes(store: "ExperimentStore") -> dict[str, float]:
-    """task → training examples its done runs actually used (the median over runs), from their recorded timings."""
+    """task → training examples its done runs actually used (the median over runs), from their recorded timings.
+
+    Runs that train nothing (in-context learning) give no size.
+    """
     runs = store.runs()
     done = runs[runs["status"] == "done"]
-    used = done.assign(n=done["timings"].map(lambda t: t.get("train_examples"))).dropna(subset=["n"])
+    used = done.assign(n=done["timings"].map(lambda t: t.get("train_examples") or None)).dropna(subset=["n"])
     return {task: float(group["n"].median()) for task, group in used.groupby("task")}
 
 

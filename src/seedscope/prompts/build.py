@@ -1,0 +1,97 @@
+"""Rendering a run's prompts: one shared prefix (question + demonstrations), one query per test example.
+
+The prefix is identical for every test example of a run, so a causal language model computes
+its key/value cache once; each query and candidate answer is then scored on top of it.
+``prefix + query + candidate`` is exactly the text a model without the cache would read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from seedscope.errors import SeedscopeError
+from seedscope.prompts.formats import PromptFormat
+from seedscope.prompts.tasks import TaskPrompt
+
+
+@dataclass(frozen=True)
+class Prompts:
+    """A run's prompts: ``prefix`` shared, and per test example its query and candidate answers."""
+
+    prefix: str
+    queries: list[str]
+    candidates: list[list[str]]
+
+    def full(self, i: int, j: int) -> str:
+        """The whole text of test example ``i`` answered with candidate ``j`` (what the model scores)."""
+        return self.prefix + self.queries[i] + self.candidates[i][j]
+
+
+def render_input(prompt: TaskPrompt, row) -> str:
+    """An example's text(s), each after its field name when the task has two."""
+    first, second = prompt.fields
+    text = str(row.text)
+    pair = getattr(row, "text_pair", None)
+    if second is None or pair is None or pd.isna(pair):
+        return text
+    return f"{first}: {text}\n{second}: {pair}"
+
+
+def _answer(prompt: TaskPrompt, row) -> str:
+    return prompt.answers(getattr(row, "choices", None))[int(row.label)]
+
+
+def _options(prompt: TaskPrompt, row=None) -> str:
+    answers = prompt.answers(getattr(row, "choices", None)) if row is not None else list(prompt.words or [])
+    return "\n".join(f"{i}. {answer}" for i, answer in enumerate(answers, 1))
+
+
+def _with_choices(prompt: TaskPrompt, row) -> str:
+    """Multiple choice: the choices are part of the input (every example has its own)."""
+    text = render_input(prompt, row)
+    if prompt.words is None:
+        text += "\n" + _options(prompt, row)
+    return text
+
+
+def build_prompts(fmt: PromptFormat, prompt: TaskPrompt, demos: pd.DataFrame, tests: pd.DataFrame,
+                  tokenizer=None) -> Prompts:
+    """The prompts of one run: ``demos`` (labelled, in prompt order) shown before every row of ``tests``.
+
+    A chat format needs the ``tokenizer`` whose chat template lays the turns out.
+    """
+    demo_rows = list(demos.itertuples(index=False))
+    test_rows = list(tests.itertuples(index=False))
+    candidates = [[fmt.answer_prefix + answer for answer in prompt.answers(getattr(r, "choices", None))]
+                  for r in test_rows]
+    if fmt.chat:
+        return _chat(fmt, prompt, demo_rows, test_rows, candidates, tokenizer)
+    header = fmt.header.format(question=prompt.question, options=_options(prompt)) if fmt.header else ""
+    shown = [fmt.query.format(input=_with_choices(prompt, row)) + fmt.answer_prefix + _answer(prompt, row)
+             for row in demo_rows]
+    prefix = header + "".join(example + fmt.separator for example in shown)
+    queries = [fmt.query.format(input=_with_choices(prompt, row)) for row in test_rows]
+    return Prompts(prefix, queries, candidates)
+
+
+def _chat(fmt, prompt, demo_rows, test_rows, candidates, tokenizer) -> Prompts:
+    if tokenizer is None or not getattr(tokenizer, "chat_template", None):
+        raise SeedscopeError(f"prompt format {fmt.name!r} needs a model with a chat template; this model has none "
+                             "(use the minimal or instruction format)")
+    system = prompt.question + ("" if prompt.words is None else " Answer with one of: " + ", ".join(prompt.words) + ".")
+    turns = [{"role": "system", "content": system}]
+    for row in demo_rows:
+        turns += [{"role": "user", "content": fmt.query.format(input=_with_choices(prompt, row))},
+                  {"role": "assistant", "content": _answer(prompt, row)}]
+    prefix = tokenizer.apply_chat_template(turns, tokenize=False)
+    queries = []
+    for row in test_rows:
+        user = {"role": "user", "content": fmt.query.format(input=_with_choices(prompt, row))}
+        whole = tokenizer.apply_chat_template(turns + [user], tokenize=False, add_generation_prompt=True)
+        if not whole.startswith(prefix):
+            raise SeedscopeError("this model's chat template rewrites earlier turns, so the demonstrations cannot be "
+                                 "shared between test examples; use the minimal or instruction format")
+        queries.append(whole[len(prefix):])
+    return Prompts(prefix, queries, candidates)

@@ -1,0 +1,167 @@
+"""The in-context-learning runner: prompt a language model with demonstrations, train nothing.
+
+Each factor draws from its own generator, in the pipeline's order: ``data_split`` and
+``label_choice`` decide the labelled pool (as for fine-tuning, :func:`run_examples`),
+``sample_choice`` which ``shots`` demonstrations of each class are shown, ``sample_order``
+their order, and ``prompt_format`` which of the given formats lays the prompt out. Every test
+example of a run sees the same demonstrations, so their key/value cache is computed once.
+
+Predictions are label names (COPA: ``choice1`` / ``choice2``); scoring keeps each class's
+probability (the softmax of the answers' log-likelihoods), generation maps the text to a label
+word and calls anything else ``invalid`` — a wrong answer, counted, never dropped.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+from seedscope.errors import SeedscopeError
+from seedscope.plan import FactorSeeds, RunSpec
+from seedscope.plan.hparams import ICLSettings
+from seedscope.predictions import EXAMPLE_ID, LABEL, PREDICTION, RUN
+from seedscope.prompts import INVALID, PromptFormat, TaskPrompt, build_prompts, get_format, get_task_prompt
+from seedscope.runners.data import run_examples
+from seedscope.runners.environment import describe_environment
+from seedscope.runners.finetune import prediction_table, resolve_precision, run_metrics
+from seedscope.runners.language_models import load_language_model
+from seedscope.runners.lm_scoring import StepHook, generate, score_causal, score_seq2seq
+from seedscope.runners.result import RunResult
+from seedscope.tasks import TaskSpec, get_task
+
+
+def choose_format(settings: ICLSettings, seeds: FactorSeeds) -> PromptFormat:
+    """The run's prompt format: the only one given, or the ``prompt_format`` seed's pick among several."""
+    formats = settings.formats
+    pick = 0 if len(formats) == 1 else int(seeds.numpy("prompt_format").integers(len(formats)))
+    return get_format(formats[pick])
+
+
+def choose_demonstrations(pool: pd.DataFrame, shots: int, seeds: FactorSeeds, task: TaskSpec) -> pd.DataFrame:
+    """``shots`` examples of every class (``sample_choice`` seed), then shuffled (``sample_order`` seed)."""
+    if shots == 0:
+        return pool.iloc[:0]
+    choice = seeds.numpy("sample_choice")
+    labels = pool["label"].astype(int).to_numpy()
+    chosen = []
+    for code, name in enumerate(task.label_names):
+        candidates = np.flatnonzero(labels == code)
+        if len(candidates) < shots:
+            raise SeedscopeError(
+                f"{task.name}: {shots} demonstrations of class {name} asked for, but the labelled pool holds "
+                f"{len(candidates)}; lower shots or raise num_labelled"
+            )
+        chosen += list(choice.choice(candidates, shots, replace=False))
+    order = seeds.numpy("sample_order").permutation(len(chosen))
+    return pool.iloc[np.asarray(chosen)[order]].reset_index(drop=True)
+
+
+def answer_to_label(text: str, prompt: TaskPrompt, choices=None) -> int | None:
+    """The label code a generated answer names (its first words, or an option's number), None if none."""
+    answers = prompt.answers(choices)
+    words = re.sub(r"[^\w\s]", " ", text.lower()).split()
+    said = " ".join(words)
+    for code in sorted(range(len(answers)), key=lambda c: -len(answers[c])):  # "not entailment" before "entailment"
+        answer = " ".join(re.sub(r"[^\w\s]", " ", answers[code].lower()).split())
+        if answer and said.startswith(answer):
+            return code
+    if words and words[0].isdigit() and 1 <= int(words[0]) <= len(answers):
+        return int(words[0]) - 1
+    return None
+
+
+def check(spec: RunSpec, data_dir: str | os.PathLike | None = None) -> None:
+    """Everything that can be wrong before a sweep starts: settings, verbaliser, model, chat template, shots."""
+    from seedscope.runners.language_models import gguf_folder, lm_kind
+    from seedscope.runners.models import load_model_config, load_tokenizer
+
+    settings = ICLSettings.from_hparams(spec.hparams)
+    task = get_task(spec.task)
+    prompt = get_task_prompt(task)
+    source = Path(spec.model)
+    folder = str(gguf_folder(source)) if source.suffix == ".gguf" and source.is_file() else spec.model
+    config = load_model_config(folder, settings.trust_remote_code)
+    lm_kind(config)
+    tokenizer = load_tokenizer(folder, settings.trust_remote_code)
+    pool, tests = run_examples(task, settings, spec.seeds, data_dir)
+    demos = choose_demonstrations(pool, settings.shots, spec.seeds, task)
+    for name in settings.formats:
+        check_length(build_prompts(get_format(name), prompt, demos, tests.head(1), tokenizer), tokenizer, config)
+
+
+def check_length(prompts, tokenizer, config) -> None:
+    """Refuse a prompt longer than the model reads (many shots of long examples), before it is run."""
+    limit = getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", None)
+    if limit is None or not prompts.queries:
+        return
+    length = len(tokenizer(prompts.prefix + prompts.queries[0] + max(prompts.candidates[0], key=len))["input_ids"])
+    if length > limit:
+        raise SeedscopeError(f"the prompt holds {length:,} tokens, longer than the {limit:,} positions the model reads; "
+                             "use fewer shots, or a model with a longer context")
+
+
+def run(spec: RunSpec, data_dir: str | os.PathLike | None = None, *, on_step: StepHook | None = None) -> RunResult:
+    """Prompt ``spec.model`` on the task's evaluation examples with the run's demonstrations."""
+    started = time.perf_counter()
+    settings = ICLSettings.from_hparams(spec.hparams)
+    task = get_task(spec.task)
+    prompt = get_task_prompt(task)
+    fmt = choose_format(settings, spec.seeds)
+    pool, tests = run_examples(task, settings, spec.seeds, data_dir)
+    demos = choose_demonstrations(pool, settings.shots, spec.seeds, task)
+    precision = resolve_precision(settings.precision)
+    model, tokenizer, kind, folder = load_language_model(spec.model, precision, settings.trust_remote_code)
+    prompts = build_prompts(fmt, prompt, demos, tests, tokenizer)
+    loaded = time.perf_counter()
+    if settings.predict == "score":
+        if kind == "causal":
+            scores = score_causal(model, tokenizer, prompts, batch_size=settings.batch_size,
+                                  prefix_cache=settings.prefix_cache, on_step=on_step)
+        else:
+            scores = score_seq2seq(model, tokenizer, prompts, batch_size=settings.batch_size, on_step=on_step)
+        table = prediction_table(spec.run_id, tests, scores, task)
+        invalid = 0
+    else:
+        texts = generate(model, tokenizer, prompts, kind, batch_size=settings.batch_size,
+                         max_new_tokens=settings.max_new_tokens, on_step=on_step)
+        table, invalid = _generated_table(spec.run_id, tests, texts, prompt, task)
+    finished = time.perf_counter()
+    del model
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+    metrics = run_metrics(table, task)
+    metrics["invalid_rate"] = invalid / len(tests)
+    prompt_tokens = len(tokenizer(prompts.prefix + prompts.queries[0])["input_ids"]) if len(tests) else 0
+    timings = {
+        "setup_seconds": loaded - started,
+        "eval_seconds": finished - loaded,
+        "total_seconds": finished - started,
+        "train_examples": 0,
+        "eval_examples": len(tests),
+        "demonstrations": len(demos),
+        "prompt_tokens_first_example": prompt_tokens,
+        "eval_examples_per_second": len(tests) / (finished - loaded) if finished > loaded else float("nan"),
+    }
+    environment = {
+        **describe_environment(), "precision": precision, "model_kind": kind, "method": spec.method,
+        "model_folder": folder, "seeds": spec.seeds.to_dict(), "prompt_format": fmt.name,
+        "predict": settings.predict, "demonstration_ids": demos[EXAMPLE_ID].astype(str).tolist(),
+    }
+    return RunResult(spec.run_id, table, metrics, timings, environment)
+
+
+def _generated_table(run_id: str, tests: pd.DataFrame, texts: list[str], prompt: TaskPrompt,
+                     task: TaskSpec) -> tuple[pd.DataFrame, int]:
+    names = list(task.label_names)
+    codes = [answer_to_label(text, prompt, getattr(row, "choices", None))
+             for text, row in zip(texts, tests.itertuples(index=False))]
+    predictions = [INVALID if code is None else names[code] for code in codes]
+    table = pd.DataFrame({RUN: run_id, EXAMPLE_ID: tests["example_id"].astype(str).to_numpy(), PREDICTION: predictions,
+                          LABEL: [names[int(c)] for c in tests["label"]], "answer": texts})
+    return table, sum(code is None for code in codes)
