@@ -16,6 +16,23 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 
 
+@pytest.fixture
+def cli(capsys):
+    """Run the console script in this process: ``cli(args) -> (exit status, stdout, stderr)``."""
+    from seedscope.cli import main
+
+    def run(args: list[str]) -> tuple[int, str, str]:
+        try:
+            main(args)
+            code = 0
+        except SystemExit as done:
+            code = int(done.code or 0)
+        captured = capsys.readouterr()
+        return code, captured.out, captured.err
+
+    return run
+
+
 @pytest.fixture(scope="session")
 def shared_dir() -> Path:
     """The ../shared folder beside the checkout (design, references, real data)."""

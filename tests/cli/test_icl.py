@@ -4,18 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from seedscope.cli import main
 from seedscope.store import ExperimentStore
-
-
-def run_cli(args: list[str], capsys) -> tuple[int, str, str]:
-    try:
-        main(args)
-        code = 0
-    except SystemExit as done:
-        code = int(done.code or 0)
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def icl_args(model, out, data_dir, *extra) -> list[str]:
@@ -24,9 +13,9 @@ def icl_args(model, out, data_dir, *extra) -> list[str]:
             *extra]
 
 
-def test_an_icl_sweep_stores_every_run(tmp_path, tiny_llama, data_dir, capsys):
+def test_an_icl_sweep_stores_every_run(tmp_path, tiny_llama, data_dir, cli):
     out = tmp_path / "exp"
-    code, printed, err = run_cli(icl_args(tiny_llama, out, data_dir), capsys)
+    code, printed, err = cli(icl_args(tiny_llama, out, data_dir))
     assert code == 0, err
     store = ExperimentStore.open(out)
     runs = store.runs()
@@ -36,11 +25,11 @@ def test_an_icl_sweep_stores_every_run(tmp_path, tiny_llama, data_dir, capsys):
     assert "CON" in printed and "majority-class baseline" in printed
 
 
-def test_the_format_as_a_randomness_factor(tmp_path, tiny_chat_llama, data_dir, capsys):
+def test_the_format_as_a_randomness_factor(tmp_path, tiny_chat_llama, data_dir, cli):
     out = tmp_path / "exp"
     args = icl_args(tiny_chat_llama, out, data_dir)
     args[args.index("--format") + 1] = "minimal,instruction,chat"
-    assert run_cli(args, capsys)[0] == 0
+    assert cli(args)[0] == 0
     formats = ExperimentStore.open(out).environment()["prompt_format"]
     assert set(formats) <= {"minimal", "instruction", "chat"}
 
@@ -52,40 +41,40 @@ def test_the_format_as_a_randomness_factor(tmp_path, tiny_chat_llama, data_dir, 
     ({"--shots": "400"}, "tokens, longer than the 256 positions"),
     ({"--format": "chat"}, "needs a model with a chat template"),
 ])
-def test_bad_icl_input_is_one_message_and_writes_nothing(tmp_path, tiny_llama, data_dir, capsys, change, message):
+def test_bad_icl_input_is_one_message_and_writes_nothing(tmp_path, tiny_llama, data_dir, cli, change, message):
     args = icl_args(tiny_llama, tmp_path / "exp", data_dir)
     for flag, value in change.items():
         args[args.index(flag) + 1] = value
-    code, _, err = run_cli(args, capsys)
+    code, _, err = cli(args)
     assert code == 2 and message in err and "Traceback" not in err
     assert not (tmp_path / "exp").exists()
 
 
-def test_icl_flags_need_the_icl_runner_and_method_needs_finetuning(tmp_path, tiny_llama, data_dir, capsys):
-    code, _, err = run_cli(["sweep", "--task", "sst2", "--model", str(tiny_llama), "--shots", "2", "--out",
-                            str(tmp_path / "x")], capsys)
+def test_icl_flags_need_the_icl_runner_and_method_needs_finetuning(tmp_path, tiny_llama, data_dir, cli):
+    code, _, err = cli(["sweep", "--task", "sst2", "--model", str(tiny_llama), "--shots", "2", "--out",
+                        str(tmp_path / "x")])
     assert code == 2 and "--shots is an in-context-learning option; add --runner icl" in err
-    code, _, err = run_cli([*icl_args(tiny_llama, tmp_path / "y", data_dir), "--method", "lora"], capsys)
+    code, _, err = cli([*icl_args(tiny_llama, tmp_path / "y", data_dir), "--method", "lora"])
     assert code == 2 and "with --runner icl nothing is trained" in err
 
 
 @pytest.mark.slow
-def test_an_icl_factor_study_with_the_real_smollm2(tmp_path, data_dir, capsys, monkeypatch):
+def test_an_icl_factor_study_with_the_real_smollm2(tmp_path, data_dir, cli, monkeypatch):
     """A random tiny model answers every prompt alike (its golden runs tie); the real SmolLM2 does not."""
     monkeypatch.setenv("SEEDSCOPE_CACHE", str(tmp_path / "cache"))
     out = tmp_path / "study"
-    code, printed, err = run_cli(["factors", "run", "--runner", "icl", "--task", "sst2", "--model", "smollm2-135m-instruct",
-                                  "--factor", "sample_choice", "--factor", "sample_order", "-N", "2", "-M", "2", "-L", "3",
-                                  "--num-labelled", "40", "--shots", "1", "--format", "instruction",
-                                  "--set", "max_train_examples=200", "--set", "max_eval_examples=60",
-                                  "--out", str(out), "--data-dir", str(data_dir)], capsys)
+    code, printed, err = cli(["factors", "run", "--runner", "icl", "--task", "sst2", "--model", "smollm2-135m-instruct",
+                              "--factor", "sample_choice", "--factor", "sample_order", "-N", "2", "-M", "2", "-L", "3",
+                              "--num-labelled", "40", "--shots", "1", "--format", "instruction",
+                              "--set", "max_train_examples=200", "--set", "max_eval_examples=60",
+                              "--out", str(out), "--data-dir", str(data_dir)])
     assert code == 0, err
     runs = ExperimentStore.open(out).runs()
     assert len(runs) == 3 + 2 * 2 * 2 and (runs["status"] == "done").all() and set(runs["method"]) == {"icl"}
     assert "sample_choice" in printed and "sample_order" in printed and "σ_GM" in printed
 
 
-def test_an_icl_factor_study_refuses_fine_tuning_factors(tiny_llama, capsys):
-    code, _, err = run_cli(["factors", "run", "--runner", "icl", "--task", "sst2", "--model", str(tiny_llama),
-                            "--factor", "data_order", "-N", "2", "-M", "2", "-L", "2", "--plan-only"], capsys)
+def test_an_icl_factor_study_refuses_fine_tuning_factors(tiny_llama, cli):
+    code, _, err = cli(["factors", "run", "--runner", "icl", "--task", "sst2", "--model", str(tiny_llama),
+                            "--factor", "data_order", "-N", "2", "-M", "2", "-L", "2", "--plan-only"])
     assert code == 2 and "the icl runner cannot vary 'data_order'" in err

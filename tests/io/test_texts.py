@@ -9,18 +9,9 @@ from seedscope.io.texts import attach_texts, task_texts
 from seedscope.tasks import DATA_DIR_ENV, load_examples
 
 
-def long_table(predictions: dict[str, list], labels: list | None, **extra) -> pd.DataFrame:
-    rows = []
-    for run, values in predictions.items():
-        for i, value in enumerate(values):
-            row = {"run": run, "example_id": i, "prediction": value, **extra}
-            if labels is not None:
-                row["label"] = labels[i]
-            rows.append(row)
-    return pd.DataFrame(rows)
-
-
-FIGURE1 = long_table({"42": [1] * 6 + [0] * 4, "52": [0] * 4 + [1] * 6}, [1] * 10)
+#: two runs of RTE's first ten dev examples (the predictions do not matter here)
+FIGURE1 = pd.DataFrame({"run": ["42"] * 10 + ["52"] * 10, "example_id": list(range(10)) * 2,
+                        "prediction": [1] * 6 + [0] * 4 + [0] * 4 + [1] * 6, "label": 1})
 
 
 def test_task_texts_are_read_from_local_data_only(data_dir, monkeypatch):

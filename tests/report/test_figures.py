@@ -217,3 +217,14 @@ def test_training_size_figure_draws_no_trend_from_two_tasks():
     assert all(line.get_linestyle() != "None" for ax in three.axes for line in ax.get_lines())
     assert three.axes[0].get_title(loc="left") == "VAR: Pearson r = -0.900"
     assert [t.get_text() for t in three.axes[0].get_xticklabels()] == ["320", "640", "67,349"]
+
+
+def test_the_seed_heatmap_shows_only_seeds_that_several_tasks_ran(synthetic_predictions):
+    """Runs named by run id (a one-factor variation) share no seed with anything: they stay out of the grid."""
+    shared = synthetic_predictions(("rte", "mrpc"), n_seeds=4, n_examples=60)
+    alone = synthetic_predictions(("cola",), n_seeds=3, n_examples=60, seed=1)
+    alone["run"] = "cola__model__icl__f" + alone["run"]
+    report = assemble(summarize_tasks(pd.concat([shared, alone], ignore_index=True), n_boot=50))
+    axes = report.figures["seed-task-heatmap"].axes[0]
+    assert [t.get_text() for t in axes.get_xticklabels()] == ["rte", "mrpc"]
+    assert [t.get_text() for t in axes.get_yticklabels()] == ["42", "52", "62", "72"]

@@ -8,7 +8,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from seedscope.cli import main
 from seedscope.errors import SeedscopeError
 from seedscope.plan import plan_to_dict, seed_sweep
 from seedscope.store import CATALOG, ExperimentStore
@@ -29,24 +28,14 @@ def _store(tmp_path, done=3) -> ExperimentStore:
     return store
 
 
-def _exit(args, capsys) -> tuple[int, str, str]:
-    try:
-        main(args)
-        code = 0
-    except SystemExit as done:
-        code = int(done.code or 0)
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
-def test_a_sound_store_verifies(tmp_path, capsys):
+def test_a_sound_store_verifies(tmp_path, cli):
     store = _store(tmp_path)
     assert store.verify() == []
-    code, out, _ = _exit(["verify", str(store.path)], capsys)
+    code, out, _ = cli(["verify", str(store.path)])
     assert code == 0 and "sound" in out and "3 of 3 runs done" in out
 
 
-def test_swapped_files_are_caught_refused_and_redone(tmp_path, capsys):
+def test_swapped_files_are_caught_refused_and_redone(tmp_path, cli):
     store = _store(tmp_path)
     first, second, third = store.runs()["run_id"]
     a, b = store.prediction_path(first), store.prediction_path(second)
@@ -56,11 +45,11 @@ def test_swapped_files_are_caught_refused_and_redone(tmp_path, capsys):
     assert [(p.kind, p.run_id) for p in store.verify()] == [("altered", first), ("altered", second)]
     with pytest.raises(SeedscopeError, match=f"is not the file run {first} wrote"):
         store.predictions()
-    code, _, err = _exit(["analyze", str(store.path)], capsys)
+    code, _, err = cli(["analyze", str(store.path)])
     assert code == 2 and "SHA-256 differs" in err and "Traceback" not in err
-    code, out, _ = _exit(["verify", str(store.path)], capsys)
+    code, out, _ = cli(["verify", str(store.path)])
     assert code == 1 and "altered" in out and "the run is redone" in out
-    code, _, _ = _exit(["status", str(store.path)], capsys)
+    code, _, _ = cli(["status", str(store.path)])
     assert code == 1
     resumed = ExperimentStore.create(store.path, _plan(), resume=True)
     runs = resumed.runs().set_index("run_id")["status"]
@@ -101,27 +90,27 @@ def _damage_runs_table(path) -> None:
         handle.write(b"\xff" * (page_size - 8))
 
 
-def test_a_damaged_catalog_is_one_clear_error_everywhere(tmp_path, capsys):
+def test_a_damaged_catalog_is_one_clear_error_everywhere(tmp_path, cli):
     store = _store(tmp_path)
     _damage_runs_table(store.path / CATALOG)
     with pytest.raises(SeedscopeError, match="catalog .* is damaged|cannot be used"):
         ExperimentStore.open(store.path)
     for args in (["status", str(store.path)], ["analyze", str(store.path)],
                  ["report", str(store.path), "--html", str(tmp_path / "r.html")]):
-        code, _, err = _exit(args, capsys)
+        code, _, err = cli(args)
         assert code == 2 and "Traceback" not in err and "seedscope verify" in err, (args, err)
     assert not (tmp_path / "r.html").exists()
-    code, out, _ = _exit(["verify", str(store.path)], capsys)
+    code, out, _ = cli(["verify", str(store.path)])
     assert code == 1 and "catalog" in out
 
 
-def test_resuming_a_sweep_with_a_damaged_catalog(tmp_path, tiny_bert, data_dir, capsys):
+def test_resuming_a_sweep_with_a_damaged_catalog(tmp_path, tiny_bert, data_dir, cli):
     args = ["sweep", "--task", "rte", "--model", str(tiny_bert), "--seeds", "1", "--out", str(tmp_path / "exp"),
             "--data-dir", str(data_dir), "--set", "max_train_examples=8", "--set", "max_eval_examples=8",
             "--set", "max_steps=1", "--set", "max_seq_length=32"]
-    assert _exit(args, capsys)[0] == 0
+    assert cli(args)[0] == 0
     _damage_runs_table(tmp_path / "exp" / CATALOG)
-    code, _, err = _exit([*args, "--resume"], capsys)
+    code, _, err = cli([*args, "--resume"])
     assert code == 2 and "Traceback" not in err and "seedscope verify" in err
 
 

@@ -145,9 +145,12 @@ def _summary_section(summary: TaskSummary, paper: dict[str, pd.DataFrame], seed_
     if not counts.empty:
         section.tables.append(TableBlock("Examples per stability category (robust = every seed right; "
                                          "consistently_wrong = every seed the same wrong answer)", counts))
-    if several and not scores.empty:
+    shared = scores.loc[:, scores.notna().sum() >= 2]  # tasks with several seeds, and seeds that several of them ran
+    shared = shared[shared.notna().sum(axis=1) >= 2]
+    shared = shared.loc[:, shared.notna().sum() >= 2]
+    if several and shared.shape[0] >= 2 and shared.shape[1] >= 2:
         metric_names = sorted({str(a.primary_metric) for a in summary.analyses.values() if a.primary_metric})
-        heatmap = figs.seed_task_heatmap(normalise_per_task(scores), metric="/".join(metric_names),
+        heatmap = figs.seed_task_heatmap(normalise_per_task(shared), metric="/".join(metric_names),
                                          test_text=seed_test.message)
         section.figures.append(builder.figure(
             "seed-task-heatmap", heatmap,

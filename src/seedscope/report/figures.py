@@ -131,11 +131,18 @@ def seed_task_heatmap(normalised: pd.DataFrame, *, metric: str, test_text: str) 
     Friedman test's one-line verdict ``test_text`` goes under the title.
     """
     values = normalised.to_numpy(dtype=float)
+    labels = [textwrap.fill(str(c), 18) for c in normalised.columns]
+    width, height = _heatmap_size(values.shape[0], values.shape[1])
+    width = max(width, 4.8)  # room for the test's verdict above the cells
+    title_lines = sum(len(textwrap.wrap(line, max(28, int((width - 1.0) * 12))) or [""])
+                      for line in test_text.split("\n")) + 1
+    longest = max((len(part) for label in labels for part in label.split("\n")), default=0)
+    height += 0.17 * title_lines + 0.06 * longest + 0.14 * max(label.count("\n") for label in labels)
     with _styled():
-        fig = _figure(*_heatmap_size(values.shape[0], values.shape[1]))
+        fig = _figure(width, height)
         ax = fig.add_subplot()
         image = ax.imshow(values, cmap=_cmap(), vmin=0, vmax=1, aspect="auto", interpolation="nearest")
-        ax.set_xticks(range(values.shape[1]), [str(c) for c in normalised.columns], rotation=45, ha="right")
+        ax.set_xticks(range(values.shape[1]), labels, rotation=45, ha="right")
         ax.set_yticks(range(values.shape[0]), [str(r) for r in normalised.index])
         ax.set_xlabel("task")
         ax.set_ylabel("seed")
