@@ -267,6 +267,8 @@ def _as_float(values: pd.Series, what: str) -> np.ndarray:
     out = numeric.to_numpy(dtype=float)
     if what.endswith("prediction") and np.isnan(out).any():
         raise SeedscopeError(f"{what} is NaN")
+    if np.isinf(out).any():
+        raise SeedscopeError(f"{what} is infinite ({out[np.isinf(out)][0]}); a regression value must be finite")
     return out
 
 

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from seedscope.analysis.aso import aso, violation_ratio
+from seedscope.errors import SeedscopeError
 
 # stat-checks §2 inputs
 DEEPSIG_A = [1.277148, -0.052781, 2.046166, 0.649878, 0.323529]
@@ -88,7 +89,8 @@ def test_aso_reverse_reproducible_and_bonferroni():
     assert aso(A5, B5, seed=0).a_better() and not aso(B5, A5, seed=0).a_better()
 
 
-def test_aso_with_one_score_runs():
-    """deepsig issue #16: n = 1 gives a meaningless but finite bound; it must not crash."""
-    result = aso([8], [5, 5, 8, 7, 8], seed=0)
-    assert 0 <= result.eps_min <= 1 and result.violation_ratio == pytest.approx(violation_ratio([8], [5, 5, 8, 7, 8]))
+def test_aso_with_one_score_is_refused():
+    """deepsig issue #16: n = 1 gives a meaningless bound, so seedscope refuses it; the ratio itself is defined."""
+    with pytest.raises(SeedscopeError, match=r"ASO \(scores A\) needs at least 2 value\(s\), got 1"):
+        aso([8], [5, 5, 8, 7, 8], seed=0)
+    assert violation_ratio([8], [5, 5, 8, 7, 8]) == pytest.approx(violation_ratio([8, 8], [5, 5, 8, 7, 8]))

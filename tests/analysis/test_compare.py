@@ -54,3 +54,14 @@ def test_compare_systems_unmatched_runs_are_unpaired():
         compare_systems({"A": pd.Series([0.1, 0.2])})
     with pytest.raises(SeedscopeError, match="NaN"):
         compare_systems({"A": pd.Series([0.1, np.nan]), "B": pd.Series([0.1, 0.2])})
+
+
+def test_compare_uses_the_tasks_primary_metric(synthetic_predictions):
+    """CoLA's primary metric is MCC: compare must rank on it, not on accuracy."""
+    from seedscope.analysis.compare import compare_sweeps
+
+    a = synthetic_predictions(("cola",), n_seeds=3, n_examples=80, seed=1)
+    b = synthetic_predictions(("cola",), n_seeds=3, n_examples=80, seed=2)
+    comparison = compare_sweeps({"a": a, "b": b}, n_boot=50, n_permutations=50)
+    assert comparison.metric == "mcc"
+    assert "too few runs for an ASO verdict" in comparison.pairs["aso_verdict"].iloc[0]  # 3 runs < 5

@@ -152,3 +152,9 @@ def test_registry_tasks_get_their_primary_metric_and_task_type():
     assert cola.primary_metric == "mcc"
     chosen = seedscope.analyze_groups(FIGURE1.assign(task="cola"), primary_metric="f1_macro")[("cola", None)]
     assert chosen.primary_metric == "f1_macro"
+
+
+def test_infinite_regression_predictions_are_refused():
+    table = long_table({"1": [0.5, 1.5, float("inf")], "2": [0.4, 1.2, 2.0]}, [0.5, 1.0, 2.0])
+    with pytest.raises(SeedscopeError, match="prediction is infinite .*must be finite"):
+        seedscope.analyze(table, task_type="regression")

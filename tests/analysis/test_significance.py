@@ -101,3 +101,10 @@ def test_paired_permutation_test_is_exact_for_few_seeds():
     assert paired_permutation_test(a, b) == pytest.approx(expected)
     with pytest.raises(SeedscopeError, match="matched seeds"):
         paired_permutation_test(a, b[:4])
+
+
+@pytest.mark.parametrize("bad", [[1, 0, np.nan], [1, 0, 2]])
+def test_mcnemar_refuses_values_that_are_not_correctness(bad):
+    with pytest.raises(SeedscopeError, match="McNemar needs per-example correctness as 0/1 or True/False"):
+        mcnemar(bad, [1, 1, 0])
+    assert mcnemar([1.0, 0.0, 1.0], [True, True, False])["b"] == 1

@@ -312,3 +312,28 @@ def test_bad_input_is_a_clear_error():
         subset_variance(zero, subset_size=1, score="ratio:c,e,m")
     with pytest.raises(SeedscopeError, match="score of system"):
         callable_subset_variance(lambda ids: float("nan"), ["a", "b"], subset_size=1, n_seeds=2, progress=False)
+
+
+def test_a_zero_mean_has_no_cv_and_identical_systems_tie():
+    """An all-zero score is 'undefined', not 'negligible'; two identical systems tie, nothing 'flips'."""
+    from seedscope.analysis.subsets.variance import TIED_ADVICE
+
+    theta = pd.DataFrame({"zero": [0.0, 0.0, 0.0], "a": [0.5, 0.6, 0.55], "a_again": [0.5, 0.6, 0.55]})
+    summary = seed_summary(theta)
+    assert np.isnan(summary.loc["zero", "cv"]) and summary.loc["zero", "band"] == "undefined"
+    pairs = summarize_thetas(theta, score="mean", subset_size=5, pool_size=10).pairs
+    tie = pairs.loc[("a", "a_again")]
+    assert np.isnan(tie["sign_consistency"]) and not tie["seed_robust"] and tie["advice"] == TIED_ADVICE
+    assert pairs.loc[("zero", "a"), "sign_consistency"] == 1.0
+
+
+def test_pair_tests_are_adjusted_for_several_pairs():
+    from seedscope.analysis.significance import adjust_p_values
+
+    rng = np.random.default_rng(3)
+    table = pd.concat([pd.DataFrame({"system": name, "example_id": range(40), "score": rng.random(40) + shift})
+                       for name, shift in (("a", 0.0), ("b", 0.1), ("c", 0.3))])
+    tests = analyze_subsets(table, subset_size=10, n_seeds=5, n_boot=50, n_permutations=99).pair_tests
+    assert len(tests) == 3
+    np.testing.assert_allclose(tests["p_holm"], adjust_p_values(tests["p_value"], "holm"))
+    np.testing.assert_allclose(tests["p_bonferroni"], np.minimum(1, 3 * tests["p_value"]))

@@ -54,7 +54,7 @@ def test_subsets_all_outputs(tmp_path, capsys):
     assert (pair["system_a"], pair["system_b"]) == ("circuitA", "circuitB")
     assert pair["deltas"] == pytest.approx(np.subtract(system["scores"], document["systems"]["circuitB"]["scores"]).tolist())
     assert isinstance(pair["seed_robust"], bool) and 0.5 <= pair["sign_consistency"] <= 1
-    assert set(pair["full_pool"]) == {"delta", "ci_low", "ci_high", "p_value"}
+    assert set(pair["full_pool"]) == {"delta", "ci_low", "ci_high", "p_value", "p_holm", "p_bonferroni"}
     assert "| circuitA |" in (out / "s.md").read_text()
     assert r"\toprule" in (out / "s.tex").read_text() and (out / "s.tex").read_text().isascii()
     tidy = pd.read_csv(out / "s.csv")

@@ -194,7 +194,8 @@ def test_task_and_model_columns_are_kept_and_task_selects(tmp_path):
     assert read_predictions([path], task="cola")["example_id"].tolist() == ["0", "1"]
     with pytest.raises(SeedscopeError, match=r"no rows of task 'sst2' \(tasks in the file: cola, rte\)"):
         read_predictions([path], task="sst2")
-    single = read_predictions([_write(RUN_A, tmp_path / "s.csv", "csv")], task="sst2")
+    named = RUN_A.replace({"pos": "positive", "neg": "negative"})  # the task's own label names
+    single = read_predictions([_write(named, tmp_path / "s.csv", "csv")], task="sst2")
     assert single["task"].unique().tolist() == ["sst2"]
 
 
@@ -252,3 +253,14 @@ def test_a_single_path_and_no_path(tmp_path):
     with pytest.raises(SeedscopeError, match=r"no input given"):
         read_predictions([])
 
+
+
+def test_task_names_a_registry_task_and_its_labels(tmp_path):
+    path = tmp_path / "seed1.csv"
+    pd.DataFrame({"id": [0, 1], "prediction": ["positive", "negative"], "label": ["positive", "positive"]}).to_csv(
+        path, index=False)
+    assert set(read_predictions([path], task="sst2")["task"]) == {"sst2"}
+    with pytest.raises(SeedscopeError, match="unknown task 'sst-7'"):
+        read_predictions([path], task="sst-7")
+    with pytest.raises(SeedscopeError, match="prediction value\\(s\\) negative, positive are not labels of glue-rte"):
+        read_predictions([path], task="rte")

@@ -18,6 +18,11 @@ from seedscope.analysis.checks import check_scores
 from seedscope.errors import SeedscopeError
 from seedscope.metrics.resampling import check_confidence, check_resamples, generator, resample_indices
 
+#: ASO's bound needs a spread on each side: one score has none (deepsig issue #16 gives a meaningless bound)
+MIN_RUNS = 2
+#: below this many runs per system the bound is too loose to call an order
+RELIABLE_RUNS = 5
+
 
 def _quantile_steps(n: int, m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Intervals of (0, 1] on which both empirical quantile functions are constant.
@@ -87,8 +92,8 @@ def aso(
     check_resamples(n_boot)
     if n_comparisons < 1:
         raise SeedscopeError(f"the number of comparisons must be at least 1, not {n_comparisons}")
-    a = np.sort(check_scores(scores_a, "ASO (scores A)"))
-    b = np.sort(check_scores(scores_b, "ASO (scores B)"))
+    a = np.sort(check_scores(scores_a, "ASO (scores A)", MIN_RUNS))
+    b = np.sort(check_scores(scores_b, "ASO (scores B)", MIN_RUNS))
     n, m = len(a), len(b)
     ratio = float(_violation_ratios(a, b))
     rng = generator(seed)

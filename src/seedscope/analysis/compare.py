@@ -16,9 +16,9 @@ import numpy as np
 import pandas as pd
 
 from seedscope.analysis.aggregates import interquartile_mean, probability_of_improvement
-from seedscope.analysis.aso import aso
+from seedscope.analysis.aso import RELIABLE_RUNS, aso
 from seedscope.analysis.checks import check_scores
-from seedscope.analysis.seed_effects import analyze
+from seedscope.analysis.seed_effects import analyze, task_defaults
 from seedscope.analysis.differences import joint_bootstrap, mean_difference_ci
 from seedscope.analysis.planning import expected_max_performance, seeds_needed
 from seedscope.analysis.significance import adjust_p_values, holm, mcnemar, paired_permutation_test
@@ -141,7 +141,8 @@ def compare_systems(
             violation_ratio=forward.violation_ratio,
             aso_eps_min=forward.eps_min,
             aso_eps_min_reverse=backward.eps_min,
-            aso_verdict=_aso_verdict(forward.eps_min, backward.eps_min, aso_threshold, a, b),
+            aso_verdict=_aso_verdict(forward.eps_min, backward.eps_min, aso_threshold, a, b,
+                                     min(len(series[a]), len(series[b]))),
         )
         if len(matched) >= 2:
             row["p_permutation"] = paired_permutation_test(
@@ -181,7 +182,9 @@ def compare_systems(
     return Comparison(metric, systems, pair_frame, mcnemar_frame, expected, needed, series, settings, notes)
 
 
-def _aso_verdict(forward: float, backward: float, threshold: float, a: str, b: str) -> str:
+def _aso_verdict(forward: float, backward: float, threshold: float, a: str, b: str, n_runs: int) -> str:
+    if n_runs < RELIABLE_RUNS:
+        return f"too few runs for an ASO verdict (fewer than {RELIABLE_RUNS} per system)"
     if forward < threshold:
         return f"{a} almost stochastically dominates {b}"
     if backward < threshold:
@@ -228,8 +231,9 @@ def compare_sweeps(
 ) -> Comparison:
     """Compare sweeps given as prediction tables (system name → long table of its S runs).
 
-    Per-run metrics come from :func:`seedscope.analyze` (``metric`` defaults to the primary
-    metric: accuracy for classification, Pearson for regression); classification with gold
+    Per-run metrics come from :func:`seedscope.analyze` (``metric`` defaults to the task's
+    primary metric — MCC for CoLA, Pearson for STS-B — or accuracy / Pearson for a table that
+    names no registry task); classification with gold
     labels also gives per-example correctness for the joint bootstrap and McNemar.
     """
     check_confidence(confidence)  # a setting, not a fault of the first sweep analysed below
@@ -239,7 +243,9 @@ def compare_sweeps(
     chosen = metric
     for name, table in tables.items():
         try:  # only per_run and the aligned arrays are used here, so analyze's own CI stays small
-            result = analyze(table, n_boot=max(1, min(n_boot, 1000)), confidence=confidence, seed=seed)
+            tasks = table["task"].dropna().unique() if "task" in table.columns else []
+            defaults = task_defaults(tasks[0] if len(tasks) == 1 else None, {})  # MCC for CoLA, Pearson for STS-B
+            result = analyze(table, n_boot=max(1, min(n_boot, 1000)), confidence=confidence, seed=seed, **defaults)
         except SeedscopeError as error:
             raise SeedscopeError(f"sweep {name}: {error}") from None
         if result.per_run.shape[1] == 0:

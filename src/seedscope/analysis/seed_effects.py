@@ -223,7 +223,7 @@ def _require_single_group(table: pd.DataFrame) -> None:
             )
 
 
-def _task_defaults(task, options: dict) -> dict:
+def task_defaults(task, options: dict) -> dict:
     """Fill an unset primary metric and task type from the registry (MCC for CoLA …)."""
     spec = find_task(task) if task is not None else None
     if spec is None:
@@ -254,7 +254,7 @@ def analyze_groups(table: pd.DataFrame, **options) -> dict[tuple, Analysis]:
         group = group.drop(columns=columns).dropna(axis=1, how="all")
         task = named.get("task")
         try:
-            results[(task, named.get("model"))] = analyze(group, **_task_defaults(task, options))
+            results[(task, named.get("model"))] = analyze(group, **task_defaults(task, options))
         except SeedscopeError as error:  # say which group of a multi-task table is at fault
             where = ", ".join(f"{column} {value}" for column, value in named.items())
             raise SeedscopeError(f"{where}: {error}") from None

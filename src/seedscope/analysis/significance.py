@@ -31,8 +31,7 @@ def mcnemar(correct_a, correct_b, *, exact: bool | None = None) -> dict[str, Any
     when b + c < 25, else the χ² statistic (b − c)²/(b + c) without continuity correction.
     No discordant pair: statistic 0, p = 1 (never a division by zero).
     """
-    a = np.asarray(correct_a, dtype=bool)
-    b_arr = np.asarray(correct_b, dtype=bool)
+    a, b_arr = _correctness(correct_a, "A"), _correctness(correct_b, "B")
     if a.shape != b_arr.shape:
         raise SeedscopeError(f"McNemar needs the same examples for both systems: {a.shape} vs {b_arr.shape}")
     b = int((a & ~b_arr).sum())
@@ -47,6 +46,19 @@ def mcnemar(correct_a, correct_b, *, exact: bool | None = None) -> dict[str, Any
         return {"b": b, "c": c, "statistic": float(statistic), "p_value": p_value, "method": "exact binomial"}
     p_value = float(stats.chi2.sf(statistic, 1))
     return {"b": b, "c": c, "statistic": float(statistic), "p_value": p_value, "method": "chi-square"}
+
+
+def _correctness(values, system: str) -> np.ndarray:
+    """Per-example correctness as booleans; anything but 0/1/True/False (a NaN, a 2) is refused, not cast."""
+    array = np.asarray(values)
+    if array.dtype != bool:
+        numeric = np.asarray(array, dtype=float)
+        bad = ~np.isin(numeric, (0.0, 1.0))
+        if bad.any():
+            raise SeedscopeError(f"McNemar needs per-example correctness as 0/1 or True/False; system {system} has "
+                                 f"{array.ravel()[np.flatnonzero(bad.ravel())[0]]!r}")
+        array = numeric == 1.0
+    return array
 
 
 def paired_permutation_test(scores_a, scores_b, *, n_resamples: int = 9999, seed: int = 0) -> float:

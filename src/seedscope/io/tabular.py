@@ -28,7 +28,8 @@ from seedscope.io.common import (
     pick_column,
     run_names,
 )
-from seedscope.predictions import EXAMPLE_ID, LABEL, PREDICTION, PROB_PREFIX, RUN
+from seedscope.predictions import EXAMPLE_ID, INVALID, LABEL, PREDICTION, PROB_PREFIX, RUN, label_key
+from seedscope.tasks import get_task
 
 ID_NAMES = ("example_id", "id", "idx", "doc_id", "index", "guid", "uid")
 PREDICTION_NAMES = ("prediction", "pred", "predicted_label", "predictions", "predicted", "y_pred")
@@ -83,12 +84,29 @@ def _select_task(frame: pd.DataFrame, task: str | None, source: Source) -> pd.Da
     if task is None:
         return frame
     if "task" not in frame.columns:
+        _check_labels(frame, get_task(task), source)  # --task names a registry task: unknown ones are refused
         return frame.assign(task=task)
     kept = frame[frame["task"].astype(str) == task]
     if kept.empty:
         known = ", ".join(sorted(map(str, frame["task"].dropna().unique())))
         raise SeedscopeError(f"{source.path}: no rows of task {task!r} (tasks in the file: {known})")
     return kept.reset_index(drop=True)
+
+
+def _check_labels(frame: pd.DataFrame, spec, source: Source) -> None:
+    """Predictions and gold labels of a classification task must be its label names or codes."""
+    if spec.task_type == "regression":
+        return
+    allowed = {*spec.label_names, *map(str, range(len(spec.label_names))), INVALID}
+    for column in (PREDICTION, LABEL):
+        if column not in frame.columns:
+            continue
+        keys = {label_key(v) for v in pd.unique(frame[column].dropna())}
+        unknown = sorted(keys - allowed)
+        if unknown:
+            raise SeedscopeError(f"{source.path}: {column} value(s) {', '.join(unknown[:3])} are not labels of "
+                                 f"{spec.name} ({', '.join(spec.label_names)}, or their codes 0…"
+                                 f"{len(spec.label_names) - 1})")
 
 
 def _id_column(columns: list[str], options: ReadOptions, path: Path) -> str:

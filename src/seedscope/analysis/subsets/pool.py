@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from seedscope.analysis.significance import paired_swap_test
+from seedscope.analysis.significance import adjust_p_values, paired_swap_test
 from seedscope.analysis.subsets.scores import SYSTEM, ScorePool
 from seedscope.analysis.subsets.variance import pair_names
 from seedscope.errors import SeedscopeError
@@ -79,7 +79,8 @@ def paired_pool_tests(
     confidence: float = 0.95,
     seed: int = 0,
 ) -> pd.DataFrame:
-    """Per pair on the full pool: Δ = θ_A − θ_B, its paired bootstrap CI and a paired permutation p-value.
+    """Per pair on the full pool: Δ = θ_A − θ_B, its paired bootstrap CI and a paired permutation p-value
+    (also Holm- and Bonferroni-adjusted over the pairs).
 
     Paired: one resample of example positions serves both systems (never two independent
     resamples). The permutation test swaps A's and B's per-example values on a random set of
@@ -105,4 +106,7 @@ def paired_pool_tests(
         p_value = paired_swap_test(values_a, values_b, pool.theta, n_permutations=n_permutations, seed=seed)
         rows.append({"system_a": a, "system_b": b, "delta": delta, "ci_low": low, "ci_high": high, "p_value": p_value})
     columns = ["system_a", "system_b", "delta", "ci_low", "ci_high", "p_value"]
-    return pd.DataFrame(rows, columns=columns).set_index(["system_a", "system_b"])
+    frame = pd.DataFrame(rows, columns=columns).set_index(["system_a", "system_b"])
+    for method in ("holm", "bonferroni"):  # several pairs are several tests, as in compare
+        frame[f"p_{method}"] = adjust_p_values(frame["p_value"], method)
+    return frame

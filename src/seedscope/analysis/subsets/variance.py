@@ -26,6 +26,7 @@ ADVICE = {
 }
 NOT_ROBUST_ADVICE = "the ranking flips with the seed: the difference is not meaningful"
 ROBUST_ADVICE = "the same system wins under every seed"
+TIED_ADVICE = "the two systems score the same under every seed: there is no difference to rank"
 
 
 def cv_band(cv: float) -> str:
@@ -44,8 +45,7 @@ def seed_summary(theta: pd.DataFrame) -> pd.DataFrame:
     var = values.var(axis=0, ddof=1)
     std = np.sqrt(var)
     with np.errstate(divide="ignore", invalid="ignore"):
-        cv = np.where(std == 0, 0.0, std / np.abs(mean))
-    cv = np.where(np.isinf(cv), np.nan, cv)
+        cv = np.where(mean == 0, np.nan, np.where(std == 0, 0.0, std / np.abs(mean)))  # a zero mean: undefined
     bands = [cv_band(c) for c in cv]
     frame = pd.DataFrame(
         {"mean": mean, "var_seed": var, "std": std, "cv": cv, "band": bands, "advice": [ADVICE[b] for b in bands]},
@@ -72,13 +72,15 @@ def pair_summary(theta: pd.DataFrame) -> pd.DataFrame:
     """Per pair: mean Δ, sign counts, sign-consistency and whether the comparison is seed-robust.
 
     sign_consistency = share of seeds whose Δ has the majority sign (a Δ of exactly 0 counts
-    against it); seed_robust = every Δ_k > 0 or every Δ_k < 0.
+    against it; undefined when every Δ is 0: the systems tie); seed_robust = every Δ_k > 0 or
+    every Δ_k < 0.
     """
     rows = []
     for a, b in pair_names(list(theta.columns)):
         delta = theta[a].to_numpy() - theta[b].to_numpy()
         positive, negative = int((delta > 0).sum()), int((delta < 0).sum())
         robust = positive == len(delta) or negative == len(delta)
+        tied = positive == negative == 0  # the same score under every seed: nothing to rank, nothing flips
         rows.append(
             {
                 "system_a": a,
@@ -88,9 +90,9 @@ def pair_summary(theta: pd.DataFrame) -> pd.DataFrame:
                 "n_positive": positive,
                 "n_negative": negative,
                 "n_zero": len(delta) - positive - negative,
-                "sign_consistency": max(positive, negative) / len(delta),
+                "sign_consistency": np.nan if tied else max(positive, negative) / len(delta),
                 "seed_robust": robust,
-                "advice": ROBUST_ADVICE if robust else NOT_ROBUST_ADVICE,
+                "advice": TIED_ADVICE if tied else ROBUST_ADVICE if robust else NOT_ROBUST_ADVICE,
             }
         )
     columns = ["system_a", "system_b", "mean_delta", "std_delta", "n_positive", "n_negative", "n_zero",
