@@ -32,9 +32,10 @@ from seedscope.cli.run_options import (
     split_values,
 )
 
-SWEEP_HELP = """Fine-tune a Hugging Face model on one or more tasks with several seeds, store every
-run's dev predictions in an experiment directory (SQLite catalog + one Parquet file per run),
-and end with the macro (mean, VAR, std) and micro (CON, CCON) seed effects.
+SWEEP_HELP = """Fine-tune a Hugging Face model on one or more tasks with several seeds (or, with
+--runner icl, prompt it with seeded demonstrations, training nothing), store every run's dev
+predictions in an experiment directory (SQLite catalog + one Parquet file per run), and end
+with the macro (mean, VAR, std) and micro (CON, CCON) seed effects.
 
 Settings come from a preset (--preset), a YAML file (--config) and the flags, in that order.
 A run that fails is recorded with its error and the sweep goes on (--fail-fast to stop);
@@ -48,6 +49,7 @@ seedscope sweep --preset roberta-large-paper --out runs/paper --executor ray --g
 seedscope sweep --preset llama-3.2-3b-lora --task copa --out runs/copa-llama
 seedscope sweep --task sst2,rte --model all-minilm-l6-v2 --seeds 1,2,3 --set max_train_examples=200 --out runs/mini
 seedscope sweep --config my-sweep.yaml --out runs/mine --resume
+seedscope sweep --runner icl --task sst2 --model smollm2-135m-instruct --shots 2 --format minimal --format chat --out runs/icl
 ```
 """
 
