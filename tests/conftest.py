@@ -91,20 +91,26 @@ def tiny_bert(tmp_path_factory, data_dir: Path) -> Path:
     return folder
 
 
+def _byte_bpe(data_dir: Path, specials: list[str]):
+    """A byte-level BPE tokenizer (1,000 tokens) trained on real task sentences."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tokenizer = Tokenizer(models.BPE(unk_token="<unk>"))
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    tokenizer.train_from_iterator(_corpus(data_dir, 1000), trainers.BpeTrainer(vocab_size=1000, special_tokens=specials))
+    return tokenizer
+
+
 @pytest.fixture(scope="session")
 def tiny_llama(tmp_path_factory, data_dir: Path) -> Path:
     """A randomly initialised 2-layer Llama-style decoder with a BPE tokenizer that has no pad token."""
     import torch
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from tokenizers import processors
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
     folder = tmp_path_factory.mktemp("tiny-llama")
-    tokenizer = Tokenizer(models.BPE(unk_token="<unk>"))
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tokenizer.decoder = decoders.ByteLevel()
-    tokenizer.train_from_iterator(
-        _corpus(data_dir, 1000), trainers.BpeTrainer(vocab_size=1000, special_tokens=["<unk>", "<s>", "</s>"])
-    )
+    tokenizer = _byte_bpe(data_dir, ["<unk>", "<s>", "</s>"])
     bos = tokenizer.token_to_id("<s>")
     tokenizer.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", bos)])
     PreTrainedTokenizerFast(
@@ -147,16 +153,11 @@ def tiny_chat_llama(tmp_path_factory, tiny_llama: Path) -> Path:
 def tiny_t5(tmp_path_factory, data_dir: Path) -> Path:
     """A randomly initialised 2-layer T5 (sequence to sequence) with a BPE tokenizer ending inputs in </s>."""
     import torch
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from tokenizers import processors
     from transformers import PreTrainedTokenizerFast, T5Config, T5ForConditionalGeneration
 
     folder = tmp_path_factory.mktemp("tiny-t5")
-    tokenizer = Tokenizer(models.BPE(unk_token="<unk>"))
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tokenizer.decoder = decoders.ByteLevel()
-    tokenizer.train_from_iterator(
-        _corpus(data_dir, 1000), trainers.BpeTrainer(vocab_size=1000, special_tokens=["<pad>", "</s>", "<unk>"])
-    )
+    tokenizer = _byte_bpe(data_dir, ["<pad>", "</s>", "<unk>"])
     eos = tokenizer.token_to_id("</s>")
     tokenizer.post_processor = processors.TemplateProcessing(single="$A </s>", special_tokens=[("</s>", eos)])
     PreTrainedTokenizerFast(

@@ -40,11 +40,14 @@ PUBLIC = ("seedscope", "seedscope.api")
 
 
 def layer_of(module: str) -> int:
+    """The layer of the longest listed prefix; the package root itself is listed for itself only."""
     parts = module.split(".")
-    for end in range(len(parts), 0, -1):
+    for end in range(len(parts), 1, -1):
         prefix = ".".join(parts[:end])
         if prefix in LAYERS:
             return LAYERS[prefix]
+    if module == "seedscope":
+        return LAYERS[module]
     raise KeyError(module)
 
 

@@ -277,7 +277,7 @@ def run_command(
         preset=preset, config=config, hparams={**icl_settings, **(parse_settings(settings) or {})}, tolerance=tolerance,
         start=start, batch=batch, patience=patience, metric=metric, runner=runner.value,
     )
-    plan = study.plan()
+    plan = study.plan  # validated here, before anything is written; run_factor_study reuses it
     study.schedule()
     if not plan_only and out is None:
         raise SeedscopeError("no output directory: pass --out DIR (or --plan-only for a dry run)")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Callable, Literal, Mapping, Sequence
 
@@ -118,8 +119,9 @@ class FactorStudyConfig:
     metric: str | None = None
     runner: Literal["finetune", "icl"] = "finetune"
 
+    @cached_property
     def plan(self) -> FactorStudyPlan:
-        """The study's runs (seeds drawn as the reference does, without replacement)."""
+        """The study's runs (seeds drawn as the reference does, without replacement); built once."""
         factors = [f for name in self.factors for f in (INVESTIGABLE_FACTORS[self.runner] if name == "all" else [name])]
         method = "icl" if self.runner == "icl" else self.method
         overrides = {"tasks": [self.task], "models": [self.model], "method": method,
@@ -175,7 +177,7 @@ def run_factor_study(
     experiment directory is created; ``resume`` continues a directory holding the same plan.
     """
     check_executor(executor, ray_address, gpus_per_run, max_retries)
-    plan = config.plan()
+    plan = config.plan
     schedule = config.schedule()
     preflight(list(plan.specs), data_dir)
     store = ExperimentStore.create(out, plan.to_dict(), resume=resume)
