@@ -42,6 +42,15 @@ def test_table1_and_table7_layouts_hold_the_analysis_numbers():
     assert summary.table7.loc["cb", ("CON", "pm")] == pytest.approx(cb.micro.iloc[0]["con_pair_std"])
 
 
+def test_table7_shows_mcc_as_the_accuracy_of_cola_as_the_paper_does():
+    summary = seedscope.summarize_tasks(TABLE, n_boot=100)
+    cola = summary.analyses["cola"]
+    assert summary.table7.loc["cola", ("Accuracy", "mean")] == pytest.approx(cola.macro.loc["mcc", "mean"])
+    assert summary.table7.loc["cola", ("Accuracy", "pm")] == pytest.approx(cola.macro.loc["mcc", "var_published"])
+    assert summary.table7.loc["cola", ("Accuracy", "mean")] != pytest.approx(cola.macro.loc["accuracy", "mean"])
+    assert summary.table7.loc["cola", [("P", "mean"), ("R", "mean"), ("F1", "mean")]].isna().all()
+
+
 def test_size_correlation_matches_scipy_with_registry_and_given_sizes():
     summary = seedscope.summarize_tasks(TABLE, n_boot=100)
     sizes = np.array([250, 8551, 67349, 104743], dtype=float)  # registry train sizes
