@@ -12,7 +12,7 @@ from scipy import stats
 from seedscope.metrics.macro import (
     majority_baseline,
     classification_scores,
-    confusion_matrices,
+    class_tallies,
     per_run_scores,
     regression_scores,
     summarize_runs,
@@ -50,7 +50,7 @@ def slow_scores(pred: list[int], gold: list[int]) -> dict:
 
 def test_binary_by_hand():
     # gold 1 1 1 1 0 0 ; pred 1 1 0 0 0 1 → TP=2 FN=2 FP=1 TN=1
-    scores = classification_scores(confusion_matrices(np.array([[1, 1, 0, 0, 0, 1]]), np.array([1, 1, 1, 1, 0, 0]), 2)).iloc[0]
+    scores = classification_scores(class_tallies(np.array([[1, 1, 0, 0, 0, 1]]), np.array([1, 1, 1, 1, 0, 0]), 2)).iloc[0]
     assert scores["accuracy"] == pytest.approx(3 / 6)
     # class 1: P = 2/3, R = 2/4; class 0: P = 1/3, R = 1/2
     assert scores["precision_macro"] == pytest.approx((2 / 3 + 1 / 3) / 2)
@@ -65,7 +65,7 @@ def test_binary_by_hand():
 def test_three_class_by_hand():
     gold = np.array([0, 0, 1, 1, 2, 2])
     pred = np.array([[0, 1, 1, 1, 2, 0]])
-    scores = classification_scores(confusion_matrices(pred, gold, 3)).iloc[0]
+    scores = classification_scores(class_tallies(pred, gold, 3)).iloc[0]
     assert scores["accuracy"] == pytest.approx(4 / 6)
     # P: c0 1/2, c1 2/3, c2 1/1 ; R: c0 1/2, c1 2/2, c2 1/2
     assert scores["precision_macro"] == pytest.approx((1 / 2 + 2 / 3 + 1) / 3)
@@ -81,7 +81,7 @@ def test_zero_division_and_absent_classes_follow_sklearn_semantics():
     # it is left out of the macro average. Class 1 is never predicted: precision 0.
     gold = np.array([0, 0, 1, 1])
     pred = np.array([[0, 0, 0, 0]])
-    scores = classification_scores(confusion_matrices(pred, gold, 3)).iloc[0]
+    scores = classification_scores(class_tallies(pred, gold, 3)).iloc[0]
     assert scores["precision_macro"] == pytest.approx((0.5 + 0.0) / 2)
     assert scores["recall_macro"] == pytest.approx((1.0 + 0.0) / 2)
     assert scores["f1_macro"] == pytest.approx((2 * 0.5 * 1 / 1.5 + 0.0) / 2)
@@ -89,9 +89,25 @@ def test_zero_division_and_absent_classes_follow_sklearn_semantics():
 
 
 def test_missing_gold_labels_are_left_out():
-    confusion = confusion_matrices(np.array([[0, 1, 1]]), np.array([0, -1, 1]), 2)
-    assert confusion[0].sum() == 2
-    assert classification_scores(confusion).iloc[0]["accuracy"] == 1.0
+    tallies = class_tallies(np.array([[0, 1, 1]]), np.array([0, -1, 1]), 2)
+    assert tallies.gold[0].sum() == 2 and tallies.predicted[0].sum() == 2
+    assert classification_scores(tallies).iloc[0]["accuracy"] == 1.0
+
+
+def test_many_free_text_classes_need_no_dense_confusion_array():
+    """20,000 distinct answers: a dense S×C×C int64 array would need 32 GB; the tallies are S×C."""
+    rng = np.random.default_rng(0)
+    n_classes, n_examples = 20_000, 30_000
+    gold = rng.integers(0, n_classes, n_examples)
+    pred = np.where(rng.random((10, n_examples)) < 0.3, gold, rng.integers(0, n_classes, (10, n_examples)))
+    tallies = class_tallies(pred, gold, n_classes)
+    assert max(a.shape[1] for a in tallies) == n_classes and all(a.ndim == 2 for a in tallies)
+    scores = classification_scores(tallies)
+    assert np.allclose(scores["accuracy"], (pred == gold).mean(axis=1))
+    slow = slow_scores(pred[0, :300].tolist(), gold[:300].tolist())
+    small = classification_scores(class_tallies(pred[:1, :300], gold[:300], n_classes)).iloc[0]
+    for name, value in slow.items():
+        assert small[name] == pytest.approx(value, abs=1e-12), name
 
 
 def test_matches_slow_reference_on_random_runs():
@@ -99,7 +115,7 @@ def test_matches_slow_reference_on_random_runs():
     for n_classes in (2, 3, 5):
         gold = rng.integers(0, n_classes, 60)
         pred = np.where(rng.random((8, 60)) < 0.6, gold, rng.integers(0, n_classes, (8, 60)))
-        fast = classification_scores(confusion_matrices(pred, gold, n_classes))
+        fast = classification_scores(class_tallies(pred, gold, n_classes))
         for s in range(8):
             slow = slow_scores(pred[s].tolist(), gold.tolist())
             for name, value in slow.items():

@@ -110,3 +110,28 @@ def test_one_run_is_refused():
 def test_mean_with_others_is_the_off_diagonal_row_mean():
     matrix = pd.DataFrame([[1.0, 0.8, 0.6], [0.8, 1.0, 0.4], [0.6, 0.4, 1.0]], index=list("abc"), columns=list("abc"))
     assert micro.mean_with_others(matrix).tolist() == pytest.approx([0.7, 0.6, 0.5])
+
+
+def test_many_classes_take_the_sorting_path_and_agree_with_the_dense_counts():
+    """Free-text answers (thousands of classes) are counted by sorting; the numbers are the dense ones."""
+    rng = np.random.default_rng(5)
+    n_classes = micro.DENSE_CLASSES * 40
+    gold = rng.integers(0, n_classes, 400)
+    pred = np.where(rng.random((7, 400)) < 0.5, gold, rng.integers(0, 3, (7, 400)) * 97)
+    counts = micro.class_counts(pred, n_classes).astype(np.int64)  # the dense reference, affordable here
+    found = micro.example_agreement(pred, n_classes)
+    assert found.pair_counts.tolist() == (counts * (counts - 1)).sum(axis=1).tolist()
+    assert found.majority.tolist() == counts.argmax(axis=1).tolist()  # ties: the lowest class, as argmax
+    assert found.majority_count.tolist() == counts.max(axis=1).tolist()
+    assert found.n_distinct.tolist() == (counts > 0).sum(axis=1).tolist()
+    slow = [np.mean(pred[a] == pred[b]) for a in range(7) for b in range(a + 1, 7)]
+    assert micro.mean_con(pred, n_classes) == pytest.approx(np.mean(slow))
+    assert micro.pair_values(micro.con_matrix(pred, n_classes)) == pytest.approx(slow)
+
+
+def test_example_agreement_by_hand():
+    pred = np.array([[0, 1, 0, 2], [0, 1, 1, 2], [0, 2, 2, 2]]) * 100  # codes far apart: the sorting path
+    found = micro.example_agreement(pred, micro.DENSE_CLASSES + 300)
+    assert found.pair_counts.tolist() == [6, 2, 0, 6]
+    assert found.majority.tolist() == [0, 100, 0, 200] and found.majority_count.tolist() == [3, 2, 1, 3]
+    assert found.n_distinct.tolist() == [1, 2, 3, 1]

@@ -1,8 +1,8 @@
 """Macro seed effects: each run's metric values, and their spread across runs.
 
 Per run (vectorised over runs): accuracy, macro precision / recall / F1 and Matthews
-correlation for classification, from one confusion matrix per run built with a single
-``bincount``; Pearson and Spearman for regression (scipy). Across runs: mean, VAR exactly
+correlation for classification, from per-class tallies (true positives, gold and predicted
+counts) built with ``bincount`` — never a C × C confusion matrix; Pearson and Spearman for regression (scipy). Across runs: mean, VAR exactly
 as published (the population standard deviation, divisor S), the sample standard
 deviation (divisor S−1), CV = sample std / |mean|, min, max and a bootstrap CI of the mean.
 
@@ -14,6 +14,7 @@ class with no predictions (or no gold examples) scores 0 precision (recall).
 from __future__ import annotations
 
 import warnings
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -36,20 +37,34 @@ def chance_level(metric: str, num_classes: int | None) -> float | None:
     return 0.0 if metric in ("mcc", "pearson", "spearman") else None
 
 
-def confusion_matrices(predictions: np.ndarray, labels: np.ndarray, n_classes: int) -> np.ndarray:
-    """S × C × C confusion matrices (row = gold class, column = predicted class).
+class ClassTallies(NamedTuple):
+    """Per run and class (each S × C): true positives, gold examples, predicted examples.
 
-    Examples whose gold label is missing (code −1) are left out.
+    Every macro metric and MCC needs only these marginals, so no S × C × C confusion array is
+    built: free-text answers with tens of thousands of distinct classes stay O(S·C).
     """
+
+    tp: np.ndarray
+    gold: np.ndarray
+    predicted: np.ndarray
+
+
+def class_tallies(predictions: np.ndarray, labels: np.ndarray, n_classes: int) -> ClassTallies:
+    """Tallies of S runs against one gold row; examples whose gold label is missing (−1) are left out."""
     predictions = np.asarray(predictions)
     keep = labels >= 0
     pred = predictions[:, keep].astype(np.int64)
     gold = labels[keep].astype(np.int64)
     n_runs = pred.shape[0]
-    offset = (np.arange(n_runs, dtype=np.int64) * n_classes * n_classes)[:, None]
-    codes = offset + gold[None, :] * n_classes + pred
-    counts = np.bincount(codes.ravel(), minlength=n_runs * n_classes * n_classes)
-    return counts.reshape(n_runs, n_classes, n_classes)
+    offset = (np.arange(n_runs, dtype=np.int64) * n_classes)[:, None]
+
+    def per_run(codes: np.ndarray) -> np.ndarray:
+        return np.bincount(codes.ravel(), minlength=n_runs * n_classes).reshape(n_runs, n_classes)
+
+    hit = pred == gold[None, :]
+    tp = per_run((offset + pred)[hit]) if hit.any() else np.zeros((n_runs, n_classes), dtype=np.int64)
+    gold_counts = np.broadcast_to(np.bincount(gold, minlength=n_classes), (n_runs, n_classes))
+    return ClassTallies(tp, gold_counts, per_run(offset + pred))
 
 
 def _divide(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
@@ -61,13 +76,10 @@ def _divide(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
     return out
 
 
-def classification_scores(confusion: np.ndarray) -> pd.DataFrame:
-    """Accuracy, macro P/R/F1 and MCC for each run's confusion matrix (S × C × C)."""
-    confusion = confusion.astype(float)
-    tp = np.diagonal(confusion, axis1=1, axis2=2)
-    gold = confusion.sum(axis=2)  # per class: examples whose gold label is c
-    predicted = confusion.sum(axis=1)  # per class: examples predicted as c
-    total = confusion.sum(axis=(1, 2))
+def classification_scores(tallies: ClassTallies) -> pd.DataFrame:
+    """Accuracy, macro P/R/F1 and MCC of each run from its class tallies."""
+    tp, gold, predicted = (np.asarray(a, dtype=float) for a in tallies)
+    total = gold.sum(axis=1)
     present = (gold + predicted) > 0
     n_present = present.sum(axis=1)
 
@@ -114,7 +126,7 @@ def per_run_scores(aligned: AlignedRuns) -> pd.DataFrame:
     elif aligned.task_type == "regression":
         scores = regression_scores(aligned.predictions, aligned.labels)
     else:
-        scores = classification_scores(confusion_matrices(aligned.predictions, aligned.labels, aligned.n_classes))
+        scores = classification_scores(class_tallies(aligned.predictions, aligned.labels, aligned.n_classes))
     scores.index = pd.Index(aligned.runs, name="run")
     return scores
 
@@ -131,7 +143,7 @@ def majority_baseline(aligned: AlignedRuns) -> pd.Series:
         return pd.Series(0.0, index=list(REGRESSION_METRICS), name="baseline")
     known = aligned.labels[aligned.labels >= 0]
     constant = np.full((1, aligned.n_examples), np.bincount(known, minlength=aligned.n_classes).argmax())
-    scores = classification_scores(confusion_matrices(constant, aligned.labels, aligned.n_classes))
+    scores = classification_scores(class_tallies(constant, aligned.labels, aligned.n_classes))
     return scores.iloc[0].rename("baseline")
 
 

@@ -21,6 +21,7 @@ Probabilistic: π(A, B) = (1/N) Σ_t Σ_c min(p^A_{t,c}, p^B_{t,c}).
 from __future__ import annotations
 
 import warnings
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -29,6 +30,8 @@ from seedscope.errors import SeedscopeError
 
 #: examples per chunk when building S×S matrices (bounds the one-hot block's memory)
 MATRIX_CHUNK = 1 << 16
+#: above this many classes (free-text answers) per-class arrays give way to sorting each example's S predictions
+DENSE_CLASSES = 16
 
 
 def require_pairs(n_runs: int) -> None:
@@ -57,6 +60,42 @@ def class_counts(predictions: np.ndarray, n_classes: int) -> np.ndarray:
     return counts.T
 
 
+class ExampleAgreement(NamedTuple):
+    """Per example: Σ_c n_{t,c}(n_{t,c} − 1), the majority class (lowest code on ties), its count, and distinct classes."""
+
+    pair_counts: np.ndarray
+    majority: np.ndarray
+    majority_count: np.ndarray
+    n_distinct: np.ndarray
+
+
+def example_agreement(predictions: np.ndarray, n_classes: int) -> ExampleAgreement:
+    """How the S predictions of each example agree, from class counts (few classes) or by sorting (many).
+
+    With thousands of distinct free-text answers an N × C count array would not fit in memory;
+    sorting each example's S predictions finds the same counts in O(S log S · N).
+    """
+    if n_classes <= DENSE_CLASSES:
+        counts = class_counts(predictions, n_classes).astype(np.int64)
+        return ExampleAgreement(
+            (counts * (counts - 1)).sum(axis=1), counts.argmax(axis=1), counts.max(axis=1), (counts > 0).sum(axis=1)
+        )
+    n_runs, n_examples = predictions.shape
+    flat = np.sort(predictions, axis=0).T.ravel()  # example-major: each example's S predictions, ascending
+    starts = np.ones(flat.size, dtype=bool)
+    starts[1:] = flat[1:] != flat[:-1]
+    starts[::n_runs] = True  # a new example always starts a new run of equal predictions
+    first = np.flatnonzero(starts)
+    lengths = np.diff(np.append(first, flat.size))
+    example = first // n_runs
+    n_distinct = np.bincount(example, minlength=n_examples)
+    pair_counts = np.bincount(example, weights=lengths * (lengths - 1), minlength=n_examples).astype(np.int64)
+    majority_count = np.maximum.reduceat(lengths, np.concatenate(([0], np.cumsum(n_distinct)[:-1])))
+    top = lengths == majority_count[example]
+    _, at = np.unique(example[top], return_index=True)  # first (lowest class) maximal run of each example
+    return ExampleAgreement(pair_counts, flat[first[top][at]], majority_count, n_distinct)
+
+
 def correct_counts(predictions: np.ndarray, labels: np.ndarray) -> np.ndarray:
     """n_{t,r_t}: for each example how many runs predict its gold label (0 where unlabelled)."""
     counts = np.zeros(predictions.shape[1], dtype=_count_dtype(predictions.shape[0]))
@@ -75,7 +114,10 @@ def mean_con(predictions: np.ndarray, n_classes: int) -> float:
     """Mean CON over all unordered run pairs (closed form)."""
     n_runs, n_examples = predictions.shape
     require_pairs(n_runs)
-    return _pair_share(class_counts(predictions, n_classes), n_runs, n_examples)
+    if n_classes <= DENSE_CLASSES:
+        return _pair_share(class_counts(predictions, n_classes), n_runs, n_examples)
+    pairs = float(example_agreement(predictions, n_classes).pair_counts.sum())
+    return pairs / (n_examples * n_runs * (n_runs - 1))
 
 
 def mean_ccon(predictions: np.ndarray, labels: np.ndarray) -> float:
@@ -99,8 +141,16 @@ def _gram(indicators_by_chunk, n_runs: int, n_examples: int) -> np.ndarray:
 
 
 def con_matrix(predictions: np.ndarray, n_classes: int) -> np.ndarray:
-    """S×S matrix of CON(A, B) = Σ_c (1/N) X_c X_cᵀ with X_c the indicator of predicting c."""
+    """S×S matrix of CON(A, B) = Σ_c (1/N) X_c X_cᵀ with X_c the indicator of predicting c.
+
+    With many classes the indicators would be S × N × C, so runs are compared pair by pair.
+    """
     n_runs, n_examples = predictions.shape
+    if n_classes > DENSE_CLASSES:
+        matrix = np.eye(n_runs)
+        for a in range(n_runs - 1):
+            matrix[a, a + 1 :] = matrix[a + 1 :, a] = (predictions[a + 1 :] == predictions[a]).mean(axis=1)
+        return matrix
     classes = np.arange(n_classes)
     chunks = (
         predictions[:, start : start + MATRIX_CHUNK, None] == classes

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from seedscope.metrics.micro import class_counts, require_pairs
+from seedscope.metrics.micro import correct_counts, example_agreement, require_pairs
 from seedscope.predictions import AlignedRuns
 
 CATEGORIES = ("robust", "consistently_wrong", "unstable", "wrong_varying", "stable")
@@ -30,22 +30,21 @@ def example_stability(aligned: AlignedRuns) -> pd.DataFrame:
     if aligned.task_type == "regression":
         return _regression_stability(aligned)
     n_runs = aligned.n_runs
-    counts = class_counts(aligned.predictions, aligned.n_classes).astype(np.int64)
+    agreement = example_agreement(aligned.predictions, aligned.n_classes)
     classes = np.asarray(aligned.classes, dtype=object)
-    majority = counts.argmax(axis=1)
-    n_distinct = (counts > 0).sum(axis=1)
+    n_distinct = agreement.n_distinct
     frame = pd.DataFrame(
         {
-            "agreement": (counts * (counts - 1)).sum(axis=1) / (n_runs * (n_runs - 1)),
-            "majority_prediction": classes[majority],
-            "majority_share": counts.max(axis=1) / n_runs,
+            "agreement": agreement.pair_counts / (n_runs * (n_runs - 1)),
+            "majority_prediction": classes[agreement.majority],
+            "majority_share": agreement.majority_count / n_runs,
             "n_distinct": n_distinct,
         },
         index=pd.Index(aligned.example_ids, name="example_id"),
     )
     if aligned.has_labels:
         labelled = aligned.labels >= 0
-        correct = np.where(labelled, counts[np.arange(len(counts)), np.maximum(aligned.labels, 0)], 0)
+        correct = np.where(labelled, correct_counts(aligned.predictions, aligned.labels), 0)
         frame["label"] = np.where(labelled, classes[np.maximum(aligned.labels, 0)], None)
         frame["correct_rate"] = np.where(labelled, correct / n_runs, np.nan)
         category = np.select(
