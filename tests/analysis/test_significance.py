@@ -108,3 +108,18 @@ def test_mcnemar_refuses_values_that_are_not_correctness(bad):
     with pytest.raises(SeedscopeError, match="McNemar needs per-example correctness as 0/1 or True/False"):
         mcnemar(bad, [1, 1, 0])
     assert mcnemar([1.0, 0.0, 1.0], [True, True, False])["b"] == 1
+
+
+def test_wilcoxon_matches_the_hf_evaluate_reference_and_scipy():
+    from seedscope.analysis.significance import wilcoxon_signed_rank
+
+    found = wilcoxon_signed_rank([-7, 123.45, 43, 4.91, 5], [1337.12, -9.74, 1, 2, 3.21])
+    assert found == {"statistic": 5.0, "p_value": pytest.approx(0.625)}
+    rng = np.random.default_rng(3)
+    for size in (5, 8, 30):
+        a, b = rng.normal(0.8, 0.02, size), rng.normal(0.79, 0.02, size)
+        expected = stats.wilcoxon(a, b)
+        assert wilcoxon_signed_rank(a, b) == {"statistic": expected.statistic, "p_value": pytest.approx(expected.pvalue)}
+    assert wilcoxon_signed_rank([0.5, 0.6], [0.5, 0.6]) == {"statistic": 0.0, "p_value": 1.0}
+    with pytest.raises(SeedscopeError, match="matched seeds"):
+        wilcoxon_signed_rank([0.5, 0.6, 0.7], [0.5, 0.6])

@@ -1,4 +1,5 @@
-"""Aggregates of per-run scores as rliable defines them: the interquartile mean and the probability of improvement."""
+"""Aggregates of per-run scores as rliable defines them: the interquartile mean (with its stratified
+bootstrap CI) and the probability of improvement."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from scipy import stats
 
 from seedscope.analysis.checks import check_scores
 from seedscope.errors import SeedscopeError
+from seedscope.metrics.resampling import check_resamples, generator, percentile_interval, resample_indices
 
 
 def interquartile_mean(scores) -> float:
@@ -31,3 +33,23 @@ def probability_of_improvement(x, y) -> float:
     greater = (x[:, None, :] > y[None, :, :]).mean(axis=(0, 1))
     equal = (x[:, None, :] == y[None, :, :]).mean(axis=(0, 1))
     return float((greater + 0.5 * equal).mean())
+
+
+def interquartile_mean_ci(
+    scores, *, n_boot: int = 10_000, confidence: float = 0.95, seed: int = 0
+) -> tuple[float, float, float]:
+    """(IQM, low, high): percentile CI from rliable's stratified bootstrap.
+
+    ``scores``: runs × tasks (a 1-D array is one task). Each replicate redraws the runs of every
+    task separately (with replacement, as many as the task has), so each task keeps its weight,
+    and takes the IQM of all drawn scores; the interval is the central ``confidence`` range.
+    """
+    values = np.asarray(scores, dtype=float)
+    values = values[:, None] if values.ndim == 1 else values
+    check_scores(values, "the interquartile mean CI", 2)
+    check_resamples(n_boot)
+    rng = generator(seed)
+    columns = [values[resample_indices(rng, n_boot, len(values)), task] for task in range(values.shape[1])]
+    replicates = stats.trim_mean(np.concatenate(columns, axis=1), 0.25, axis=1)  # n_boot × (runs · tasks)
+    low, high = percentile_interval(replicates, confidence)
+    return interquartile_mean(values), float(low), float(high)

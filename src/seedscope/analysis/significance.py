@@ -3,6 +3,7 @@
 * McNemar with no discordant pair returns statistic 0 and p = 1 (HF evaluate divides by 0);
 * the paired permutation test swaps two systems' per-example values (sign flips of the
   difference for a mean), exact when every swap pattern can be enumerated;
+* the Wilcoxon signed-rank test of matched seeds is scipy's, with all-tied seeds giving p = 1;
 * Holm's step-down keeps each adjusted p-value in its input position and is monotone
   (deepsig's correction mis-orders them).
 """
@@ -72,6 +73,23 @@ def paired_permutation_test(scores_a, scores_b, *, n_resamples: int = 9999, seed
     if len(a) != len(b):
         raise SeedscopeError(f"the paired permutation test needs matched seeds: {len(a)} vs {len(b)} values")
     return paired_swap_test(a[:, None], b[:, None], lambda means: means[..., 0], n_permutations=n_resamples, seed=seed)
+
+
+def wilcoxon_signed_rank(scores_a, scores_b) -> dict[str, float]:
+    """Wilcoxon signed-rank test of matched seeds (scipy; exact for small S without ties).
+
+    Returns the statistic (the smaller rank sum) and the two-sided p-value. Seeds on which the
+    systems tie are dropped (Wilcox's rule); when every seed ties there is no evidence of a
+    difference: statistic 0, p = 1.
+    """
+    a = check_scores(scores_a, "the Wilcoxon signed-rank test (A)", 2)
+    b = check_scores(scores_b, "the Wilcoxon signed-rank test (B)", 2)
+    if len(a) != len(b):
+        raise SeedscopeError(f"the Wilcoxon signed-rank test needs matched seeds: {len(a)} vs {len(b)} values")
+    if np.all(a == b):
+        return {"statistic": 0.0, "p_value": 1.0}
+    result = stats.wilcoxon(a, b, zero_method="wilcox", alternative="two-sided")
+    return {"statistic": float(result.statistic), "p_value": float(result.pvalue)}
 
 
 def paired_swap_test(

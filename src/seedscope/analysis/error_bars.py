@@ -1,0 +1,108 @@
+"""Error bars over examples and over seeds, side by side (Miller 2024, "Adding Error Bars to Evals").
+
+The spread over seeds says nothing about how a score would move on another draw of the
+evaluation examples, and the reverse; these pure functions give both:
+
+* :func:`standard_error`: SE = sqrt(s² / N), s² the sample variance (divisor N − 1) of the
+  per-example scores of one run (vectorised over runs);
+* :func:`clustered_standard_error`: SE_C = sqrt(C / (C − 1)) · sqrt(Σ_c (Σ_{i∈c} d_i)²) / N with
+  d_i = x_i − x̄, for examples that come in clusters (MultiRC answers of one question, COPA
+  pairs, several prompts of one item). The small-sample factor sqrt(C / (C − 1)) is applied by
+  default, so one example per cluster gives the plain SE; ``small_sample=False`` drops it;
+* :func:`variance_split`: the variance of one score, seed part (sample variance of the per-run
+  scores) plus example-sampling part (mean squared SE), and which one dominates;
+* :func:`t_interval`: Student-t interval of a mean over few seeds, beside the bootstrap;
+* :func:`minimum_detectable_difference`: (z_{1−α/2} + z_{1−β}) · sd / sqrt(S), normal approximation.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from seedscope.analysis.checks import check_scores
+from seedscope.errors import SeedscopeError
+from seedscope.metrics.resampling import check_confidence
+
+
+def _per_example(values, what: str) -> np.ndarray:
+    """Per-example scores as runs × examples (a 1-D input is one run); finite, at least two examples."""
+    array = np.asarray(values, dtype=float)
+    array = array[None, :] if array.ndim == 1 else array
+    if array.ndim != 2 or array.shape[1] < 2:
+        raise SeedscopeError(f"{what} needs at least two examples per run, got shape {array.shape}")
+    if not np.isfinite(array).all():
+        raise SeedscopeError(f"{what}: per-example scores contain a NaN or infinite value")
+    return array
+
+
+def standard_error(values) -> np.ndarray:
+    """SE of each run's mean over its examples: sqrt(s² / N), s² with divisor N − 1 (one value per run)."""
+    array = _per_example(values, "the standard error")
+    return np.sqrt(array.var(axis=1, ddof=1) / array.shape[1])
+
+
+def clustered_standard_error(values, clusters, *, small_sample: bool = True) -> np.ndarray:
+    """Cluster-robust SE of each run's mean: sqrt(Σ_c (Σ_{i∈c} d_i)²) / N, times sqrt(C/(C−1)) by default.
+
+    ``clusters``: one label per example (any hashable values), shared by every run.
+    """
+    array = _per_example(values, "the clustered standard error")
+    labels = np.asarray(clusters)
+    if labels.shape != (array.shape[1],):
+        raise SeedscopeError(f"clustered standard error: {labels.size} cluster labels for {array.shape[1]} examples")
+    if pd.isna(labels).any():
+        raise SeedscopeError("clustered standard error: an example has no cluster")
+    codes, uniques = pd.factorize(labels)
+    n_clusters = len(uniques)
+    if n_clusters < 2:
+        raise SeedscopeError("a clustered standard error needs at least two clusters")
+    deviations = array - array.mean(axis=1, keepdims=True)
+    sums = np.zeros((array.shape[0], n_clusters))
+    np.add.at(sums, (slice(None), codes), deviations)
+    se = np.sqrt((sums**2).sum(axis=1)) / array.shape[1]
+    return se * np.sqrt(n_clusters / (n_clusters - 1)) if small_sample else se
+
+
+def variance_split(per_run_scores, standard_errors) -> pd.Series:
+    """Total variance of one run's score = seed part + example-sampling part.
+
+    Seed part: sample variance (divisor S − 1) of the S per-run scores on the fixed examples.
+    Example part: mean over runs of SE² (how far a score moves on another draw of as many
+    examples). Returns both, their sum, the seed share and which part dominates.
+    """
+    scores = check_scores(per_run_scores, "the variance split", 2)
+    errors = check_scores(standard_errors, "the variance split (standard errors)", 1)
+    seed_part = float(scores.var(ddof=1))
+    example_part = float(np.mean(errors**2))
+    total = seed_part + example_part
+    share = seed_part / total if total > 0 else np.nan
+    dominant = "none" if total == 0 else ("seeds" if seed_part > example_part else "examples")
+    return pd.Series({"seed_variance": seed_part, "example_variance": example_part, "total_variance": total,
+                      "seed_share": share, "dominant": dominant})
+
+
+def t_interval(values, confidence: float = 0.95) -> tuple[float, float]:
+    """Student-t interval of the mean of S ≥ 2 values: mean ± t_{1−α/2, S−1} · s / sqrt(S)."""
+    array = check_scores(values, "a t-interval", 2)
+    alpha = check_confidence(confidence)
+    mean = float(array.mean())
+    half = float(stats.t.ppf(1 - alpha, len(array) - 1) * array.std(ddof=1) / np.sqrt(len(array)))
+    return mean - half, mean + half
+
+
+def minimum_detectable_difference(sd: float, n: int, *, confidence: float = 0.95, power: float = 0.8) -> float:
+    """Smallest true difference a two-sided test at level 1 − ``confidence`` detects with ``power``.
+
+    (z_{1−α/2} + z_{power}) · sd / sqrt(n): ``sd`` is the standard deviation of one paired
+    difference (per seed, or per example) and ``n`` how many are averaged.
+    """
+    alpha = check_confidence(confidence)
+    if not 0 < power < 1:
+        raise SeedscopeError(f"power must lie strictly between 0 and 1, not {power}")
+    if n < 1:
+        raise SeedscopeError(f"a minimum detectable difference needs at least one observation, not {n}")
+    if not np.isfinite(sd) or sd < 0:
+        raise SeedscopeError(f"the standard deviation of a difference must be finite and non-negative, not {sd}")
+    return float((stats.norm.ppf(1 - alpha) + stats.norm.ppf(power)) * sd / np.sqrt(n))
