@@ -10,6 +10,7 @@ example_id stable identifier of the evaluation example, stored as str
 prediction predicted label (int or str) or value (float, regression)
 label      gold label / value; optional (then only CON, no CCON)
 prob_<c>   optional, one column per class c: the predicted probability
+cluster    optional: examples of one cluster share a value (clustered SE)
 ========== ==============================================================
 
 :func:`align_runs` checks a table and turns it into :class:`AlignedRuns`, dense S×N arrays
@@ -29,6 +30,8 @@ from seedscope.errors import SeedscopeError
 RUN, EXAMPLE_ID, PREDICTION, LABEL = "run", "example_id", "prediction", "label"
 #: optional example text column, shown beside the most unstable examples
 TEXT = "text"
+#: optional column grouping examples (answers of one question, prompts of one item) for clustered error bars
+CLUSTER = "cluster"
 #: the class of a generated answer that names no label (a prompted model's unmappable output)
 INVALID = "invalid"
 PROB_PREFIX = "prob_"

@@ -104,7 +104,7 @@ def test_to_dict_is_the_documented_json():
     out = json.loads(json.dumps(result.to_dict(top_k=3), allow_nan=False))
     assert out["units"] == "fraction"
     assert set(out["metrics"]) == {"accuracy", "precision_macro", "recall_macro", "f1_macro", "mcc"}
-    assert set(out["metrics"]["accuracy"]) == {"mean", "var_published", "std_sample", "cv", "min", "max", "ci_low", "ci_high"}
+    assert set(out["metrics"]["accuracy"]) == {"mean", "var_published", "std_sample", "cv", "min", "max", "ci_low", "ci_high", "t_low", "t_high"}
     assert out["micro"]["n_runs"] == 2 and isinstance(out["micro"]["n_runs"], int)
     assert len(out["most_unstable"]) == 3 and out["most_unstable"][0]["category"] == "unstable"
     assert out["con_matrix"] == [[1.0, 0.2], [0.2, 1.0]]
@@ -158,3 +158,56 @@ def test_infinite_regression_predictions_are_refused():
     table = long_table({"1": [0.5, 1.5, float("inf")], "2": [0.4, 1.2, 2.0]}, [0.5, 1.0, 2.0])
     with pytest.raises(SeedscopeError, match="prediction is infinite .*must be finite"):
         seedscope.analyze(table, task_type="regression")
+
+
+def test_error_bars_variance_split_and_mdd_by_hand():
+    labels = [1, 0, 1, 1]
+    table = long_table({"a": [1, 0, 1, 1], "b": [1, 1, 1, 1], "c": [0, 0, 1, 1]}, labels)
+    result = seedscope.analyze(table, n_boot=100)
+    bars = result.error_bars
+    assert bars["accuracy"].tolist() == pytest.approx([1.0, 0.75, 0.75])
+    assert bars["se"].tolist() == pytest.approx([0.0, 0.25, 0.25])  # sqrt(0.25 / 4): s² = 1/4 for 3 of 4 right
+    split = result.variance_split
+    assert split["seed_variance"] == pytest.approx(np.var([1.0, 0.75, 0.75], ddof=1))
+    assert split["example_variance"] == pytest.approx(2 * 0.0625 / 3)
+    assert split["dominant"] == "examples"
+    expected = (stats.norm.ppf(0.975) + stats.norm.ppf(0.8)) * math.sqrt(2 * split["total_variance"] / 3)
+    assert split["mdd"] == pytest.approx(expected)
+    assert "se_clustered" not in bars
+
+
+def test_cluster_column_gives_clustered_standard_errors():
+    labels = [1, 0, 1, 1, 0, 1, 0, 0, 1, 1]
+    runs = {"a": [1, 0, 1, 1, 0, 1, 0, 0, 1, 1], "b": [1, 1, 1, 1, 0, 0, 0, 0, 1, 0]}
+    table = long_table(runs, labels).assign(cluster=[str(i // 2) for i in range(10)] * 2)
+    table["label"] = 1  # correctness = the prediction itself: x of stat-checks §7
+    result = seedscope.analyze(table, n_boot=100)
+    assert result.error_bars["se_clustered"].iloc[0] == pytest.approx(0.187083, abs=1e-6)  # stat-checks §7
+    assert result.error_bars["se"].iloc[0] == pytest.approx(0.163299, abs=1e-6)
+
+
+def test_degenerate_runs_are_flagged():
+    labels = [1, 1, 1, 0, 0, 1]  # majority rate 4/6
+    table = long_table({"one-class": [0] * 6, "at-majority": [1, 1, 0, 1, 0, 1], "good": [1, 1, 1, 0, 0, 1],
+                        "below": [0, 1, 1, 1, 0, 0]}, labels)
+    result = seedscope.analyze(table, n_boot=100)
+    reasons = result.degenerate["reason"]
+    assert reasons["one-class"] == "predicts one class only"
+    assert reasons["at-majority"].startswith("accuracy 0.6667 at or below the baseline 0.6667")
+    assert reasons["below"].startswith("accuracy 0.5000")
+    assert "good" not in reasons
+    assert result.to_dict()["degenerate_runs"]["one-class"] == "predicts one class only"
+
+
+def test_t_interval_beside_the_bootstrap():
+    table = long_table({"a": [1, 0, 1, 1], "b": [1, 1, 1, 1], "c": [0, 0, 1, 1]}, [1, 0, 1, 1])
+    row = seedscope.analyze(table, n_boot=100).macro.loc["accuracy"]
+    values = [1.0, 0.75, 0.75]
+    assert (row["t_low"], row["t_high"]) == pytest.approx(
+        stats.t.interval(0.95, 2, loc=np.mean(values), scale=stats.sem(values))
+    )
+
+
+def test_bad_power_is_refused():
+    with pytest.raises(SeedscopeError, match="power"):
+        seedscope.analyze(long_table({"a": [1, 0], "b": [0, 1]}, [1, 0]), power=1.5)

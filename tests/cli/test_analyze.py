@@ -61,6 +61,28 @@ def test_all_outputs_on_figure1(tmp_path, capsys):
     assert con == pytest.approx(0.2)
 
 
+def test_error_bars_clusters_and_degenerate_runs_on_the_terminal_and_in_json(tmp_path, capsys):
+    """MultiRC-style: answers of one question share a cluster; one run predicts a single class."""
+    gold = [1, 0, 1, 1, 0, 1, 0, 0, 1, 1]
+    runs = {"s1": gold, "s2": [1, 1, 0, 1, 0, 0, 0, 0, 1, 0], "s3": [1] * 10}
+    paths = []
+    for name, pred in runs.items():
+        frame = pd.DataFrame({"idx": range(10), "pred": pred, "gold": gold, "question": [i // 2 for i in range(10)]})
+        paths.append(str(tmp_path / f"{name}.csv"))
+        frame.to_csv(paths[-1], index=False)
+    out = tmp_path / "r.json"
+    assert run_cli(paths + ["--cluster-column", "question", "--json", str(out), "--n-boot", "100"]) == 0
+    terminal = " ".join(capsys.readouterr().out.split())
+    assert "Error bars over examples" in terminal and "se_clustered" in terminal
+    assert "Degenerate runs (2 of 3)" in terminal and "predicts one class only" in terminal
+    result = json.loads(out.read_text())
+    assert result["error_bars"]["s2"]["se"] == pytest.approx(0.163299, abs=1e-6)  # 6 of 10 right
+    assert set(result["error_bars"]["s1"]) == {"accuracy", "se", "se_clustered"}
+    assert result["variance_split"]["dominant"] in ("seeds", "examples")
+    assert result["degenerate_runs"] == {  # s2 scores the majority-class rate 0.6
+        "s3": "predicts one class only", "s2": "accuracy 0.6000 at or below the baseline 0.6000"}
+
+
 def test_example_predictions_and_multi_task_summary(tmp_path, capsys):
     rte = sorted(str(p) for p in (EXAMPLES / "rte").glob("*.csv"))
     assert run_cli(rte + ["--top", "3", "--n-boot", "100"]) == 0
@@ -137,6 +159,21 @@ BAD_INPUTS = {
         {"all.csv": "task,run,example_id,prediction,label\nrte,1,1,0,0\nrte,2,1,1,0\ncb,1,1,0,0\n"},
         [],
         "task cb: micro metrics (CON, CCON) compare pairs of runs, but only 1 run was given",
+    ),
+    "unknown cluster column": (
+        {"a.csv": "example_id,prediction,label\n1,x,x\n", "b.csv": "example_id,prediction,label\n1,y,x\n"},
+        ["--cluster-column", "question"],
+        "no column 'question'",
+    ),
+    "empty cluster": (
+        {"a.csv": "example_id,prediction,label,q\n1,x,x,\n2,x,x,1\n", "b.csv": "example_id,prediction,label,q\n1,y,x,1\n2,x,x,1\n"},
+        ["--cluster-column", "q"],
+        "a.csv line 2: the cluster is empty",
+    ),
+    "power out of range": (
+        {"a.csv": "example_id,prediction,label\n1,x,x\n", "b.csv": "example_id,prediction,label\n1,y,x\n"},
+        ["--power", "1"],
+        "power must lie strictly between 0 and 1",
     ),
     "unknown primary metric": (
         {"a.csv": "example_id,prediction,label\n1,x,x\n", "b.csv": "example_id,prediction,label\n1,y,x\n"},

@@ -21,7 +21,13 @@ from seedscope.serialize import json_ready
 from seedscope.metrics import macro as macro_metrics
 from seedscope.metrics import micro as micro_metrics
 from seedscope.metrics.stability import example_stability, most_unstable
-from seedscope.predictions import EXAMPLE_ID, TEXT, AlignedRuns, PredictionType, align_runs
+from seedscope.analysis.error_bars import (
+    clustered_standard_error,
+    minimum_detectable_difference,
+    standard_error,
+    variance_split,
+)
+from seedscope.predictions import CLUSTER, EXAMPLE_ID, TEXT, AlignedRuns, PredictionType, align_runs
 from seedscope.tasks import find_task
 
 #: columns of a prediction table that identify one prediction set among several
@@ -53,6 +59,10 @@ class Analysis:
     ``stability``: one row per example (see :mod:`seedscope.metrics.stability`). ``baseline``:
     each metric of a constant majority-class prediction (see
     :func:`seedscope.metrics.macro.majority_baseline`), the level a run must beat.
+    ``error_bars``: per run its accuracy, SE over examples and (with clusters) clustered SE;
+    ``variance_split``: the seed and example-sampling parts of the accuracy's variance and the
+    minimum detectable difference (both None without per-example correctness: regression, no
+    labels). ``degenerate``: runs that predict one class only or score at or below the baseline.
     """
 
     aligned: AlignedRuns
@@ -66,6 +76,9 @@ class Analysis:
     stability: pd.DataFrame
     confidence: float
     baseline: pd.Series
+    error_bars: pd.DataFrame | None = None
+    variance_split: pd.Series | None = None
+    degenerate: pd.DataFrame | None = None
 
     @property
     def task_type(self) -> PredictionType:
@@ -97,6 +110,11 @@ class Analysis:
             "classes": [str(c) for c in self.aligned.classes],
             "metrics": {name: dict(row) for name, row in self.macro.iterrows()},
             "baseline": dict(self.baseline),
+            "error_bars": None if self.error_bars is None else {
+                run: dict(row) for run, row in self.error_bars.iterrows()
+            },
+            "variance_split": None if self.variance_split is None else dict(self.variance_split),
+            "degenerate_runs": {} if self.degenerate is None else dict(self.degenerate["reason"]),
             "micro": {name: micro[name] for name in MICRO_COLUMNS},
             "per_run": {run: dict(row) for run, row in self.per_run.iterrows()},
             "con_matrix": self.con_matrix.to_numpy().tolist(),
@@ -119,6 +137,7 @@ def analyze(
     n_boot: int = 10_000,
     confidence: float = 0.95,
     seed: int = 0,
+    power: float = 0.8,
 ) -> Analysis:
     """Macro and micro seed effects of one prediction set (S ≥ 2 runs of one task and model).
 
@@ -126,9 +145,12 @@ def analyze(
     already aligned runs. ``intersect`` keeps only the example ids every run covers.
     ``primary_metric`` (ζ of CCON for regression, and of summaries) defaults to accuracy for
     classification and Pearson for regression. The bootstrap CI uses ``n_boot`` resamples
-    drawn with ``seed``.
+    drawn with ``seed``. A ``cluster`` column groups examples for the clustered SE; ``power``
+    is that of the minimum detectable difference.
     """
-    texts = None
+    if not 0 < power < 1:
+        raise SeedscopeError(f"power must lie strictly between 0 and 1, not {power}")
+    texts = clusters = None
     if isinstance(table_or_aligned, AlignedRuns):
         aligned = table_or_aligned
     else:
@@ -136,6 +158,9 @@ def analyze(
         aligned = align_runs(table_or_aligned, task_type=task_type, intersect=intersect)
         if TEXT in table_or_aligned.columns:
             texts = table_or_aligned.astype({EXAMPLE_ID: str}).groupby(EXAMPLE_ID)[TEXT].first()
+        if CLUSTER in table_or_aligned.columns:
+            clusters = table_or_aligned.astype({EXAMPLE_ID: str}).groupby(EXAMPLE_ID)[CLUSTER].first()
+            clusters = clusters.reindex(aligned.example_ids).to_numpy()
     micro_metrics.require_pairs(aligned.n_runs)
 
     per_run = macro_metrics.per_run_scores(aligned)
@@ -158,10 +183,45 @@ def analyze(
     def square(matrix):
         return None if matrix is None else pd.DataFrame(matrix, index=runs, columns=runs)
 
+    baseline = macro_metrics.majority_baseline(aligned)
+    error_bars, split = _error_bars(aligned, clusters, confidence, power)
     return Analysis(
         aligned, primary_metric, per_run, summary, micro, square(con), square(ccon), square(prob), stability, confidence,
-        macro_metrics.majority_baseline(aligned),
+        baseline, error_bars, split, degenerate_runs(aligned, per_run, baseline, primary_metric),
     )
+
+
+def _error_bars(aligned: AlignedRuns, clusters, confidence: float, power: float):
+    """Per-run accuracy with its SE over examples (and clustered SE), and the variance split; None for regression."""
+    if aligned.task_type != "classification" or not aligned.has_labels:
+        return None, None
+    labelled = aligned.labels >= 0
+    if labelled.sum() < 2:
+        return None, None
+    correct = (aligned.predictions[:, labelled] == aligned.labels[labelled]).astype(float)
+    frame = pd.DataFrame({"accuracy": correct.mean(axis=1), "se": standard_error(correct)},
+                         index=pd.Index(aligned.runs, name="run"))
+    if clusters is not None:
+        frame["se_clustered"] = clustered_standard_error(correct, clusters[labelled])
+    split = variance_split(frame["accuracy"], frame.get("se_clustered", frame["se"]))
+    # another system with this spread, S independent runs each: sd of one run's difference = √(2·total)
+    split["mdd"] = minimum_detectable_difference(np.sqrt(2 * split["total_variance"]), aligned.n_runs,
+                                                 confidence=confidence, power=power)
+    split["power"] = power
+    return frame, split
+
+
+def degenerate_runs(aligned: AlignedRuns, per_run: pd.DataFrame, baseline: pd.Series, metric: str | None) -> pd.DataFrame:
+    """Runs that failed to learn: one predicted class (or a constant value), or ζ at or below the baseline."""
+    reasons = {}
+    for run, row in zip(aligned.runs, aligned.predictions):
+        if np.all(row == row[0]):
+            reasons[run] = "predicts one class only" if aligned.task_type == "classification" else "constant prediction"
+    if metric is not None and metric in baseline.index:
+        for run, value in per_run[metric].items():
+            if run not in reasons and value <= baseline[metric]:
+                reasons[run] = f"{metric} {value:.4f} at or below the baseline {baseline[metric]:.4f}"
+    return pd.DataFrame({"reason": pd.Series(reasons, dtype=object)}).rename_axis("run")
 
 
 def _micro(aligned: AlignedRuns, per_run: pd.DataFrame, primary_metric: str | None):

@@ -9,6 +9,7 @@ from typing import Optional
 import typer
 
 from seedscope.cli.inputs import (
+    CLUSTER_COLUMN_OPTION,
     FORMAT_OPTION,
     ID_COLUMN_OPTION,
     LABEL_COLUMN_OPTION,
@@ -18,8 +19,11 @@ from seedscope.cli.inputs import (
 from seedscope.cli.outputs import check_outputs, output_console, write_outputs
 from seedscope.serialize import dumps
 
-HELP = """Macro (mean, VAR, sample std, CV, bootstrap CI) and micro (CON, CCON) seed effects of
-the predictions of several runs of one model on the same examples.
+HELP = """Macro (mean, VAR, sample std, CV, bootstrap and t CI) and micro (CON, CCON) seed effects
+of the predictions of several runs of one model on the same examples; per run the accuracy's
+standard error over examples (clustered with --cluster-column), the split of its variance into
+a seed part and an example-sampling part, the minimum detectable difference, and the
+degenerate runs (one class only, or at or below the majority-class baseline).
 
 PATH is one file per run (CSV, TSV, JSONL, Parquet; the run is named after the file), one long
 table with a run column, a seed directory, an lm-evaluation-harness --log_samples output, or an
@@ -48,6 +52,7 @@ def analyze_command(
     id_column: Optional[str] = ID_COLUMN_OPTION,
     prediction_column: Optional[str] = PREDICTION_COLUMN_OPTION,
     label_column: Optional[str] = LABEL_COLUMN_OPTION,
+    cluster_column: Optional[str] = CLUSTER_COLUMN_OPTION,
     prob_columns: Optional[str] = typer.Option(
         None, help="Prefix (or list-valued column) of the class-probability columns; default: prob_<class>."
     ),
@@ -66,6 +71,7 @@ def analyze_command(
     n_boot: int = typer.Option(10_000, min=1, help="Bootstrap resamples for the CI of the mean."),
     confidence: float = typer.Option(0.95, min=0.0, max=1.0, help="Confidence level of the bootstrap CI."),
     seed: int = typer.Option(0, min=0, help="Seed of the bootstrap resampling."),
+    power: float = typer.Option(0.8, help="Power of the minimum detectable difference (with the confidence level as 1 − α)."),
     json_file: Optional[Path] = typer.Option(None, "--json", help="Write every number as JSON (schema: docs/analyze.md)."),
     markdown_file: Optional[Path] = typer.Option(None, "--markdown", help="Write the tables as Markdown."),
     latex_file: Optional[Path] = typer.Option(None, "--latex", help="Write the tables as LaTeX (booktabs)."),
@@ -86,6 +92,7 @@ def analyze_command(
             id_column=id_column,
             prediction_column=prediction_column,
             label_column=label_column,
+            cluster_column=cluster_column,
             prob_columns=prob_columns,
             task=task,
             task_type=task_type.value if task_type else None,
@@ -103,6 +110,7 @@ def analyze_command(
         n_boot=n_boot,
         confidence=confidence,
         seed=seed,
+        power=power,
     )
     with console.status("analysing…"):
         results = analyze_groups(table, **options)

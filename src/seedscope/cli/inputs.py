@@ -11,3 +11,6 @@ LABEL_COLUMN_OPTION = typer.Option(None, help="Column with the gold label; defau
 FORMAT_OPTION = typer.Option(
     None, "--format", help="Input format when the file extension does not tell (csv, tsv, jsonl, parquet, lm-eval, run-glue, store)."
 )
+CLUSTER_COLUMN_OPTION = typer.Option(
+    None, help="Column grouping examples (answers of one question, prompts of one item) for clustered standard errors."
+)

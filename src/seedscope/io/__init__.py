@@ -55,6 +55,7 @@ def read_predictions(
     id_column: str | None = None,
     prediction_column: str | None = None,
     label_column: str | None = None,
+    cluster_column: str | None = None,
     prob_columns: str | dict[str, str] | None = None,
     task: str | None = None,
     task_type: str | None = None,
@@ -66,7 +67,7 @@ def read_predictions(
 
     ``paths``: files or folders, all of one format (detected, or ``format=`` one of
     :data:`FORMATS`). The ``*_column`` options name a table's columns when the defaults are not
-    found; ``prob_columns`` is a column prefix, a list-valued column, or ``{column: class}``.
+    found; ``cluster_column`` groups examples for clustered standard errors; ``prob_columns`` is a column prefix, a list-valued column, or ``{column: class}``.
     ``task`` picks a task (lm-eval, store, multi-task tables) or names it (run_glue files
     without a task in their name); ``data_dir`` is where run_glue's gold dev files live;
     ``filter`` picks the lm-eval filter; ``run_names`` names one-run-per-input runs.
@@ -82,6 +83,7 @@ def read_predictions(
         id_column=id_column,
         prediction_column=prediction_column,
         label_column=label_column,
+        cluster_column=cluster_column,
         prob_columns=prob_columns,
         task=task,
         task_type=task_type,

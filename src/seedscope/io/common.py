@@ -21,7 +21,7 @@ from seedscope.errors import SeedscopeError
 #: private column: 1-based line (or row) of the prediction in its file
 LINE = "_line"
 #: extra columns a prediction table may carry beside the contract's columns
-PASSTHROUGH_COLUMNS = ("task", "model", "text")
+PASSTHROUGH_COLUMNS = ("task", "model", "text", "cluster")
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,7 @@ class ReadOptions:
     id_column: str | None = None
     prediction_column: str | None = None
     label_column: str | None = None
+    cluster_column: str | None = None
     prob_columns: str | dict[str, str] | None = None
     task: str | None = None
     task_type: str | None = None

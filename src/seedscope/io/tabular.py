@@ -28,7 +28,7 @@ from seedscope.io.common import (
     pick_column,
     run_names,
 )
-from seedscope.predictions import EXAMPLE_ID, INVALID, LABEL, PREDICTION, PROB_PREFIX, RUN, label_key
+from seedscope.predictions import CLUSTER, EXAMPLE_ID, INVALID, LABEL, PREDICTION, PROB_PREFIX, RUN, label_key
 from seedscope.tasks import get_task
 
 ID_NAMES = ("example_id", "id", "idx", "doc_id", "index", "guid", "uid")
@@ -55,6 +55,7 @@ def _read_one(path: Path, fmt: str, name: str, options: ReadOptions) -> Source:
         raise missing_column("prediction", PREDICTION_NAMES, "prediction_column / --prediction-column", columns, path)
     label_column = pick_column(columns, options.label_column, LABEL_NAMES, path)
     run_column = pick_column(columns, options.run_column, RUN_NAMES, path)
+    cluster_column = pick_column(columns, options.cluster_column, (), path) if options.cluster_column else None
     source = Source(path, pd.DataFrame(), unit)
     if run_column is not None and raw[run_column].isna().any():
         raise SeedscopeError(f"{source.where(raw.loc[raw[run_column].isna(), LINE].iloc[0])}: the run is empty")
@@ -67,10 +68,14 @@ def _read_one(path: Path, fmt: str, name: str, options: ReadOptions) -> Source:
     )
     if label_column is not None:
         frame[LABEL] = raw[label_column]
+    if cluster_column is not None:
+        if raw[cluster_column].isna().any():
+            raise SeedscopeError(f"{source.where(raw.loc[raw[cluster_column].isna(), LINE].iloc[0])}: the cluster is empty")
+        frame[CLUSTER] = raw[cluster_column].astype(str)
     probabilities = _probabilities(raw, options.prob_columns, source)
     if probabilities is not None:
         frame = pd.concat([frame, probabilities], axis=1)
-    used = {id_column, prediction_column, label_column, run_column}
+    used = {id_column, prediction_column, label_column, run_column, cluster_column}
     for column in PASSTHROUGH_COLUMNS:
         if column in raw.columns and column not in used:
             frame[column] = raw[column]

@@ -25,7 +25,7 @@ from seedscope.predictions import AlignedRuns
 
 CLASSIFICATION_METRICS = ("accuracy", "precision_macro", "recall_macro", "f1_macro", "mcc")
 REGRESSION_METRICS = ("pearson", "spearman")
-SUMMARY_COLUMNS = ("mean", "var_published", "std_sample", "cv", "min", "max", "ci_low", "ci_high")
+SUMMARY_COLUMNS = ("mean", "var_published", "std_sample", "cv", "min", "max", "ci_low", "ci_high", "t_low", "t_high")
 #: metrics whose chance level is 1/K (K classes); correlations and MCC have chance level 0
 PER_CLASS_CHANCE = ("accuracy", "f1_macro", "precision_macro", "recall_macro")
 
@@ -153,7 +153,9 @@ def summarize_runs(
     """Spread of each metric across runs: index = metric, columns = :data:`SUMMARY_COLUMNS`.
 
     ``var_published`` is the paper's VAR (population std, divisor S); ``std_sample`` divides
-    by S−1 (NaN for a single run); ``cv`` = std_sample / |mean| (NaN when the mean is 0).
+    by S−1 (NaN for a single run); ``cv`` = std_sample / |mean| (NaN when the mean is 0);
+    ``ci_*`` the percentile bootstrap CI of the mean, ``t_*`` the Student-t interval beside it
+    (with few seeds the bootstrap interval is too narrow: it cannot reach beyond the observed runs).
     """
     if per_run.shape[1] == 0:
         return pd.DataFrame(columns=list(SUMMARY_COLUMNS), index=pd.Index([], name="metric"), dtype=float)
@@ -164,6 +166,8 @@ def summarize_runs(
     with np.errstate(divide="ignore", invalid="ignore"):
         cv = np.where(mean != 0, std_sample / np.abs(mean), np.nan)
     low, high = bootstrap_mean_ci(values, n_boot=n_boot, confidence=confidence, seed=seed)
+    with np.errstate(invalid="ignore"):
+        half = stats.t.ppf((1 + confidence) / 2, n_runs - 1) * std_sample / np.sqrt(n_runs) if n_runs > 1 else np.nan
     summary = pd.DataFrame(
         {
             "mean": mean,
@@ -174,6 +178,8 @@ def summarize_runs(
             "max": values.max(axis=0),
             "ci_low": low,
             "ci_high": high,
+            "t_low": mean - half,
+            "t_high": mean + half,
         },
         index=pd.Index(per_run.columns, name="metric"),
     )

@@ -132,13 +132,14 @@ def analysis_sections(analysis: Analysis, top_k: int = 10) -> dict[str, pd.DataF
     level = f"{analysis.confidence:.0%}".replace("%", " %")
     sections = {}
     if len(analysis.macro):
-        macro = analysis.macro.drop(columns=["ci_low", "ci_high", "min", "max"]).rename(columns=MACRO_HEADERS)
-        macro[f"{level} CI"] = [
-            f"{format_value(low)}–{format_value(high)}" for low, high in zip(analysis.macro["ci_low"], analysis.macro["ci_high"])
-        ]
+        macro = analysis.macro[list(MACRO_HEADERS)].rename(columns=MACRO_HEADERS)
+        for name, (low, high) in {"bootstrap": ("ci_low", "ci_high"), "t": ("t_low", "t_high")}.items():
+            macro[f"{level} {name} CI"] = [
+                f"{format_value(a)}–{format_value(b)}" for a, b in zip(analysis.macro[low], analysis.macro[high])
+            ]
         title = (
             f"Macro: spread across {n_runs} runs (fractions). VAR = population std as published (÷S), "
-            "std = sample std (÷S−1), CV = std/|mean|, bootstrap percentile CI"
+            "std = sample std (÷S−1), CV = std/|mean|, percentile bootstrap and Student-t CI of the mean"
         )
         sections[title] = macro
     micro_frame = pd.DataFrame(
@@ -154,9 +155,31 @@ def analysis_sections(analysis: Analysis, top_k: int = 10) -> dict[str, pd.DataF
     sections[f"Micro: {n_pairs} run pairs over {n_examples} examples (fractions{dropped})"] = micro_frame
     if len(analysis.per_run.columns):
         sections["Per run"] = analysis.per_run
+    sections.update(error_bar_sections(analysis))
     unstable = analysis.most_unstable(top_k)
     shown = unstable[[c for c in UNSTABLE_COLUMNS if c in unstable.columns]].rename(columns=UNSTABLE_COLUMNS)
     sections[f"Most unstable examples (top {len(unstable)})"] = shown
+    return sections
+
+
+def error_bar_sections(analysis: Analysis) -> dict[str, pd.DataFrame]:
+    """Accuracy's error bars over examples per run, the seed / example variance split, degenerate runs."""
+    sections = {}
+    if analysis.error_bars is not None:
+        clustered = "se_clustered" in analysis.error_bars.columns
+        title = ("Error bars over examples: accuracy ± SE (sample variance ÷N−1, Miller 2024)"
+                 + ("; clustered SE with the factor √(C/(C−1))" if clustered else ""))
+        sections[title] = analysis.error_bars
+        split = analysis.variance_split
+        frame = pd.DataFrame({"value": split.drop(["dominant", "power"])}).astype(float)
+        sections[
+            f"Variance of accuracy: seeds (÷S−1) vs example sampling (mean SE²), {split['dominant']} dominate; "
+            f"mdd: smallest difference to a system of equal spread and runs found with power {split['power']:.0%}"
+        ] = frame
+    if analysis.degenerate is not None and len(analysis.degenerate):
+        sections[f"Degenerate runs ({len(analysis.degenerate)} of {analysis.aligned.n_runs}): failed to learn"] = (
+            analysis.degenerate
+        )
     return sections
 
 
@@ -182,7 +205,12 @@ def analysis_long(analysis: Analysis) -> pd.DataFrame:
     micro.insert(0, "section", "micro")
     per_run = analysis.per_run.rename_axis("name").reset_index().melt(id_vars="name", var_name="statistic")
     per_run.insert(0, "section", "per_run")
-    return pd.concat([macro, micro, per_run], ignore_index=True)
+    frames = [macro, micro, per_run]
+    if analysis.error_bars is not None:
+        bars = analysis.error_bars.rename_axis("name").reset_index().melt(id_vars="name", var_name="statistic")
+        split = analysis.variance_split.drop("dominant").rename_axis("statistic").reset_index(name="value")
+        frames += [bars.assign(section="error_bars"), split.assign(section="variance_split", name="accuracy")]
+    return pd.concat(frames, ignore_index=True)[["section", "name", "statistic", "value"]]
 
 
 def _with_spread(mean, spread, digits: int) -> str:
