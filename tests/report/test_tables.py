@@ -81,7 +81,7 @@ def test_analysis_and_summary_sections():
     assert micro.loc["CON", "mean over pairs"] == result.micro.iloc[0]["con"]
     assert len(sections[titles[-1]]) == 3
     long = tables.analysis_long(result)
-    assert set(long["section"]) == {"macro", "micro", "per_run"}
+    assert set(long["section"]) == {"macro", "micro", "per_run", "error_bars", "variance_split"}
     con = long[(long["section"] == "micro") & (long["statistic"] == "con")]["value"].item()
     assert con == result.micro.iloc[0]["con"]
     unlabelled = seedscope.analyze(table[table["task"] == "cb"].drop(columns="label"), n_boot=50)
