@@ -42,6 +42,36 @@ def test_compare_systems_end_to_end():
     assert document == compare_systems(per_run, per_example, metric="accuracy", n_boot=500, n_permutations=999).to_dict()
 
 
+def test_compare_systems_gives_t_and_iqm_intervals_wilcoxon_and_mdd():
+    from scipy import stats
+
+    from seedscope.analysis.aggregates import interquartile_mean_ci
+
+    a = pd.Series([0.80, 0.82, 0.85, 0.79, 0.84], index=list("12345"))
+    b = pd.Series([0.78, 0.83, 0.80, 0.77, 0.81], index=list("12345"))
+    comparison = compare_systems({"A": a, "B": b}, n_boot=400, n_permutations=999, confidence=0.9, power=0.9)
+    system = comparison.systems.loc["A"]
+    assert (system["t_low"], system["t_high"]) == pytest.approx(stats.t.interval(0.9, 4, loc=a.mean(), scale=stats.sem(a)))
+    assert (system["iqm"], system["iqm_ci_low"], system["iqm_ci_high"]) == interquartile_mean_ci(
+        a, n_boot=400, confidence=0.9, seed=0)
+    row = comparison.pairs.iloc[0]
+    assert row["p_wilcoxon"] == pytest.approx(stats.wilcoxon(a, b).pvalue)
+    diff = (a - b).to_numpy()
+    assert row["mdd"] == pytest.approx((stats.norm.ppf(0.95) + stats.norm.ppf(0.9)) * diff.std(ddof=1) / math.sqrt(5))
+    assert comparison.settings["power"] == 0.9
+
+
+def test_runs_are_never_paired_when_told_so():
+    """Each row of a score table without a run column is a run; equal row numbers are not matched seeds."""
+    a = pd.Series([0.80, 0.82, 0.85], index=["1", "2", "3"])
+    b = pd.Series([0.70, 0.72, 0.74], index=["1", "2", "3"])
+    row = compare_systems({"A": a, "B": b}, n_boot=200, paired=False).pairs.iloc[0]
+    assert not row["paired"] and row["n_matched"] == 0 and math.isnan(row["p_wilcoxon"])
+    assert row["mdd"] == pytest.approx(2.801585 * math.sqrt(a.var() + b.var()) / math.sqrt(3), rel=1e-6)
+    with pytest.raises(SeedscopeError, match="power"):
+        compare_systems({"A": a, "B": b}, power=0)
+
+
 def test_compare_systems_unmatched_runs_are_unpaired():
     comparison = compare_systems(
         {"A": pd.Series([0.8, 0.82, 0.81], index=["1", "2", "3"]), "B": pd.Series([0.7, 0.72], index=["4", "5"])},

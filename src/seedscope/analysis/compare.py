@@ -15,13 +15,20 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from seedscope.analysis.aggregates import interquartile_mean, probability_of_improvement
+from seedscope.analysis.aggregates import interquartile_mean_ci, probability_of_improvement
 from seedscope.analysis.aso import RELIABLE_RUNS, aso
 from seedscope.analysis.checks import check_scores
 from seedscope.analysis.seed_effects import analyze, task_defaults
 from seedscope.analysis.differences import joint_bootstrap, mean_difference_ci
 from seedscope.analysis.planning import expected_max_performance, seeds_needed
-from seedscope.analysis.significance import adjust_p_values, holm, mcnemar, paired_permutation_test
+from seedscope.analysis.error_bars import minimum_detectable_difference, t_interval
+from seedscope.analysis.significance import (
+    adjust_p_values,
+    holm,
+    mcnemar,
+    paired_permutation_test,
+    wilcoxon_signed_rank,
+)
 from seedscope.errors import SeedscopeError
 from seedscope.metrics.resampling import bootstrap_mean_ci, check_confidence, check_resamples
 from seedscope.serialize import json_ready
@@ -31,10 +38,12 @@ from seedscope.serialize import json_ready
 class Comparison:
     """Seed-level comparison of several systems on one metric.
 
-    ``systems``: per system n_runs, mean, std (sample), IQM, median, min, max and a bootstrap
-    CI of the mean. ``pairs``: per ordered pair (A, B) with A listed first: mean difference
+    ``systems``: per system n_runs, mean, std (sample), median, min, max, a bootstrap and a
+    Student-t CI of the mean, and the IQM with its stratified-bootstrap CI. ``pairs``: per ordered pair (A, B) with A listed first: mean difference
     A − B with its bootstrap CI over seeds (paired when the run names match), P(A > B), ASO
-    ε_min both ways, the paired permutation p-value on matched seeds and, when per-example
+    ε_min both ways, the paired permutation and Wilcoxon signed-rank p-values on matched seeds,
+    the minimum detectable difference (paired: from the per-seed differences; unpaired: from
+    both systems' variances) and, when per-example
     scores exist, the joint seed × example bootstrap; p-values also Holm- and
     Bonferroni-adjusted over the pairs. ``mcnemar``: per pair and matched seed. ``expected_max``:
     expected best score of n runs per system. ``seeds_needed``: CI widths of mean and VAR by S.
@@ -85,13 +94,16 @@ def compare_systems(
     confidence: float = 0.95,
     seed: int = 0,
     aso_threshold: float = 0.5,
+    paired: bool | None = None,
+    power: float = 0.8,
 ) -> Comparison:
     """Compare systems seed by seed.
 
     ``per_run``: system → per-run metric values (index = run name; equal names across systems
     are matched seeds). ``per_example``: optional system → runs × examples scores (e.g. 0/1
     correctness, columns = example ids) for the joint bootstrap and McNemar. Every resampling
-    uses ``seed``.
+    uses ``seed``. ``paired=False`` never pairs runs (their names are row numbers, not seeds);
+    ``power`` is that of each pair's minimum detectable difference.
     """
     names = list(per_run)
     if len(names) < 2:
@@ -105,22 +117,30 @@ def compare_systems(
     alpha = check_confidence(confidence)
     check_resamples(n_boot)
     check_resamples(n_permutations)
+    if not 0 < power < 1:
+        raise SeedscopeError(f"power must lie strictly between 0 and 1, not {power}")
     notes: list[str] = []
     system_rows = []
     for name in names:
         values = series[name].to_numpy()
         low, high = bootstrap_mean_ci(values, n_boot=n_boot, confidence=confidence, seed=seed)
+        iqm, iqm_low, iqm_high = interquartile_mean_ci(values, n_boot=n_boot, confidence=confidence, seed=seed)
+        t_low, t_high = t_interval(values, confidence)
         system_rows.append(
             {
                 "n_runs": len(values),
                 "mean": values.mean(),
                 "std": values.std(ddof=1),
-                "iqm": interquartile_mean(values),
                 "median": float(np.median(values)),
                 "min": values.min(),
                 "max": values.max(),
                 "ci_low": float(low[0]),
                 "ci_high": float(high[0]),
+                "t_low": t_low,
+                "t_high": t_high,
+                "iqm": iqm,
+                "iqm_ci_low": iqm_low,
+                "iqm_ci_high": iqm_high,
             }
         )
     systems = pd.DataFrame(system_rows, index=pd.Index(names, name="system"))
@@ -128,12 +148,12 @@ def compare_systems(
     pairs = list(itertools.combinations(names, 2))
     pair_rows, mcnemar_rows = [], []
     for a, b in pairs:
-        matched = [run for run in series[a].index if run in set(series[b].index)]
-        paired = len(matched) == len(series[a]) == len(series[b])
-        values_a = series[a].loc[matched].to_numpy() if paired else series[a].to_numpy()
-        values_b = series[b].loc[matched].to_numpy() if paired else series[b].to_numpy()
-        row = {"n_matched": len(matched), "paired": paired}
-        row.update(mean_difference_ci(values_a, values_b, paired=paired, n_boot=n_boot, confidence=confidence, seed=seed))
+        matched = [run for run in series[a].index if run in set(series[b].index)] if paired is not False else []
+        is_paired = len(matched) == len(series[a]) == len(series[b])
+        values_a = series[a].loc[matched].to_numpy() if is_paired else series[a].to_numpy()
+        values_b = series[b].loc[matched].to_numpy() if is_paired else series[b].to_numpy()
+        row = {"n_matched": len(matched), "paired": is_paired}
+        row.update(mean_difference_ci(values_a, values_b, paired=is_paired, n_boot=n_boot, confidence=confidence, seed=seed))
         row["prob_improvement"] = probability_of_improvement(series[a].to_numpy(), series[b].to_numpy())
         forward = aso(series[a], series[b], confidence=confidence, n_comparisons=len(pairs), n_boot=n_boot, seed=seed)
         backward = aso(series[b], series[a], confidence=confidence, n_comparisons=len(pairs), n_boot=n_boot, seed=seed)
@@ -145,18 +165,23 @@ def compare_systems(
                                      min(len(series[a]), len(series[b]))),
         )
         if len(matched) >= 2:
-            row["p_permutation"] = paired_permutation_test(
-                series[a].loc[matched], series[b].loc[matched], n_resamples=n_permutations, seed=seed
-            )
+            matched_a, matched_b = series[a].loc[matched], series[b].loc[matched]
+            row["p_permutation"] = paired_permutation_test(matched_a, matched_b, n_resamples=n_permutations, seed=seed)
+            row["p_wilcoxon"] = wilcoxon_signed_rank(matched_a, matched_b)["p_value"]
+            spread, count = float(np.std(matched_a.to_numpy() - matched_b.to_numpy(), ddof=1)), len(matched)
         else:
-            row["p_permutation"] = np.nan
-            notes.append(f"{a} vs {b}: fewer than 2 matched seeds (same run names), so no paired permutation test")
-        row.update(_joint(per_example, a, b, matched, paired, n_boot, confidence, seed, notes))
+            row["p_permutation"] = row["p_wilcoxon"] = np.nan
+            notes.append(f"{a} vs {b}: fewer than 2 matched seeds (same run/seed names), so no paired permutation "
+                         "or Wilcoxon test")
+            spread = float(np.sqrt(series[a].var(ddof=1) + series[b].var(ddof=1)))
+            count = min(len(series[a]), len(series[b]))
+        row["mdd"] = minimum_detectable_difference(spread, count, confidence=confidence, power=power)
+        row.update(_joint(per_example, a, b, matched, is_paired, n_boot, confidence, seed, notes))
         if per_example is not None and a in per_example and b in per_example:
             mcnemar_rows += _mcnemar_rows(per_example[a], per_example[b], matched, a, b)
         pair_rows.append({"system_a": a, "system_b": b, **row})
     pair_frame = pd.DataFrame(pair_rows).set_index(["system_a", "system_b"])
-    for column in ("p_permutation", "p_joint"):
+    for column in ("p_permutation", "p_wilcoxon", "p_joint"):
         if column in pair_frame:
             present = pair_frame[column].notna()
             for method in ("holm", "bonferroni"):
@@ -178,7 +203,7 @@ def compare_systems(
     )
     needed = needed[["system"] + [c for c in needed.columns if c != "system"]]
     settings = {"n_boot": n_boot, "n_permutations": n_permutations, "confidence": confidence, "seed": seed,
-                "aso_threshold": aso_threshold, "alpha": 2 * alpha}
+                "aso_threshold": aso_threshold, "alpha": 2 * alpha, "power": power}
     return Comparison(metric, systems, pair_frame, mcnemar_frame, expected, needed, series, settings, notes)
 
 
@@ -228,6 +253,7 @@ def compare_sweeps(
     n_permutations: int = 9999,
     confidence: float = 0.95,
     seed: int = 0,
+    power: float = 0.8,
 ) -> Comparison:
     """Compare sweeps given as prediction tables (system name → long table of its S runs).
 
@@ -276,6 +302,7 @@ def compare_sweeps(
         n_permutations=n_permutations,
         confidence=confidence,
         seed=seed,
+        power=power,
     )
     comparison.notes = notes + comparison.notes
     return comparison

@@ -46,6 +46,7 @@ def compare_command(
     n_permutations: int = typer.Option(9999, help="Sign flips of the paired permutation test (exact when 2^S is smaller)."),
     confidence: float = CONFIDENCE_OPTION,
     seed: int = typer.Option(0, min=0, help="Seed of every resampling."),
+    power: float = typer.Option(0.8, help="Power of each pair's minimum detectable difference (mdd)."),
     json_file: Optional[Path] = JSON_OPTION,
     markdown_file: Optional[Path] = MARKDOWN_OPTION,
     latex_file: Optional[Path] = LATEX_OPTION,
@@ -63,7 +64,8 @@ def compare_command(
         tables_by_name = {label: read_sweep(path, task=task, format=input_format) for label, path in zip(labels, sweeps)}
     with console.status("comparing…"):
         comparison = compare_sweeps(
-            tables_by_name, metric=metric, n_boot=n_boot, n_permutations=n_permutations, confidence=confidence, seed=seed
+            tables_by_name, metric=metric, n_boot=n_boot, n_permutations=n_permutations, confidence=confidence, seed=seed,
+            power=power,
         )
     sections = compare_sections(comparison)
     emit_sections(console, sections, comparison.to_dict(), tidy_sections(sections), json_file, markdown_file,
@@ -84,12 +86,13 @@ def compare_sections(comparison) -> dict[str, pd.DataFrame]:
     pairs = comparison.pairs.copy()
     pairs.index = [f"{a} vs {b}" for a, b in pairs.index]
     pairs.index.name = "pair (A vs B)"
-    main = ["n_matched", "paired", "delta", "ci_low", "ci_high", "prob_improvement", "aso_eps_min", "aso_eps_min_reverse", "aso_verdict"]
+    main = ["n_matched", "paired", "delta", "ci_low", "ci_high", "prob_improvement", "aso_eps_min", "aso_eps_min_reverse",
+            "aso_verdict", "mdd"]
     tests = [c for c in pairs.columns if c.startswith("p_") or c.startswith("joint_")]
     sections = {
         f"Systems on {comparison.metric} (sample std ÷S−1; {level} bootstrap CI of the mean over seeds)": comparison.systems,
         f"Pairs: mean difference A − B with {level} CI over seeds, P(A > B), ASO ε_min (A better when < 0.5)": pairs[main],
-        "Pairs: tests (paired permutation on matched seeds, joint seed × example bootstrap; Holm / Bonferroni over pairs)": pairs[tests],
+        "Pairs: tests (paired permutation and Wilcoxon signed-rank on matched seeds, joint seed × example bootstrap; Holm / Bonferroni over pairs)": pairs[tests],
         "Expected maximum over n runs (Dodge et al. 2019)": comparison.expected_max,
         f"Seeds needed: {level} range of the mean and of VAR (population std) with n seeds": comparison.seeds_needed.set_index("system"),
     }
