@@ -13,15 +13,18 @@ from typing import Any, Mapping
 
 import pandas as pd
 
+from seedscope.analysis.compare import compare_systems
+from seedscope.analysis.run_scores import analyze_run_scores
 from seedscope.analysis.seed_effects import Analysis
 from seedscope.analysis.subsets import SubsetVariance
 from seedscope.analysis.summary import TaskSummary, summarize_tasks
 from seedscope.errors import SeedscopeError
 from seedscope.factor_study.importance import FactorAnalysis, analyze_factors
 from seedscope.factor_study.scores import study_from_table
-from seedscope.io import read_predictions, task_texts
+from seedscope.io import read_predictions, read_run_scores, task_texts
 from seedscope.io.experiment import StoreContext, store_context
 from seedscope.report.build import Progress, Report, assemble, task_of
+from seedscope.report.scores import ScoreReport, assemble_scores
 from seedscope.report.write import check_fig_format, write_outputs
 
 #: task name given to predictions that carry no ``task`` column
@@ -107,4 +110,40 @@ def build_report(
                       subsets=subsets, top_k=top_k, texts=texts, title=title, progress=progress)
     write_outputs(report, html=html, latex_dir=latex_dir, figures_dir=figures_dir, fig_format=fig_format,
                   unstable_csv_path=unstable_csv)
+    return report
+
+
+def build_score_report(
+    paths,
+    html: str | os.PathLike | None = None,
+    latex_dir: str | os.PathLike | None = None,
+    figures_dir: str | os.PathLike | None = None,
+    fig_format: str = "png",
+    *,
+    metric: str | None = None,
+    task: str | None = None,
+    title: str = "seedscope report",
+    n_boot: int = 10_000,
+    confidence: float = 0.95,
+    seed: int = 0,
+    read_options: Mapping[str, Any] | None = None,
+) -> ScoreReport:
+    """The report of per-run score tables (read by :func:`seedscope.io.read_run_scores`): the
+    macro part per system and, with two or more systems of one task, their comparison on
+    ``metric`` (default: the first score column)."""
+    check_fig_format(fig_format)
+    options = dict(read_options or {})
+    scores = read_run_scores(paths, task=task, metric=[metric] if metric else None, **options)
+    summaries = analyze_run_scores(scores.table, scores.metrics, n_boot=n_boot, confidence=confidence, seed=seed)
+    comparison, notes = None, list(scores.notes)
+    if len(scores.systems) >= 2 and len(scores.tasks) <= 1:
+        chosen = metric or scores.metrics[0]
+        per_run = {name: scores.table.loc[scores.table["system"] == name].set_index("run")[chosen]
+                   for name in scores.systems}
+        comparison = compare_systems(per_run, metric=chosen, paired=None if scores.paired else False, n_boot=n_boot,
+                                     confidence=confidence, seed=seed)
+    elif len(scores.tasks) > 1:
+        notes.append("several tasks: systems are compared within one task only (pick one with --task)")
+    report = assemble_scores(summaries, comparison, confidence=confidence, notes=notes, title=title)
+    write_outputs(report, html=html, latex_dir=latex_dir, figures_dir=figures_dir, fig_format=fig_format)
     return report

@@ -242,3 +242,37 @@ def test_a_line_without_doc_id_is_not_a_sample(lm, tmp_path):
         handle.write('{"prediction": 1}\n')
     with pytest.raises(SeedscopeError, match=r"line 4: not an lm-eval sample \(no doc_id\)"):
         read_predictions([path])
+
+
+TEMPLATE_STEM = "pretrained__bigscience__bloom-560m,parallelize__True_boolq.yaml:template-{}"
+
+
+def _templates(lm, folder, numbers=(1, 3, 10)):
+    """Old-harness logs: one pretty-printed JSON array per prompt template, named after model and template."""
+    folder.mkdir(exist_ok=True)
+    paths = []
+    for shift, number in enumerate(numbers):
+        records = [lm.mc(i, [LLS[i][0] + 1.5 * shift, LLS[i][1]], GOLD[i], version="0.4.0") for i in range(3)]
+        paths.append(lm.array(folder / f"{TEMPLATE_STEM.format(number)}.jsonl", records))
+    return paths
+
+
+def test_runs_by_file_reads_prompt_templates_as_runs_of_one_task(lm, tmp_path):
+    paths = _templates(lm, tmp_path / "logs")
+    assert paths[0].read_text().startswith("[\n") and len(paths[0].name) > 60
+    by_task = read_predictions(paths)  # the default: each file a task of its own
+    assert by_task["task"].nunique() == 3
+    table = read_predictions(paths, runs_by="file", task="boolq")
+    assert table["run"].unique().tolist() == ["template-1", "template-3", "template-10"]
+    assert table["task"].unique().tolist() == ["boolq"]
+    aligned = align_runs(table)
+    assert aligned.n_runs == 3 and aligned.n_examples == 3
+    assert aligned.predictions[0].tolist() == [1, 0, 0] and aligned.predictions[2].tolist() == [0, 0, 0]
+    folder = read_predictions([tmp_path / "logs"], runs_by="file")  # a folder given: each of its files a run
+    assert folder["run"].unique().tolist() == ["template-1", "template-10", "template-3"]
+    assert "task" not in folder.columns and any("--task" in note for note in folder.attrs["notes"])
+
+
+def test_runs_by_file_takes_only_file(lm, tmp_path):
+    with pytest.raises(SeedscopeError, match="--runs-by takes 'file'"):
+        read_predictions(_templates(lm, tmp_path / "logs"), runs_by="folder")

@@ -13,8 +13,10 @@ from seedscope.cli.inputs import (
     FORMAT_OPTION,
     ID_COLUMN_OPTION,
     LABEL_COLUMN_OPTION,
+    METRIC_OPTION,
     PREDICTION_COLUMN_OPTION,
     RUN_COLUMN_OPTION,
+    SYSTEM_COLUMN_OPTION,
 )
 from seedscope.cli.outputs import check_outputs, output_console, write_outputs
 from seedscope.serialize import dumps
@@ -29,6 +31,10 @@ PATH is one file per run (CSV, TSV, JSONL, Parquet; the run is named after the f
 table with a run column, a seed directory, an lm-evaluation-harness --log_samples output, or an
 experiment directory from `seedscope sweep`. Every number is a fraction in [0, 1].
 
+A per-run score table (one row per run, no example ids: `model, seed, acc`, or a wide table
+with one column per system) gets the macro part, per system: mean, VAR, std, CV, bootstrap
+and t CIs, IQM with its CI. Spreadsheet summary rows (Mean, Standard deviation …) are skipped.
+
 \b
 Examples:
 
@@ -37,6 +43,7 @@ seedscope analyze examples/rte/*.csv
 seedscope analyze predictions.csv --run-column seed --label-column gold --json result.json
 seedscope analyze runs/ --intersect --markdown table.md --latex table.tex
 seedscope analyze stsb_seed*.jsonl --task-type regression --primary-metric spearman
+seedscope analyze paper_seeds.csv --metric acc --seed-column seed
 ```
 """
 
@@ -53,6 +60,8 @@ def analyze_command(
     prediction_column: Optional[str] = PREDICTION_COLUMN_OPTION,
     label_column: Optional[str] = LABEL_COLUMN_OPTION,
     cluster_column: Optional[str] = CLUSTER_COLUMN_OPTION,
+    metric: Optional[str] = METRIC_OPTION,
+    system_column: Optional[list[str]] = SYSTEM_COLUMN_OPTION,
     prob_columns: Optional[str] = typer.Option(
         None, help="Prefix (or list-valued column) of the class-probability columns; default: prob_<class>."
     ),
@@ -84,6 +93,12 @@ def analyze_command(
 
     check_outputs(json_file, markdown_file, latex_file, csv_file)
     console = output_console()
+    from seedscope.io import holds_run_scores
+
+    if holds_run_scores(paths, input_format):
+        _analyze_run_scores(paths, console, input_format, run_column, metric, system_column, task, n_boot, confidence,
+                            seed, json_file, markdown_file, latex_file, csv_file)
+        return
     with console.status("reading predictions…"):
         table = read_predictions(
             [str(p) for p in paths],
@@ -142,6 +157,31 @@ def analyze_command(
         if result.aligned.n_dropped:
             console.print(f"--intersect dropped {result.aligned.n_dropped} example(s) not covered by every run")
     write_outputs(outputs, console)
+
+
+def _analyze_run_scores(paths, console, fmt, run_column, metric, system_column, task, n_boot, confidence, seed,
+                        json_file, markdown_file, latex_file, csv_file) -> None:
+    """The macro part for per-run score tables, with the note that the micro part needs predictions."""
+    from seedscope.analysis.run_scores import NEEDS_PREDICTIONS, analyze_run_scores
+    from seedscope.cli.outputs import emit_sections, tidy_sections
+    from seedscope.io import read_run_scores
+    from seedscope.report.tables import score_sections
+
+    scores = read_run_scores(paths, run_column=run_column, metric=_split(metric), system_columns=system_column,
+                             task=task, fmt=fmt)
+    summaries = analyze_run_scores(scores.table, scores.metrics, n_boot=n_boot, confidence=confidence, seed=seed)
+    sections = score_sections(summaries, confidence)
+    notes = scores.notes + [NEEDS_PREDICTIONS]
+    document = {"input": "run_scores", "units": "as given", "confidence": confidence, "paired_runs": scores.paired,
+                "groups": [summary.to_dict() for summary in summaries], "notes": notes}
+    emit_sections(console, sections, document, tidy_sections(sections), json_file, markdown_file, latex_file, csv_file)
+    for note in notes:
+        console.print(f"note: {note}", highlight=False)
+
+
+def _split(text: str | None) -> list[str] | None:
+    """``"acc,f1"`` → ``["acc", "f1"]``."""
+    return None if text is None else [part.strip() for part in text.split(",") if part.strip()]
 
 
 def _label(key: tuple) -> str:

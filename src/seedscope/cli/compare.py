@@ -8,6 +8,16 @@ from typing import Optional
 import pandas as pd
 import typer
 
+from seedscope.cli.inputs import (
+    FILTER_OPTION,
+    FORMAT_OPTION,
+    ID_COLUMN_OPTION,
+    LABEL_COLUMN_OPTION,
+    PREDICTION_COLUMN_OPTION,
+    RUN_COLUMN_OPTION,
+    RUNS_BY_OPTION,
+    SYSTEM_COLUMN_OPTION,
+)
 from seedscope.cli.outputs import check_outputs, emit_sections, output_console, tidy_sections
 from seedscope.cli.subsets import CONFIDENCE_OPTION, CSV_OPTION, JSON_OPTION, LATEX_OPTION, MARKDOWN_OPTION
 from seedscope.errors import SeedscopeError
@@ -26,6 +36,11 @@ Each SWEEP is an experiment directory from `seedscope sweep`, a prediction table
 column, or a folder of per-run prediction files. Runs with the same name in two sweeps are
 matched seeds.
 
+Per-run score tables work too (one row per run: `model, seed, acc`, or one column per system;
+one file may hold every system): the per-run statistics are the same, the per-example tests
+(joint bootstrap, McNemar) are skipped because they need per-example predictions. Runs are
+matched seeds only through a run / seed column; without one, the comparison is unpaired.
+
 \b
 Examples:
 
@@ -33,15 +48,23 @@ Examples:
 seedscope compare runs/bert runs/roberta
 seedscope compare base.csv lora.csv --metric mcc --json compare.json
 seedscope compare a/ b/ c/ --names A --names B --names C --markdown compare.md
+seedscope compare paper_seeds.csv --metric acc --seed-column seed
 ```
 """
 
 def compare_command(
-    sweeps: list[Path] = typer.Argument(..., help="Two or more sweeps: experiment directories, long prediction tables, or folders of per-run files."),
+    sweeps: list[Path] = typer.Argument(..., help="Two or more sweeps (experiment directories, prediction tables, folders of per-run files), or per-run score tables."),
     names: Optional[list[str]] = typer.Option(None, "--names", help="Display name of a sweep, repeated once per sweep in order (--names A --names B); default: the path names."),
-    metric: Optional[str] = typer.Option(None, help="Per-run metric to compare (accuracy, f1_macro, mcc, pearson …); default: the task's primary one."),
+    metric: Optional[str] = typer.Option(None, help="Per-run metric to compare (accuracy, f1_macro, mcc, pearson …, or a score table's column); default: the task's primary one."),
     task: Optional[str] = typer.Option(None, help="Task to read from multi-task stores or tables."),
-    input_format: Optional[str] = typer.Option(None, "--format", help="Input format when the extension does not tell."),
+    input_format: Optional[str] = FORMAT_OPTION,
+    run_column: Optional[str] = RUN_COLUMN_OPTION,
+    id_column: Optional[str] = ID_COLUMN_OPTION,
+    prediction_column: Optional[str] = PREDICTION_COLUMN_OPTION,
+    label_column: Optional[str] = LABEL_COLUMN_OPTION,
+    system_column: Optional[list[str]] = SYSTEM_COLUMN_OPTION,
+    lm_eval_filter: Optional[str] = FILTER_OPTION,
+    runs_by: Optional[str] = RUNS_BY_OPTION,
     n_boot: int = typer.Option(10_000, help="Bootstrap resamples (CIs, ASO, joint bootstrap, seeds needed)."),
     n_permutations: int = typer.Option(9999, help="Sign flips of the paired permutation test (exact when 2^S is smaller)."),
     confidence: float = CONFIDENCE_OPTION,
@@ -52,56 +75,60 @@ def compare_command(
     latex_file: Optional[Path] = LATEX_OPTION,
     csv_file: Optional[Path] = CSV_OPTION,
 ) -> None:
-    from seedscope.analysis.compare import compare_sweeps
-    from seedscope.io import read_sweep
+    from seedscope.analysis.compare import compare_sweeps, compare_systems
+    from seedscope.io import holds_run_scores, read_run_scores, read_sweep
+    from seedscope.report.tables import comparison_sections
 
     check_outputs(json_file, markdown_file, latex_file, csv_file)
     console = output_console()
-    if len(sweeps) < 2:
-        raise SeedscopeError("compare needs at least two sweeps")
-    labels = _sweep_names(sweeps, names)
-    with console.status("reading sweeps…"):
-        tables_by_name = {label: read_sweep(path, task=task, format=input_format) for label, path in zip(labels, sweeps)}
-    with console.status("comparing…"):
-        comparison = compare_sweeps(
-            tables_by_name, metric=metric, n_boot=n_boot, n_permutations=n_permutations, confidence=confidence, seed=seed,
-            power=power,
-        )
-    sections = compare_sections(comparison)
+    settings = dict(n_boot=n_boot, n_permutations=n_permutations, confidence=confidence, seed=seed, power=power)
+    if holds_run_scores(sweeps, input_format):
+        scores = read_run_scores(sweeps, run_column=run_column, metric=metric, system_columns=system_column, task=task,
+                                 fmt=input_format, names=names if names and len(names) == len(sweeps) else None)
+        per_run, chosen = score_series(scores, metric)
+        with console.status("comparing…"):
+            comparison = compare_systems(per_run, metric=chosen, paired=None if scores.paired else False, **settings)
+        comparison.notes = scores.notes + [
+            "per-run score tables: the per-example tests (joint seed × example bootstrap, McNemar) need per-example "
+            "predictions and are skipped"
+        ] + comparison.notes
+    else:
+        if len(sweeps) < 2:
+            raise SeedscopeError("compare needs at least two sweeps (or one score table holding two or more systems)")
+        labels = _sweep_names(sweeps, names)
+        options = dict(format=input_format, task=task, run_column=run_column, id_column=id_column,
+                       prediction_column=prediction_column, label_column=label_column, filter=lm_eval_filter,
+                       runs_by=runs_by)
+        with console.status("reading sweeps…"):
+            tables_by_name = {label: read_sweep(path, **options) for label, path in zip(labels, sweeps)}
+        with console.status("comparing…"):
+            comparison = compare_sweeps(tables_by_name, metric=metric, **settings)
+    sections = comparison_sections(comparison)
     emit_sections(console, sections, comparison.to_dict(), tidy_sections(sections), json_file, markdown_file,
                   latex_file, csv_file)
     for note in comparison.notes:
         console.print(f"note: {note}")
 
 
+def score_series(scores, metric: str | None) -> tuple[dict[str, "pd.Series"], str]:
+    """system → per-run values of one metric of one task, from per-run score tables."""
+    tasks = scores.tasks
+    if len(tasks) > 1:
+        raise SeedscopeError(f"the score tables hold several tasks ({', '.join(tasks)}); pick one with --task")
+    if metric is None and len(scores.metrics) > 1:
+        raise SeedscopeError(f"the score tables hold several metrics ({', '.join(scores.metrics)}); pick one with --metric")
+    chosen = metric or scores.metrics[0]
+    systems = scores.systems
+    if len(systems) < 2:
+        raise SeedscopeError(f"a comparison needs two or more systems; the score tables hold one ({systems[0]})")
+    table = scores.table
+    return {name: table.loc[table["system"] == name].set_index("run")[chosen] for name in systems}, chosen
+
+
 def _sweep_names(paths: list[Path], names: list[str] | None) -> list[str]:
     from seedscope.io.common import run_names
 
     return run_names(paths, tuple(names) if names else None)
-
-
-def compare_sections(comparison) -> dict[str, pd.DataFrame]:
-    """Titled display frames of a :class:`~seedscope.analysis.compare.Comparison`."""
-    level = f"{comparison.settings['confidence']:.0%}"
-    pairs = comparison.pairs.copy()
-    pairs.index = [f"{a} vs {b}" for a, b in pairs.index]
-    pairs.index.name = "pair (A vs B)"
-    main = ["n_matched", "paired", "delta", "ci_low", "ci_high", "prob_improvement", "aso_eps_min", "aso_eps_min_reverse",
-            "aso_verdict", "mdd"]
-    tests = [c for c in pairs.columns if c.startswith("p_") or c.startswith("joint_")]
-    sections = {
-        f"Systems on {comparison.metric} (sample std ÷S−1; {level} bootstrap CI of the mean over seeds)": comparison.systems,
-        f"Pairs: mean difference A − B with {level} CI over seeds, P(A > B), ASO ε_min (A better when < 0.5)": pairs[main],
-        "Pairs: tests (paired permutation and Wilcoxon signed-rank on matched seeds, joint seed × example bootstrap; Holm / Bonferroni over pairs)": pairs[tests],
-        "Expected maximum over n runs (Dodge et al. 2019)": comparison.expected_max,
-        f"Seeds needed: {level} range of the mean and of VAR (population std) with n seeds": comparison.seeds_needed.set_index("system"),
-    }
-    if len(comparison.mcnemar):
-        mcnemar = comparison.mcnemar.assign(pair=comparison.mcnemar["system_a"] + " vs " + comparison.mcnemar["system_b"])
-        sections["McNemar per matched seed (exact binomial below 25 discordant pairs; Holm over seeds)"] = mcnemar.drop(
-            columns=["system_a", "system_b"]
-        ).set_index("pair")
-    return sections
 
 
 def register(app: typer.Typer) -> None:

@@ -10,11 +10,16 @@ import typer
 from rich.console import Console
 
 from seedscope.cli.inputs import (
+    CLUSTER_COLUMN_OPTION,
+    FILTER_OPTION,
     FORMAT_OPTION,
     ID_COLUMN_OPTION,
     LABEL_COLUMN_OPTION,
+    METRIC_OPTION,
     PREDICTION_COLUMN_OPTION,
     RUN_COLUMN_OPTION,
+    RUNS_BY_OPTION,
+    SYSTEM_COLUMN_OPTION,
 )
 from seedscope.errors import SeedscopeError
 
@@ -36,6 +41,9 @@ HELP = (
     "seedscope report runs/sst2 --factor-scores factor_scores.csv --html sst2.html\n"
     "seedscope report runs/rte --subset-scores circuitA.csv --subset-scores circuitB.csv --subset-size 200\n"
     "```\n\n"
+    "Per-run score tables (one row per run: `model, seed, acc`, or one column per system) give a report of their "
+    "own: per system the spread across runs with bootstrap, t and IQM intervals, and with two or more systems their "
+    "comparison; the per-example sections need predictions.\n\n"
     "--subset-scores adds the evaluation-subset seed section (CV per system, per-seed Δ between systems): the "
     "score files are read exactly as `seedscope subsets` reads them (one file per system, or long tables with a "
     "system column) and need --subset-size.\n"
@@ -74,6 +82,11 @@ def report_command(
     id_column: Optional[str] = ID_COLUMN_OPTION,
     prediction_column: Optional[str] = PREDICTION_COLUMN_OPTION,
     label_column: Optional[str] = LABEL_COLUMN_OPTION,
+    cluster_column: Optional[str] = CLUSTER_COLUMN_OPTION,
+    lm_eval_filter: Optional[str] = FILTER_OPTION,
+    runs_by: Optional[str] = RUNS_BY_OPTION,
+    metric: Optional[str] = METRIC_OPTION,
+    system_column: Optional[list[str]] = SYSTEM_COLUMN_OPTION,
     subset_scores: Optional[list[Path]] = typer.Option(
         None, "--subset-scores", help="Score file(s) as for `seedscope subsets` (repeatable): adds the evaluation-subset seed section."
     ),
@@ -86,9 +99,9 @@ def report_command(
 ) -> None:
     from seedscope.factor_study.importance import analyze_factors
     from seedscope.factor_study.scores import study_from_table
-    from seedscope.io import read_score_table
+    from seedscope.io import holds_run_scores, read_score_table
     from seedscope.progress import stage_progress
-    from seedscope.reporting import build_report
+    from seedscope.reporting import build_report, build_score_report
 
     if fig_format is not None and figures is None:
         raise SeedscopeError("--fig-format needs --figures DIR to say where the figures go")
@@ -96,8 +109,18 @@ def report_command(
     if html is None and latex is None and figures is None and unstable_csv is None:
         html = DEFAULT_HTML
     factors = analyze_factors(study_from_table(read_score_table(factor_scores))) if factor_scores else None
+    if holds_run_scores(paths, input_format):
+        if factors is not None or subsets is not None or unstable_csv is not None:
+            raise SeedscopeError("per-run score tables make a report of their own: --factor-scores, --subset-scores and "
+                                 "--unstable-csv need predictions")
+        build_score_report(paths, html=html, latex_dir=latex, figures_dir=figures,
+                           fig_format=(fig_format or FigFormat.png).value, metric=metric, task=task, title=title,
+                           read_options={"run_column": run_column, "system_columns": system_column, "fmt": input_format})
+        _print_written(html, latex, figures, unstable_csv)
+        return
     read_options = {"format": input_format, "run_column": run_column, "id_column": id_column,
-                    "prediction_column": prediction_column, "label_column": label_column}
+                    "prediction_column": prediction_column, "label_column": label_column,
+                    "cluster_column": cluster_column, "filter": lm_eval_filter, "runs_by": runs_by}
     with stage_progress() as progress:
         build_report(
             [str(p) for p in paths], html=html, latex_dir=latex, figures_dir=figures,
@@ -105,6 +128,10 @@ def report_command(
             task=task, data_dir=data_dir, intersect=intersect, title=title, progress=progress, factors=factors,
             subsets=subsets, read_options=read_options,
         )
+    _print_written(html, latex, figures, unstable_csv)
+
+
+def _print_written(html, latex, figures, unstable_csv) -> None:
     out = Console()
     for label, path in (("HTML report", html), ("paper tables", latex), ("figures", figures), ("unstable examples", unstable_csv)):
         if path is not None:

@@ -22,17 +22,18 @@ import pandas as pd
 from seedscope.errors import SeedscopeError
 from seedscope.io.checks import merge_sources
 from seedscope.io.common import ReadOptions, Source, require_readable
-from seedscope.io.detect import FORMATS, TABLE_SUFFIXES, common_format, detect_format
+from seedscope.io.detect import FORMATS, TABLE_SUFFIXES, common_format, detect_format, normalise_format
 from seedscope.io.experiment import read_store
 from seedscope.io.lm_eval import read_lm_eval
 from seedscope.io.run_glue import read_run_glue
+from seedscope.io.run_scores import RunScores, looks_like_run_scores, read_run_scores
 from seedscope.io.scores import read_score_table, read_system_scores
 from seedscope.io.tabular import read_tabular
 from seedscope.io.texts import attach_texts, task_texts
 
 __all__ = [
-    "FORMATS", "READERS", "attach_texts", "detect_format", "read_predictions", "read_score_table", "read_sweep",
-    "read_system_scores", "task_texts",
+    "FORMATS", "READERS", "RunScores", "attach_texts", "detect_format", "holds_run_scores", "read_predictions",
+    "read_run_scores", "read_score_table", "read_sweep", "read_system_scores", "task_texts",
 ]
 
 #: format → reader of a list of paths (all of that format) into checked sources
@@ -62,6 +63,7 @@ def read_predictions(
     data_dir: str | os.PathLike | None = None,
     filter: str | None = None,
     run_names: Iterable[str] | None = None,
+    runs_by: str | None = None,
 ) -> pd.DataFrame:
     """One long prediction table (run, example_id, prediction, label, prob_<class>, task, model).
 
@@ -70,7 +72,8 @@ def read_predictions(
     found; ``cluster_column`` groups examples for clustered standard errors; ``prob_columns`` is a column prefix, a list-valued column, or ``{column: class}``.
     ``task`` picks a task (lm-eval, store, multi-task tables) or names it (run_glue files
     without a task in their name); ``data_dir`` is where run_glue's gold dev files live;
-    ``filter`` picks the lm-eval filter; ``run_names`` names one-run-per-input runs.
+    ``filter`` picks the lm-eval filter; ``run_names`` names one-run-per-input runs;
+    ``runs_by="file"`` reads every lm-eval samples file as one run of one task.
     Messages about choices made (such as the lm-eval filter used) are in ``table.attrs["notes"]``.
     """
     paths = [Path(paths)] if isinstance(paths, (str, os.PathLike)) else [Path(p) for p in paths]
@@ -90,13 +93,45 @@ def read_predictions(
         data_dir=data_dir,
         filter=filter,
         run_names=tuple(run_names) if run_names is not None else None,
+        runs_by=_runs_by(runs_by),
     )
     sources = READERS[common_format(paths, format)](paths, options)
     return merge_sources(sources, task_type)
 
 
-def read_sweep(path: str | os.PathLike, *, task: str | None = None, format: str | None = None) -> pd.DataFrame:
-    """One sweep's prediction table: a store, a long table, or a plain folder of per-run prediction files."""
+def holds_run_scores(paths: Iterable[str | os.PathLike], format: str | None = None) -> bool:
+    """True when every input is a per-run score table (numeric columns, no example ids or predictions).
+
+    Such tables go to :func:`read_run_scores`; a mix of score tables and prediction files is refused.
+    """
+    paths = [Path(p) for p in paths]
+    for path in paths:
+        require_readable(path)
+    fmt = normalise_format(format) if format is not None else None
+    if fmt is not None and fmt not in ("csv", "tsv", "jsonl", "parquet"):
+        return False
+    found = {path: looks_like_run_scores(path, fmt) for path in paths}
+    if all(found.values()):
+        return True
+    if any(found.values()):
+        scores = next(p for p, is_scores in found.items() if is_scores)
+        other = next(p for p, is_scores in found.items() if not is_scores)
+        raise SeedscopeError(f"mixed inputs: {scores} holds per-run scores, {other} per-example predictions; "
+                             "read each kind separately")
+    return False
+
+
+def _runs_by(value: str | None) -> str | None:
+    if value is None or value.strip().lower() in ("file", "files"):
+        return None if value is None else "file"
+    raise SeedscopeError(f"--runs-by takes 'file' (each lm-eval samples file is one run), not {value!r}")
+
+
+def read_sweep(path: str | os.PathLike, *, format: str | None = None, **options) -> pd.DataFrame:
+    """One sweep's prediction table: a store, a long table, or a plain folder of per-run prediction files.
+
+    ``options`` are those of :func:`read_predictions` (``task``, ``run_column``, ``filter`` …).
+    """
     path = Path(path)
     require_readable(path)
     inputs = [path]
@@ -107,4 +142,4 @@ def read_sweep(path: str | os.PathLike, *, task: str | None = None, format: str 
             inputs = sorted(p for p in path.iterdir() if p.suffix.lower() in TABLE_SUFFIXES)
             if not inputs:
                 raise SeedscopeError(f"{path} holds no experiment store and no prediction files") from None
-    return read_predictions(inputs, format=format, task=task)
+    return read_predictions(inputs, format=format, **options)

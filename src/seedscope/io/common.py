@@ -39,6 +39,7 @@ class ReadOptions:
     data_dir: str | os.PathLike | None = None
     filter: str | None = None
     run_names: tuple[str, ...] | None = None
+    runs_by: str | None = None
 
 
 @dataclass

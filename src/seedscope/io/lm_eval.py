@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,7 +64,13 @@ def sample_files(folder: Path) -> list[Path]:
 
 
 def read_lm_eval(paths: list[Path], options: ReadOptions) -> list[Source]:
-    """One :class:`Source` per samples file; a folder is one run (its name), a file is one run."""
+    """One :class:`Source` per samples file; a folder is one run (its name), a file is one run.
+
+    With ``runs_by="file"`` every samples file (given, or found in a folder given) is one run
+    of one task: ``options.task`` names it, else the files' common task name.
+    """
+    if options.runs_by == "file":
+        return _read_files_as_runs(paths, options)
     tasks: dict[Path, str] = {}
 
     def task_of(file: Path) -> str:
@@ -83,6 +90,51 @@ def read_lm_eval(paths: list[Path], options: ReadOptions) -> list[Source]:
         found = sorted({f for s in sources for f in s.filters})
         raise SeedscopeError(f"no input has the lm-eval filter {options.filter!r} (filters found: {', '.join(found)})")
     return [s.source for s in sources]
+
+
+def _read_files_as_runs(paths: list[Path], options: ReadOptions) -> list[Source]:
+    files = [file for path in paths for file in ([path] if path.is_file() else sample_files(path))]
+    if not files:
+        raise SeedscopeError(f"no lm-evaluation-harness samples files in {', '.join(map(str, paths))}")
+    names = run_names(files, options.run_names) if options.run_names is not None else distinguishing_names(files)
+    tasks = {_task_name(file) for file in files}
+    task = options.task or (tasks.pop() if len(tasks) == 1 else None)
+    sources = [_read_file(file, name, task, options) for file, name in zip(files, names)]
+    if task is None:
+        sources[0].source.notes.append(
+            f"lm-eval: {len(files)} samples files read as runs of one task; name the task with --task"
+        )
+    if options.filter is not None and not any(s.used == options.filter for s in sources):
+        found = sorted({f for s in sources for f in s.filters})
+        raise SeedscopeError(f"no input has the lm-eval filter {options.filter!r} (filters found: {', '.join(found)})")
+    return [s.source for s in sources]
+
+
+#: what separates the parts of an lm-eval file name (``model_args`` and task are joined by ``_``)
+NAME_SEPARATORS = re.compile(r"[_,:./=\s]+")
+
+
+def distinguishing_names(files: list[Path]) -> list[str]:
+    """Each file's name without the parts every file shares: ``…boolq.yaml:template-3`` → ``template-3``.
+
+    The common prefix and suffix are cut at separators (``_ , : . / =``), so ``template-3`` and
+    ``template-10`` keep their numbers whole; files whose names do not differ are named as
+    :func:`seedscope.io.common.run_names` names them (by folder).
+    """
+    stems = [file.stem for file in files]
+    if len(files) == 1 or len(set(stems)) < len(stems):
+        return run_names(files)
+    prefix = _shared_head(stems)
+    suffix = _shared_head([stem[::-1] for stem in stems])
+    names = [stem[prefix:len(stem) - suffix].strip("_,:./= ") for stem in stems]
+    return names if all(names) and len(set(names)) == len(names) else run_names(files)
+
+
+def _shared_head(texts: list[str]) -> int:
+    """Length of the longest start all texts share that ends right after a separator in each."""
+    shared = len(os.path.commonprefix(texts))
+    cuts = [m.end() for m in NAME_SEPARATORS.finditer(texts[0][:shared])]
+    return max(cuts, default=0)
 
 
 def _unit_names(units: list[tuple[Path, list[Path]]], tasks: dict[Path, str], options: ReadOptions) -> list[str]:
@@ -157,7 +209,7 @@ class _Read:
     used: str
 
 
-def _read_file(path: Path, run: str, task: str, options: ReadOptions) -> _Read:
+def _read_file(path: Path, run: str, task: str | None, options: ReadOptions) -> _Read:
     records, unit = _records(path)
     source = Source(path, pd.DataFrame(), unit, regression=False)
     by_filter: dict[str, list[tuple[int, dict]]] = {}
@@ -268,7 +320,7 @@ def _choice_texts(record: dict) -> list[str]:
     return []
 
 
-def _frame(rows: list[tuple], run: str, task: str) -> pd.DataFrame:
+def _frame(rows: list[tuple], run: str, task: str | None) -> pd.DataFrame:
     """The prediction table of one file, sorted by doc_id (multi-GPU files are not)."""
     doc_ids, predictions, labels, probabilities, lines = zip(*rows)
     frame = pd.DataFrame({RUN: run, "_doc": doc_ids, PREDICTION: predictions, LABEL: labels, LINE: lines})
@@ -278,7 +330,8 @@ def _frame(rows: list[tuple], run: str, task: str) -> pd.DataFrame:
         frame = pd.concat([frame, pd.DataFrame(matrix, columns=[f"{PROB_PREFIX}{i}" for i in range(width)])], axis=1)
     frame = frame.sort_values("_doc", kind="stable").reset_index(drop=True)
     frame.insert(1, EXAMPLE_ID, frame.pop("_doc").astype(str))
-    frame["task"] = task
+    if task is not None:
+        frame["task"] = task
     if frame[LABEL].isna().all():
         frame = frame.drop(columns=LABEL)
     return frame

@@ -122,30 +122,36 @@ def _id_column(columns: list[str], options: ReadOptions, path: Path) -> str:
 
 
 def load_table(path: Path, fmt: str, options: ReadOptions) -> tuple[pd.DataFrame, str]:
-    """All columns of the file plus :data:`LINE`; ids are read as text so ``007`` stays ``007``."""
-    if fmt in SEPARATORS:
-        raw = _load_delimited(path, SEPARATORS[fmt], options)
-        unit, first_line = "line", 2
-    elif fmt == "parquet":
+    """All columns of the file plus :data:`LINE`; ids are read as text so ``007`` stays ``007``.
+
+    Empty rows of a CSV / TSV (a spreadsheet's trailing ``,,,``) are dropped after numbering, so
+    every message still names the right line.
+    """
+    if fmt not in SEPARATORS and fmt != "parquet":
+        return _load_json(path)
+    if fmt == "parquet":
         try:
             raw = pd.read_parquet(path)
         except Exception as error:  # pyarrow raises several types for a file that is not Parquet
             raise SeedscopeError(f"{path} is not a readable Parquet file ({error})") from None
         unit, first_line = "row", 1
     else:
-        raw, unit = _load_json(path)
-        return raw, unit
+        raw = _load_delimited(path, SEPARATORS[fmt], options)
+        unit, first_line = "line", 2
+    raw[LINE] = range(first_line, first_line + len(raw))
+    raw = raw[raw.drop(columns=LINE).notna().any(axis=1)].reset_index(drop=True)
     if raw.empty:
         raise SeedscopeError(f"{path} has column names but no rows")
-    raw[LINE] = range(first_line, first_line + len(raw))
     return raw, unit
 
 
 def _load_delimited(path: Path, sep: str, options: ReadOptions) -> pd.DataFrame:
     try:
-        header = list(pd.read_csv(path, sep=sep, nrows=0).columns)
+        # utf-8-sig drops a spreadsheet's byte-order mark; CR-only and CRLF line ends are read as they are
+        header = list(pd.read_csv(path, sep=sep, nrows=0, encoding="utf-8-sig").columns)
         id_column = pick_column(header, options.id_column, ID_NAMES, path)  # read as text, so 007 stays 007
-        return pd.read_csv(path, sep=sep, dtype={id_column: str} if id_column else None)
+        return pd.read_csv(path, sep=sep, dtype={id_column: str} if id_column else None, encoding="utf-8-sig",
+                           skip_blank_lines=False)
     except pd.errors.EmptyDataError:
         raise SeedscopeError(f"{path} is empty") from None
     except pd.errors.ParserError as error:

@@ -109,7 +109,15 @@ def task_lines(label: str, analysis: Analysis) -> list[str]:
         detail = (f"The predictions of two seeds correlate at {_fraction(micro['con'])} on average "
                   f"(CON, Pearson between runs over {n_examples:,} examples).")
     baseline = tables.baseline_text(analysis)
-    return [f"{label}: " + "; ".join(parts) + ".", detail] + ([baseline[0].upper() + baseline[1:] + "."] if baseline else [])
+    lines = [f"{label}: " + "; ".join(parts) + ".", detail] + ([baseline[0].upper() + baseline[1:] + "."] if baseline else [])
+    if analysis.variance_split is not None:
+        split = analysis.variance_split
+        lines.append(f"Of the accuracy's variance, {_fraction(split['seed_share'])} comes from the seeds and the rest "
+                     f"from which examples were drawn: {split['dominant']} dominate.")
+    if analysis.degenerate is not None and len(analysis.degenerate):
+        runs = ", ".join(f"{run} ({reason})" for run, reason in analysis.degenerate["reason"].head(5).items())
+        lines.append(f"Degenerate runs, {len(analysis.degenerate)} of {n_runs}: {runs}.")
+    return lines
 
 
 @dataclass

@@ -183,6 +183,47 @@ def error_bar_sections(analysis: Analysis) -> dict[str, pd.DataFrame]:
     return sections
 
 
+def score_sections(summaries, confidence: float) -> dict[str, pd.DataFrame]:
+    """Per (task,) system of per-run scores: the macro table and the runs' scores."""
+    level = f"{confidence:.0%}".replace("%", " %")
+    sections = {}
+    for summary in summaries:
+        macro = summary.macro[list(MACRO_HEADERS)].rename(columns=MACRO_HEADERS)
+        for name, (low, high) in {"bootstrap": ("ci_low", "ci_high"), "t": ("t_low", "t_high"),
+                                  "IQM": ("iqm_ci_low", "iqm_ci_high")}.items():
+            macro[f"{level} {name} CI"] = [f"{format_value(a)}–{format_value(b)}"
+                                           for a, b in zip(summary.macro[low], summary.macro[high])]
+        macro.insert(4, "IQM", summary.macro["iqm"])
+        sections[f"{summary.label}: spread across {len(summary.per_run)} runs (VAR = population std ÷S, "
+                 "std ÷S−1, CV = std/|mean|)"] = macro
+        sections[f"{summary.label}: per run"] = summary.per_run
+    return sections
+
+
+def comparison_sections(comparison) -> dict[str, pd.DataFrame]:
+    """Titled display frames of a :class:`~seedscope.analysis.compare.Comparison`."""
+    level = f"{comparison.settings['confidence']:.0%}"
+    pairs = comparison.pairs.copy()
+    pairs.index = [f"{a} vs {b}" for a, b in pairs.index]
+    pairs.index.name = "pair (A vs B)"
+    main = ["n_matched", "paired", "delta", "ci_low", "ci_high", "prob_improvement", "aso_eps_min", "aso_eps_min_reverse",
+            "aso_verdict", "mdd"]
+    tests = [c for c in pairs.columns if c.startswith("p_") or c.startswith("joint_")]
+    sections = {
+        f"Systems on {comparison.metric} (sample std ÷S−1; {level} bootstrap CI of the mean over seeds)": comparison.systems,
+        f"Pairs: mean difference A − B with {level} CI over seeds, P(A > B), ASO ε_min (A better when < 0.5)": pairs[main],
+        "Pairs: tests (paired permutation and Wilcoxon signed-rank on matched seeds, joint seed × example bootstrap; Holm / Bonferroni over pairs)": pairs[tests],
+        "Expected maximum over n runs (Dodge et al. 2019)": comparison.expected_max,
+        f"Seeds needed: {level} range of the mean and of VAR (population std) with n seeds": comparison.seeds_needed.set_index("system"),
+    }
+    if len(comparison.mcnemar):
+        mcnemar = comparison.mcnemar.assign(pair=comparison.mcnemar["system_a"] + " vs " + comparison.mcnemar["system_b"])
+        sections["McNemar per matched seed (exact binomial below 25 discordant pairs; Holm over seeds)"] = mcnemar.drop(
+            columns=["system_a", "system_b"]
+        ).set_index("pair")
+    return sections
+
+
 def baseline_text(analysis: Analysis) -> str | None:
     """"ζ 0.81 (accuracy) against the majority-class baseline 0.51: above it by 0.30" (None without labels)."""
     metric = analysis.primary_metric

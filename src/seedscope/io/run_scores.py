@@ -1,0 +1,256 @@
+"""Per-run score tables: one row per run, the form in which most papers publish their seeds.
+
+Long (``model_name, dataset_name, learning_rate, seed, set_type, acc``): the metric columns
+are those named like a metric (``acc``, ``f1``, ``eval_mcc`` …) or given with ``metric=``;
+a ``task`` / ``dataset`` column names the task; the other columns that vary tell systems apart
+(or name them with ``system_columns=``); a file where nothing varies is one system named after
+the file. Wide (``seed, bert, roberta``): without a metric column, every numeric column is one
+system. The run is the run / seed column (auto-detected or ``run_column=``); without one every
+row is a run, and runs are then never paired across systems.
+
+Spreadsheet exports are read as they come: a UTF-8 byte-order mark, CR-only or CRLF line ends
+and empty rows are fine, and summary rows (Mean, Standard deviation …) are skipped with a note.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from seedscope.errors import SeedscopeError
+from seedscope.io.common import LINE, ReadOptions, as_ids, pick_column, require_readable, run_names
+from seedscope.io.detect import TABLE_SUFFIXES
+from seedscope.io.tabular import ID_NAMES, PREDICTION_NAMES, load_table
+
+SYSTEM, RUN, TASK = "system", "run", "task"
+#: run / seed columns of a score table
+RUN_NAMES = ("run", "seed", "run_id", "random_seed", "seed_id")
+#: columns naming the task of a row
+TASK_NAMES = ("task", "task_name", "dataset", "dataset_name", "benchmark")
+#: metric names recognised as score columns (after an ``eval_`` / ``test_`` / ``validation_`` prefix)
+METRIC_NAMES = (
+    "accuracy", "acc", "acc_norm", "f1", "f1_macro", "macro_f1", "f1_micro", "micro_f1", "mcc",
+    "matthews_correlation", "pearson", "pearsonr", "spearman", "spearmanr", "exact_match", "em", "score",
+    "precision", "recall", "auc", "roc_auc", "bleu", "rouge1", "rouge2", "rougel", "combined_score",
+)
+METRIC_PREFIX = re.compile(r"^(eval|test|validation|val|dev)[_/]", re.IGNORECASE)
+#: first cells of spreadsheet summary rows, never runs (compared lower-case, without a trailing colon)
+SUMMARY_LABELS = frozenset({
+    "min", "minimum", "max", "maximum", "mean", "average", "avg", "median", "sum", "total", "count", "n",
+    "std", "stdev", "std dev", "std. dev.", "sd", "standard deviation", "var", "variance", "se", "sem",
+    "standard error", "stderr", "range", "ci", "95% ci",
+})
+
+
+@dataclass
+class RunScores:
+    """Per-run scores: ``table`` has columns system, run, (task,) and one column per metric.
+
+    ``paired``: runs were named by a run / seed column, so equal names across systems are
+    matched seeds; ``notes`` say what was inferred or skipped.
+    """
+
+    table: pd.DataFrame
+    metrics: list[str]
+    paired: bool
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def systems(self) -> list[str]:
+        return list(dict.fromkeys(self.table[SYSTEM]))
+
+    @property
+    def tasks(self) -> list[str]:
+        return list(dict.fromkeys(self.table[TASK])) if TASK in self.table.columns else []
+
+
+def is_metric_name(column) -> bool:
+    """``acc`` / ``eval_f1`` / ``test/mcc`` look like metric columns."""
+    return METRIC_PREFIX.sub("", str(column)).strip().lower() in METRIC_NAMES
+
+
+def looks_like_run_scores(path: Path, fmt: str | None = None) -> bool:
+    """A plain table with numeric columns but no example-id or prediction column (read only its head)."""
+    fmt = fmt or TABLE_SUFFIXES.get(path.suffix.lower())
+    if path.is_dir() or fmt is None:
+        return False
+    try:
+        head = _head(path, fmt)
+    except (SeedscopeError, ValueError, OSError):
+        return False
+    columns = [str(c) for c in head.columns if c != LINE]
+    lower = {c.lower() for c in columns}
+    if lower & set(ID_NAMES) or lower & set(PREDICTION_NAMES):
+        return False
+    return any(is_metric_name(c) for c in columns) or any(
+        pd.api.types.is_numeric_dtype(head[c]) for c in columns if c.lower() not in RUN_NAMES
+    )
+
+
+def _head(path: Path, fmt: str) -> pd.DataFrame:
+    if fmt in ("csv", "tsv"):
+        return pd.read_csv(path, sep="," if fmt == "csv" else "\t", nrows=50, encoding="utf-8-sig")
+    raw, _ = load_table(path, fmt, ReadOptions())
+    return raw.head(50)
+
+
+def read_run_scores(
+    paths: str | os.PathLike | Iterable[str | os.PathLike],
+    *,
+    run_column: str | None = None,
+    metric: str | Sequence[str] | None = None,
+    system_columns: Sequence[str] | None = None,
+    task: str | None = None,
+    fmt: str | None = None,
+    names: Sequence[str] | None = None,
+) -> RunScores:
+    """Per-run scores of one or more score tables (long or wide), as one :class:`RunScores`.
+
+    ``metric``: the score column(s), default every metric-named column; ``system_columns``:
+    the columns whose values name a system; ``task`` keeps that task's rows; ``names`` names
+    the systems of files that hold one system each (default: the file names).
+    """
+    from seedscope.io.scores import table_format
+
+    paths = [Path(paths)] if isinstance(paths, (str, os.PathLike)) else [Path(p) for p in paths]
+    if not paths:
+        raise SeedscopeError("no input given: name at least one score table")
+    metrics = [metric] if isinstance(metric, str) else (list(metric) if metric else None)
+    file_names = run_names(paths, tuple(names) if names else None)
+    frames, notes, paired = [], [], []
+    for path, name in zip(paths, file_names):
+        require_readable(path)
+        if path.is_dir():
+            raise SeedscopeError(f"{path} is a folder; pass the score tables themselves")
+        raw, _ = load_table(path, table_format(path, fmt), ReadOptions(run_column=run_column))
+        frame, has_runs = _read_one(raw, path, name, run_column, metrics, system_columns, notes)
+        frames.append(frame)
+        paired.append(has_runs)
+    table = pd.concat(frames, ignore_index=True)
+    metric_columns = [c for c in table.columns if c not in (SYSTEM, RUN, TASK)]
+    if task is not None:
+        if TASK not in table.columns:
+            table[TASK] = task
+        elif not (table[TASK] == task).any():
+            raise SeedscopeError(f"no runs of task {task!r} (tasks in the tables: {', '.join(map(str, table[TASK].unique()))})")
+        table = table[table[TASK] == task].reset_index(drop=True)
+    keys = [c for c in (TASK, SYSTEM, RUN) if c in table.columns]
+    duplicated = table.duplicated(keys, keep=False)
+    if duplicated.any():
+        first = table.loc[duplicated, keys].iloc[0]
+        raise SeedscopeError(
+            f"run {first[RUN]} of system {first[SYSTEM]} appears more than once; name the columns that tell "
+            "systems apart with --system-column, or the run column with --run-column"
+        )
+    return RunScores(table[keys + metric_columns], metric_columns, all(paired), list(dict.fromkeys(notes)))
+
+
+def _read_one(raw: pd.DataFrame, path: Path, name: str, run_column, metrics, system_columns, notes) -> tuple[pd.DataFrame, bool]:
+    raw = _without_blank_and_summary_rows(raw, path, notes)
+    columns = [c for c in raw.columns if c != LINE]
+    run = pick_column(columns, run_column, RUN_NAMES, path)
+    task = pick_column(columns, None, TASK_NAMES, path)
+    if metrics is not None:
+        for column in metrics:
+            pick_column(columns, column, (), path)
+        scores = list(metrics)
+    else:
+        scores = [c for c in columns if is_metric_name(c) and c != run]
+    rest = [c for c in columns if c not in (run, task, *scores)]
+    if scores:
+        frame = _long(raw, path, name, run, task, scores, rest, system_columns, notes)
+    else:
+        frame = _wide(raw, path, run, task, rest, notes)
+    for column in [c for c in frame.columns if c not in (SYSTEM, RUN, TASK)]:
+        frame[column] = _numbers(raw, frame[column], column, path)
+    return frame, run is not None
+
+
+def _without_blank_and_summary_rows(raw: pd.DataFrame, path: Path, notes: list[str]) -> pd.DataFrame:
+    """Drop empty rows and spreadsheet summary rows (a cell reading Mean, Standard deviation …)."""
+    cells = raw.drop(columns=LINE)
+    raw = raw[cells.notna().any(axis=1)]
+    text = raw.drop(columns=LINE).apply(lambda col: col.map(lambda v: str(v).strip().rstrip(":").lower()
+                                                            if isinstance(v, str) else ""))
+    summary = text.isin(SUMMARY_LABELS).any(axis=1)
+    if summary.any():
+        labels = [f"{next(v for v in row if isinstance(v, str) and v.strip().rstrip(':').lower() in SUMMARY_LABELS).strip()}"
+                  f" (line {line})" for row, line in zip(raw.loc[summary].drop(columns=LINE).itertuples(index=False),
+                                                         raw.loc[summary, LINE])]
+        notes.append(f"{path}: skipped summary row(s) {', '.join(labels)}: they are not runs")
+    kept = raw[~summary].reset_index(drop=True)
+    if kept.empty:
+        raise SeedscopeError(f"{path} holds no runs (only empty or summary rows)")
+    return kept
+
+
+def _long(raw, path, name, run, task, scores, rest, system_columns, notes) -> pd.DataFrame:
+    if system_columns:
+        for column in system_columns:
+            pick_column(list(raw.columns), column, (), path)
+        varying = list(system_columns)
+    else:
+        varying = [c for c in rest if raw[c].nunique(dropna=False) > 1]
+    frame = pd.DataFrame({column: raw[column] for column in scores})
+    if varying:
+        parts = raw[varying].astype(str)
+        frame.insert(0, SYSTEM, parts.iloc[:, 0] if len(varying) == 1 else
+                     parts.apply(lambda row: ", ".join(f"{c}={v}" for c, v in row.items()), axis=1))
+        if not system_columns:
+            notes.append(f"{path}: systems told apart by {', '.join(map(str, varying))} (name others with --system-column)")
+    else:
+        frame.insert(0, SYSTEM, name)
+    frame.insert(1, RUN, _runs(raw, run, path))
+    if task is not None:
+        frame.insert(0, TASK, raw[task].astype(str).to_numpy())
+    return frame
+
+
+def _wide(raw, path, run, task, rest, notes) -> pd.DataFrame:
+    """One numeric column per system; each row one run of every system."""
+    systems = [c for c in rest if pd.api.types.is_numeric_dtype(raw[c]) or _mostly_numbers(raw[c])]
+    if not systems:
+        raise SeedscopeError(
+            f"{path}: found no score column (no column named like a metric, such as acc, f1 or mcc, and no numeric "
+            f"column; available: {', '.join(map(str, rest))}); name it with --metric"
+        )
+    notes.append(f"{path}: a wide table, one system per column ({', '.join(map(str, systems))})")
+    long = raw.assign(**{RUN: _runs(raw, run, path)}).melt(
+        id_vars=[RUN, *([task] if task else [])], value_vars=systems, var_name=SYSTEM, value_name="score"
+    )
+    long[SYSTEM] = long[SYSTEM].astype(str)
+    if task is not None:
+        long = long.rename(columns={task: TASK})
+        long[TASK] = long[TASK].astype(str)
+    return long[[c for c in (TASK, SYSTEM, RUN, "score") if c in long.columns]]
+
+
+def _mostly_numbers(values: pd.Series) -> bool:
+    return bool(pd.to_numeric(values, errors="coerce").notna().mean() >= 0.5)
+
+
+def _runs(raw: pd.DataFrame, run: str | None, path: Path) -> np.ndarray:
+    if run is None:
+        return np.array([f"row {i}" for i in range(1, len(raw) + 1)], dtype=object)
+    if raw[run].isna().any():
+        line = int(raw.loc[raw[run].isna(), LINE].iloc[0])
+        raise SeedscopeError(f"{path} line {line}: the run ({run}) is empty")
+    return as_ids(raw[run]).to_numpy()
+
+
+def _numbers(raw: pd.DataFrame, values: pd.Series, column: str, path: Path) -> pd.Series:
+    numeric = pd.to_numeric(values, errors="coerce")
+    bad = numeric.isna() | ~np.isfinite(numeric.fillna(0))
+    if bad.any():
+        position = int(np.flatnonzero(bad.to_numpy())[0])
+        line = raw[LINE].iloc[position % len(raw)]  # a wide table stacks its system columns in raw's row order
+        raise SeedscopeError(
+            f"{path} line {int(line)}: score {column} {values.iloc[position]!r} is not a finite number"
+        )
+    return numeric.astype(float)
