@@ -250,7 +250,7 @@ def _numbers(raw: pd.DataFrame, values: pd.Series, column: str, path: Path) -> p
     if bad.any():
         position = int(np.flatnonzero(bad.to_numpy())[0])
         line = raw[LINE].iloc[position % len(raw)]  # a wide table stacks its system columns in raw's row order
-        raise SeedscopeError(
-            f"{path} line {int(line)}: score {column} {values.iloc[position]!r} is not a finite number"
-        )
+        value = values.iloc[position]
+        what = "is missing (empty, NA or n/a)" if pd.isna(value) else f"{value if not isinstance(value, str) else repr(value)} is not a finite number"
+        raise SeedscopeError(f"{path} line {int(line)}: score {column} {what}")
     return numeric.astype(float)
