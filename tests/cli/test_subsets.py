@@ -232,3 +232,56 @@ def test_compare_experiment_stores_matches_seeds(tmp_path):
     pair = document["pairs"][0]
     assert pair["paired"] and pair["n_matched"] == 5 and pair["delta"] <= 0
     assert [t["run"] for t in pair["mcnemar"]] == ["42", "52", "62", "72", "82"]
+
+
+def _lm_eval_log(folder: Path, predicted: list[int], gold: list[int]) -> Path:
+    """A model's lm-eval output folder: one v0.4.7-style samples file of a two-choice task."""
+    folder.mkdir(parents=True)
+    lines = []
+    for doc_id, (choice, target) in enumerate(zip(predicted, gold)):
+        lls = [["-0.5", "False"], ["-2.0", "False"]] if choice == 0 else [["-2.0", "False"], ["-0.5", "False"]]
+        lines.append(json.dumps({"doc_id": doc_id, "target": target, "resps": [[ll] for ll in lls],
+                                 "filtered_resps": lls, "filter": "none", "metrics": ["acc"]}))
+    (folder / "samples_boolq_2025-01-31T12-34-56.jsonl").write_text("\n".join(lines) + "\n")
+    return folder
+
+
+def test_two_models_lm_eval_logs_go_straight_in(tmp_path):
+    rng = np.random.default_rng(0)
+    gold = rng.integers(0, 2, 120).tolist()
+    good = [g if rng.random() < 0.8 else 1 - g for g in gold]
+    weak = [g if rng.random() < 0.6 else 1 - g for g in gold]
+    a, b = _lm_eval_log(tmp_path / "pythia-410m", good, gold), _lm_eval_log(tmp_path / "pythia-160m", weak, gold)
+    out = tmp_path / "s.json"
+    assert run_cli(["subsets", str(a), str(b), "--subset-size", "40", "--n-seeds", "5", "--json", str(out)]) == 0
+    result = json.loads(out.read_text())
+    correct = np.array(good) == np.array(gold)
+    ids = sorted(str(i) for i in range(120))  # the pool: ids sorted as text
+    by_id = dict(zip(map(str, range(120)), correct))
+    for k in range(5):
+        subset = np.random.default_rng(k).choice(120, 40, replace=False)
+        expected = np.mean([by_id[ids[i]] for i in subset])
+        assert result["systems"]["pythia-410m"]["scores"][k] == pytest.approx(expected)
+
+
+def test_several_runs_of_a_system_score_the_share_of_runs_right(tmp_path):
+    rows = []
+    for system, runs in {"A": {"s1": [1, 1, 0, 0], "s2": [1, 0, 0, 0]}, "B": {"s1": [0, 0, 0, 0], "s2": [1, 1, 1, 1]}}.items():
+        for run, predictions in runs.items():
+            rows += [{"run": run, "example_id": i, "prediction": p, "label": 1} for i, p in enumerate(predictions)]
+        pd.DataFrame(rows).to_csv(tmp_path / f"{system}.csv", index=False)
+        rows = []
+    out = tmp_path / "s.json"
+    args = ["subsets", str(tmp_path / "A.csv"), str(tmp_path / "B.csv"), "--subset-size", "4", "--n-seeds", "2", "--json", str(out)]
+    assert run_cli(args) == 0
+    result = json.loads(out.read_text())
+    assert result["systems"]["A"]["scores"] == pytest.approx([3 / 8, 3 / 8])  # the whole pool: (2 + 1) / 8
+    assert result["systems"]["B"]["scores"] == pytest.approx([0.5, 0.5])
+
+
+def test_predictions_without_labels_are_refused(tmp_path, capsys):
+    for name in ("A", "B"):
+        pd.DataFrame({"example_id": range(4), "prediction": [1, 0, 1, 0]}).to_csv(tmp_path / f"{name}.csv", index=False)
+    assert run_cli(["subsets", str(tmp_path / "A.csv"), str(tmp_path / "B.csv"), "--subset-size", "2"]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "system A: per-example correctness needs class predictions with a gold label" in err

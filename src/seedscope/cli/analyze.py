@@ -10,12 +10,14 @@ import typer
 
 from seedscope.cli.inputs import (
     CLUSTER_COLUMN_OPTION,
+    FILTER_OPTION,
     FORMAT_OPTION,
     ID_COLUMN_OPTION,
     LABEL_COLUMN_OPTION,
     METRIC_OPTION,
     PREDICTION_COLUMN_OPTION,
     RUN_COLUMN_OPTION,
+    RUNS_BY_OPTION,
     SYSTEM_COLUMN_OPTION,
 )
 from seedscope.cli.outputs import check_outputs, output_console, write_outputs
@@ -44,6 +46,7 @@ seedscope analyze predictions.csv --run-column seed --label-column gold --json r
 seedscope analyze runs/ --intersect --markdown table.md --latex table.tex
 seedscope analyze stsb_seed*.jsonl --task-type regression --primary-metric spearman
 seedscope analyze paper_seeds.csv --metric acc --seed-column seed
+seedscope analyze logs/*template-*.jsonl --runs-by file --task boolq
 ```
 """
 
@@ -65,7 +68,8 @@ def analyze_command(
     prob_columns: Optional[str] = typer.Option(
         None, help="Prefix (or list-valued column) of the class-probability columns; default: prob_<class>."
     ),
-    lm_eval_filter: Optional[str] = typer.Option(None, "--filter", help="lm-evaluation-harness filter to read (default: the only or first one)."),
+    lm_eval_filter: Optional[str] = FILTER_OPTION,
+    runs_by: Optional[str] = RUNS_BY_OPTION,
     input_format: Optional[str] = FORMAT_OPTION,
     task: Optional[str] = typer.Option(None, help="Task name (e.g. rte, sst2), to join gold labels to run_glue.py predictions."),
     data_dir: Optional[Path] = typer.Option(None, help="Folder with the task's labelled files (default $SEEDSCOPE_DATA_DIR)."),
@@ -113,6 +117,7 @@ def analyze_command(
             task_type=task_type.value if task_type else None,
             data_dir=data_dir,
             filter=lm_eval_filter,
+            runs_by=runs_by,
         )
     reader_notes = list(table.attrs.get("notes", []))
     table, text_notes = attach_texts(table, data_dir, task=task)

@@ -135,6 +135,9 @@ def analyze_command(
         None, "--metric", help="Score column of a table (default `score`) or run metric of a directory (default: the task's primary metric)."
     ),
     factor: Optional[list[str]] = typer.Option(None, "--factor", help="Analyse only this factor (repeatable)."),
+    input_format: Optional[str] = typer.Option(
+        None, "--format", help="csv, tsv, jsonl or parquet when the score table's extension does not tell."
+    ),
     num_classes: Optional[int] = typer.Option(None, "--num-classes", help="K: runs below 1/K count as failed (tables)."),
     chance: Optional[float] = typer.Option(None, "--chance", help="Chance score (e.g. 0 for MCC) instead of 1/K."),
     bootstrap: int = ANALYSIS_OPTIONS["bootstrap"],
@@ -159,7 +162,7 @@ def analyze_command(
     seedscope factors analyze sst2_bert.csv --num-classes 2 --factor label --bootstrap 20000
     """
     check_outputs(json_out, markdown_out)
-    study, notes = load_study(source, metric=metric, chance=_chance(num_classes, chance))
+    study, notes = load_study(source, metric=metric, chance=_chance(num_classes, chance), fmt=input_format)
     result = analyze_factors(study, factors=factor or None, n_boot=bootstrap, confidence=confidence, seed=seed,
                              allow_missing=allow_missing, allow_small_groups=allow_small_groups)
     _write(result, show_analysis(result, notes), json_out, markdown_out)

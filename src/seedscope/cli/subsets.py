@@ -8,6 +8,15 @@ from typing import Optional
 import pandas as pd
 import typer
 
+from seedscope.cli.inputs import (
+    FILTER_OPTION,
+    FORMAT_OPTION,
+    ID_COLUMN_OPTION,
+    LABEL_COLUMN_OPTION,
+    PREDICTION_COLUMN_OPTION,
+    RUN_COLUMN_OPTION,
+    RUNS_BY_OPTION,
+)
 from seedscope.cli.outputs import check_outputs, emit_sections, output_console, parse_int_list, tidy_sections
 from seedscope.errors import SeedscopeError
 
@@ -26,6 +35,11 @@ SCORES: one file per system (named after the file; columns example_id and score)
 tables with a `system` column. CSV, TSV, JSONL or Parquet. Subset k uses seed SEED + k:
 np.random.default_rng(SEED + k).choice(N, n, replace=False) over the example ids sorted as text.
 
+Predictions work too, one input per system: prediction tables (one or several runs),
+lm-evaluation-harness logs, folders of per-run files or experiment stores. Each example's
+score is then the share of the system's runs that get it right, so θ is the accuracy on the
+subset averaged over the system's seeds.
+
 \b
 Examples:
 
@@ -34,6 +48,7 @@ seedscope subsets circuitA.csv circuitB.csv --subset-size 200
 seedscope subsets all.parquet --subset-size 500 --n-seeds 50 --json subsets.json
 seedscope subsets preds.jsonl --score accuracy --subset-size 100 --target-cv 0.02
 seedscope subsets faith.csv --score ratio:circuit,empty,model --subset-size 100 --markdown t.md
+seedscope subsets out/pythia-160m out/pythia-410m --subset-size 200      # two models' lm-eval logs
 ```
 """
 
@@ -71,12 +86,19 @@ def subsets_command(
     subset_size: int = typer.Option(..., "--subset-size", "-n", help="Examples per subset (n)."),
     n_seeds: int = typer.Option(20, "--n-seeds", "-k", help="Number of subset seeds K (at least 2)."),
     seed: int = typer.Option(0, min=0, help="Base seed: subset k uses seed + k; also seeds the bootstrap and permutations."),
-    score: str = typer.Option(
-        "mean", help="mean[:column] (default column score), accuracy[:prediction,label] or ratio:num,base,ref."
+    score: Optional[str] = typer.Option(
+        None, help="Score files: mean[:column] (default: mean of column score), accuracy[:prediction,label] or "
+        "ratio:num,base,ref. Predictions: per-example correctness.",
     ),
-    id_column: Optional[str] = typer.Option(None, help="Column with the example id; default: auto-detected (example_id, id, idx …)."),
-    system_column: str = typer.Option("system", help="Column naming the system in a long table."),
-    input_format: Optional[str] = typer.Option(None, "--format", help="csv, tsv, jsonl or parquet when the extension does not tell."),
+    id_column: Optional[str] = ID_COLUMN_OPTION,
+    system_column: str = typer.Option("system", help="Column naming the system in a long score table."),
+    input_format: Optional[str] = FORMAT_OPTION,
+    run_column: Optional[str] = RUN_COLUMN_OPTION,
+    prediction_column: Optional[str] = PREDICTION_COLUMN_OPTION,
+    label_column: Optional[str] = LABEL_COLUMN_OPTION,
+    task: Optional[str] = typer.Option(None, help="Task to read from multi-task predictions or lm-eval folders."),
+    lm_eval_filter: Optional[str] = FILTER_OPTION,
+    runs_by: Optional[str] = RUNS_BY_OPTION,
     target_cv: Optional[float] = typer.Option(None, help="Also find the subset size whose CV falls below this target (e.g. 0.02)."),
     sizes: Optional[str] = typer.Option(None, help="Comma-separated subset sizes for --target-cv (default: a geometric grid up to N)."),
     full_pool: bool = typer.Option(True, help="Bootstrap CI of each full-pool score and paired tests of each pair."),
@@ -88,19 +110,27 @@ def subsets_command(
     latex_file: Optional[Path] = LATEX_OPTION,
     csv_file: Optional[Path] = CSV_OPTION,
 ) -> None:
-    from seedscope.analysis.subsets import analyze_subsets, parse_score
-    from seedscope.io import read_system_scores
+    from seedscope.analysis.subsets import analyze_subsets, correctness_scores, parse_score
+    from seedscope.io import holds_predictions, read_sweep, read_system_scores
+    from seedscope.io.common import run_names
 
     check_outputs(json_file, markdown_file, latex_file, csv_file)
     console = output_console()
-    spec = parse_score(score)
+    spec = parse_score(score or "mean")
     grid = parse_int_list(sizes, "--sizes", "100,200,500")
     if grid is not None and target_cv is None:
         raise SeedscopeError("--sizes is the grid searched by --target-cv; give --target-cv too (e.g. --target-cv 0.02)")
     with console.status("reading scores…"):
-        table = read_system_scores(
-            scores, id_column=id_column, system_column=system_column, fmt=input_format, columns=spec.columns
-        )
+        if score is None and all(holds_predictions(path, input_format, system_column=system_column) for path in scores):
+            options = dict(format=input_format, task=task, run_column=run_column, id_column=id_column,
+                           prediction_column=prediction_column, label_column=label_column, filter=lm_eval_filter,
+                           runs_by=runs_by)
+            names = run_names([Path(p) for p in scores])
+            table = correctness_scores({name: read_sweep(path, **options) for name, path in zip(names, scores)})
+        else:
+            table = read_system_scores(
+                scores, id_column=id_column, system_column=system_column, fmt=input_format, columns=spec.columns
+            )
     result = analyze_subsets(
         table,
         subset_size=subset_size,

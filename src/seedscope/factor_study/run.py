@@ -192,8 +192,9 @@ def run_factor_study(
 
 
 def load_study(source: str | os.PathLike, *, metric: str | None = None,
-               chance: float | None = None) -> tuple[FactorStudy, list[str]]:
-    """A factor study from a long score table file or a ``factors run`` experiment directory, and notes to show."""
+               chance: float | None = None, fmt: str | None = None) -> tuple[FactorStudy, list[str]]:
+    """A factor study from a long score table file (``fmt``: csv, tsv, jsonl or parquet when its
+    suffix does not tell) or a ``factors run`` experiment directory, and notes to show."""
     if ExperimentStore.is_store(source):
         table, info = factor_score_table(ExperimentStore.open(source), metric)
         notes = [f"{info['task']} / {info['model']}: score = {info['metric']} (fractions)"]
@@ -202,4 +203,4 @@ def load_study(source: str | os.PathLike, *, metric: str | None = None,
             notes.append(f"study runs not done ({counts}): inside an analysed group they are missing runs")
         chance = info["chance"] if chance is None else chance
         return study_from_table(table, metric=info["metric"], chance=chance), notes
-    return study_from_table(read_score_table(Path(source)), metric=metric or "score", chance=chance), []
+    return study_from_table(read_score_table(Path(source), fmt=fmt), metric=metric or "score", chance=chance), []

@@ -21,18 +21,18 @@ import pandas as pd
 
 from seedscope.errors import SeedscopeError
 from seedscope.io.checks import merge_sources
-from seedscope.io.common import ReadOptions, Source, require_readable
+from seedscope.io.common import ReadOptions, Source, pick_column, require_readable
 from seedscope.io.detect import FORMATS, TABLE_SUFFIXES, common_format, detect_format, normalise_format
 from seedscope.io.experiment import read_store
 from seedscope.io.lm_eval import read_lm_eval
 from seedscope.io.run_glue import read_run_glue
-from seedscope.io.run_scores import RunScores, looks_like_run_scores, read_run_scores
+from seedscope.io.run_scores import RunScores, looks_like_run_scores, read_head, read_run_scores
 from seedscope.io.scores import read_score_table, read_system_scores
-from seedscope.io.tabular import read_tabular
+from seedscope.io.tabular import PREDICTION_NAMES, read_tabular
 from seedscope.io.texts import attach_texts, task_texts
 
 __all__ = [
-    "FORMATS", "READERS", "RunScores", "attach_texts", "detect_format", "holds_run_scores", "read_predictions",
+    "FORMATS", "READERS", "RunScores", "attach_texts", "detect_format", "holds_predictions", "holds_run_scores", "read_predictions",
     "read_run_scores", "read_score_table", "read_sweep", "read_system_scores", "task_texts",
 ]
 
@@ -125,6 +125,21 @@ def _runs_by(value: str | None) -> str | None:
     if value is None or value.strip().lower() in ("file", "files"):
         return None if value is None else "file"
     raise SeedscopeError(f"--runs-by takes 'file' (each lm-eval samples file is one run), not {value!r}")
+
+
+def holds_predictions(path: str | os.PathLike, format: str | None = None, *, system_column: str = "system") -> bool:
+    """True for a folder (store, lm-eval output, per-run files), an lm-eval or run_glue file, or a
+    table with a prediction column (and no ``system_column``: that is a long score table):
+    inputs whose per-example correctness is computed, not given."""
+    path = Path(path)
+    require_readable(path)
+    if path.is_dir():
+        return True
+    fmt = common_format([path], format)
+    if fmt not in ("csv", "tsv", "jsonl", "parquet"):
+        return True
+    columns = [str(c) for c in read_head(path, fmt).columns]
+    return system_column not in columns and pick_column(columns, None, PREDICTION_NAMES, path) is not None
 
 
 def read_sweep(path: str | os.PathLike, *, format: str | None = None, **options) -> pd.DataFrame:

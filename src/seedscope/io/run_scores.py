@@ -81,7 +81,7 @@ def looks_like_run_scores(path: Path, fmt: str | None = None) -> bool:
     if path.is_dir() or fmt is None:
         return False
     try:
-        head = _head(path, fmt)
+        head = read_head(path, fmt)
     except (SeedscopeError, ValueError, OSError):
         return False
     columns = [str(c) for c in head.columns if c != LINE]
@@ -93,7 +93,8 @@ def looks_like_run_scores(path: Path, fmt: str | None = None) -> bool:
     )
 
 
-def _head(path: Path, fmt: str) -> pd.DataFrame:
+def read_head(path: Path, fmt: str) -> pd.DataFrame:
+    """The first rows of a plain table (enough to see its columns)."""
     if fmt in ("csv", "tsv"):
         return pd.read_csv(path, sep="," if fmt == "csv" else "\t", nrows=50, encoding="utf-8-sig")
     raw, _ = load_table(path, fmt, ReadOptions())

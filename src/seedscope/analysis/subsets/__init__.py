@@ -28,7 +28,16 @@ import pandas as pd
 
 from seedscope.analysis.subsets.draw import check_subset_size, draw_subsets, subset_means, subset_seeds, subset_thetas
 from seedscope.analysis.subsets.pool import full_pool_ci, paired_pool_tests
-from seedscope.analysis.subsets.scores import EXAMPLE_ID, SCORE, SYSTEM, ScorePool, ScoreSpec, parse_score, score_pool
+from seedscope.analysis.subsets.scores import (
+    EXAMPLE_ID,
+    SCORE,
+    SYSTEM,
+    ScorePool,
+    ScoreSpec,
+    correctness_scores,
+    parse_score,
+    score_pool,
+)
 from seedscope.analysis.subsets.size import default_size_grid, size_for_target_cv
 from seedscope.analysis.subsets.variance import (
     ADVICE,
@@ -48,7 +57,7 @@ from seedscope.analysis.subsets.variance import (
 
 __all__ = [
     "ADVICE", "EXAMPLE_ID", "HIGH_ABOVE", "NEGLIGIBLE_BELOW", "NOT_ROBUST_ADVICE", "ROBUST_ADVICE", "SCORE", "SYSTEM", "ScorePool", "ScoreSpec",
-    "SubsetVariance", "analyze_subsets", "callable_subset_variance", "check_subset_size", "cv_band",
+    "SubsetVariance", "analyze_subsets", "correctness_scores", "callable_subset_variance", "check_subset_size", "cv_band",
     "default_size_grid", "draw_subsets", "full_pool_ci", "paired_pool_tests", "pair_summary", "parse_score",
     "score_pool", "seed_deltas", "seed_summary", "size_for_target_cv", "subset_means", "subset_seeds",
     "subset_thetas", "subset_variance", "summarize_thetas",

@@ -7,12 +7,13 @@ such as faithfulness (m(circuit) − m(empty)) / (m(model) − m(empty)).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Mapping
 
 import numpy as np
 import pandas as pd
 
 from seedscope.errors import SeedscopeError
+from seedscope.predictions import align_runs
 
 SYSTEM, EXAMPLE_ID, SCORE = "system", "example_id", "score"
 
@@ -161,3 +162,29 @@ def score_pool(table: pd.DataFrame, score: str | ScoreSpec = "mean", source: str
     values = np.empty((len(systems), len(example_ids), values_by_row.shape[1]))
     values[row, col] = values_by_row
     return ScorePool(systems, example_ids, values, spec)
+
+
+def correctness_scores(predictions: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """A long score table (system, example_id, score) from each system's prediction table.
+
+    score = the share of the system's runs that get the example right (0/1 for one run), so θ
+    = mean score on a subset is the system's accuracy there, averaged over its seeds. Needs
+    gold labels and class predictions of one task.
+    """
+    frames = []
+    for name, table in predictions.items():
+        if "task" in table.columns and table["task"].nunique() > 1:
+            tasks = ", ".join(map(str, table["task"].unique()[:5]))
+            raise SeedscopeError(f"system {name} holds several tasks ({tasks}); pick one with --task")
+        try:
+            aligned = align_runs(table.drop(columns=[c for c in ("task", "model") if c in table.columns]))
+        except SeedscopeError as error:
+            raise SeedscopeError(f"system {name}: {error}") from None
+        if aligned.task_type != "classification" or not aligned.has_labels or (aligned.labels < 0).any():
+            raise SeedscopeError(
+                f"system {name}: per-example correctness needs class predictions with a gold label for every example; "
+                "for other scores pass per-example score files (--score mean:COLUMN)"
+            )
+        correct = (aligned.predictions == aligned.labels[None, :]).mean(axis=0)
+        frames.append(pd.DataFrame({SYSTEM: name, EXAMPLE_ID: aligned.example_ids, SCORE: correct}))
+    return pd.concat(frames, ignore_index=True)
