@@ -27,12 +27,18 @@ from seedscope.metrics.resampling import check_confidence
 
 
 def _per_example(values, what: str) -> np.ndarray:
-    """Per-example scores as runs × examples (a 1-D input is one run); finite, at least two examples."""
-    array = np.asarray(values, dtype=float)
+    """Per-example scores as runs × examples (a 1-D input is one run); numbers, at least two examples.
+
+    The array keeps its dtype (0/1 correctness may stay boolean): the functions below work one
+    run at a time, so 100 runs × 10⁶ examples never become one float64 array.
+    """
+    array = np.asarray(values)
     array = array[None, :] if array.ndim == 1 else array
     if array.ndim != 2 or array.shape[1] < 2:
         raise SeedscopeError(f"{what} needs at least two examples per run, got shape {array.shape}")
-    if not np.isfinite(array).all():
+    if array.dtype.kind not in "biuf":
+        array = array.astype(float)
+    if array.dtype.kind == "f" and not np.isfinite(array).all():
         raise SeedscopeError(f"{what}: per-example scores contain a NaN or infinite value")
     return array
 
@@ -40,7 +46,7 @@ def _per_example(values, what: str) -> np.ndarray:
 def standard_error(values) -> np.ndarray:
     """SE of each run's mean over its examples: sqrt(s² / N), s² with divisor N − 1 (one value per run)."""
     array = _per_example(values, "the standard error")
-    return np.sqrt(array.var(axis=1, ddof=1) / array.shape[1])
+    return np.sqrt(np.array([row.var(ddof=1) for row in array]) / array.shape[1])
 
 
 def clustered_standard_error(values, clusters, *, small_sample: bool = True) -> np.ndarray:
@@ -58,10 +64,11 @@ def clustered_standard_error(values, clusters, *, small_sample: bool = True) -> 
     n_clusters = len(uniques)
     if n_clusters < 2:
         raise SeedscopeError("a clustered standard error needs at least two clusters")
-    deviations = array - array.mean(axis=1, keepdims=True)
-    sums = np.zeros((array.shape[0], n_clusters))
-    np.add.at(sums, (slice(None), codes), deviations)
-    se = np.sqrt((sums**2).sum(axis=1)) / array.shape[1]
+    se = np.empty(array.shape[0])
+    for run, row in enumerate(array):
+        row = row.astype(float)
+        sums = np.bincount(codes, weights=row - row.mean(), minlength=n_clusters)
+        se[run] = np.sqrt(sums @ sums) / array.shape[1]
     return se * np.sqrt(n_clusters / (n_clusters - 1)) if small_sample else se
 
 

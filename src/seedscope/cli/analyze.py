@@ -90,9 +90,9 @@ def analyze_command(
     latex_file: Optional[Path] = typer.Option(None, "--latex", help="Write the tables as LaTeX (booktabs)."),
     csv_file: Optional[Path] = typer.Option(None, "--csv", help="Write every number as a tidy CSV (group, section, name, statistic, value)."),
 ) -> None:
-    from seedscope.analysis.seed_effects import analyze_groups
+    from seedscope.analysis.seed_effects import analyze, analyze_groups
     from seedscope.analysis.summary import summarize_tasks
-    from seedscope.io import attach_texts, read_predictions
+    from seedscope.io import attach_texts, read_aligned_runs, read_predictions
     from seedscope.report import tables
 
     check_outputs(json_file, markdown_file, latex_file, csv_file)
@@ -103,26 +103,20 @@ def analyze_command(
         _analyze_run_scores(paths, console, input_format, run_column, metric, system_column, task, n_boot, confidence,
                             seed, json_file, markdown_file, latex_file, csv_file)
         return
-    with console.status("reading predictions…"):
-        table = read_predictions(
-            [str(p) for p in paths],
-            format=input_format,
-            run_column=run_column,
-            id_column=id_column,
-            prediction_column=prediction_column,
-            label_column=label_column,
-            cluster_column=cluster_column,
-            prob_columns=prob_columns,
-            task=task,
-            task_type=task_type.value if task_type else None,
-            data_dir=data_dir,
-            filter=lm_eval_filter,
-            runs_by=runs_by,
-        )
-    reader_notes = list(table.attrs.get("notes", []))
-    table, text_notes = attach_texts(table, data_dir, task=task)
-    for note in reader_notes + text_notes:
-        console.print(note, highlight=False)
+    read = dict(
+        format=input_format,
+        run_column=run_column,
+        id_column=id_column,
+        prediction_column=prediction_column,
+        label_column=label_column,
+        cluster_column=cluster_column,
+        prob_columns=prob_columns,
+        task=task,
+        task_type=task_type.value if task_type else None,
+        data_dir=data_dir,
+        filter=lm_eval_filter,
+        runs_by=runs_by,
+    )
     options = dict(
         task_type=task_type.value if task_type else None,
         intersect=intersect,
@@ -132,8 +126,17 @@ def analyze_command(
         seed=seed,
         power=power,
     )
+    with console.status("reading predictions…"):
+        # one plain file per run: aligned codes straight from pyarrow; anything else: the long table
+        aligned = None if intersect else read_aligned_runs(paths, **read)
+        table = read_predictions(paths, **read) if aligned is None else None
+    if table is not None:
+        reader_notes = list(table.attrs.get("notes", []))
+        table, text_notes = attach_texts(table, data_dir, task=task)
+        for note in reader_notes + text_notes:
+            console.print(note, highlight=False)
     with console.status("analysing…"):
-        results = analyze_groups(table, **options)
+        results = analyze_groups(table, **options) if table is not None else {(None, None): analyze(aligned, **options)}
         summary = summarize_tasks(
             {_label(key): result for key, result in results.items()}
         ) if len(results) > 1 else None

@@ -20,7 +20,9 @@ from typing import Callable, Iterable
 import pandas as pd
 
 from seedscope.errors import SeedscopeError
+from seedscope.predictions import AlignedRuns
 from seedscope.io.checks import merge_sources
+from seedscope.io.columnar import read_aligned
 from seedscope.io.common import ReadOptions, Source, pick_column, require_readable
 from seedscope.io.detect import FORMATS, TABLE_SUFFIXES, common_format, detect_format, normalise_format
 from seedscope.io.experiment import read_store
@@ -33,7 +35,7 @@ from seedscope.io.texts import attach_texts, task_texts
 
 __all__ = [
     "FORMATS", "READERS", "RunScores", "attach_texts", "detect_format", "holds_predictions", "holds_run_scores", "read_predictions",
-    "read_run_scores", "read_score_table", "read_sweep", "read_system_scores", "task_texts",
+    "read_aligned_runs", "read_run_scores", "read_score_table", "read_sweep", "read_system_scores", "task_texts",
 ]
 
 #: format → reader of a list of paths (all of that format) into checked sources
@@ -97,6 +99,23 @@ def read_predictions(
     )
     sources = READERS[common_format(paths, format)](paths, options)
     return merge_sources(sources, task_type)
+
+
+def read_aligned_runs(
+    paths: Iterable[str | os.PathLike], *, format: str | None = None, **options
+) -> AlignedRuns | None:
+    """The fast path of :func:`read_predictions` + :func:`seedscope.predictions.align_runs` for
+    one plain classification file per run (Parquet, CSV, TSV): aligned int8 codes straight from
+    pyarrow. None when the inputs need the long-table readers (see :mod:`seedscope.io.columnar`);
+    ``options`` are those of :func:`read_predictions`.
+    """
+    paths = [Path(p) for p in paths]
+    for path in paths:
+        require_readable(path)
+    fmt = common_format(paths, format)
+    if "run_names" in options and options["run_names"] is not None:
+        options["run_names"] = tuple(options["run_names"])
+    return read_aligned(paths, fmt, ReadOptions(**options))
 
 
 def holds_run_scores(paths: Iterable[str | os.PathLike], format: str | None = None) -> bool:

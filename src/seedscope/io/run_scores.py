@@ -94,7 +94,17 @@ def looks_like_run_scores(path: Path, fmt: str | None = None) -> bool:
 
 
 def read_head(path: Path, fmt: str) -> pd.DataFrame:
-    """The first rows of a plain table (enough to see its columns)."""
+    """The first rows of a plain table (enough to see its columns), without reading the whole file."""
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        try:
+            batch = next(pq.ParquetFile(path).iter_batches(batch_size=50), None)
+        except Exception as error:  # pyarrow raises several types for a file that is not Parquet
+            raise SeedscopeError(f"{path} is not a readable Parquet file ({error})") from None
+        if batch is None:
+            raise SeedscopeError(f"{path} has column names but no rows")
+        return batch.to_pandas()
     if fmt in ("csv", "tsv"):
         return pd.read_csv(path, sep="," if fmt == "csv" else "\t", nrows=50, encoding="utf-8-sig")
     raw, _ = load_table(path, fmt, ReadOptions())

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from seedscope.metrics.micro import DENSE_CLASSES
 from seedscope.metrics.resampling import bootstrap_mean_ci
 from seedscope.predictions import AlignedRuns
 
@@ -50,21 +51,30 @@ class ClassTallies(NamedTuple):
 
 
 def class_tallies(predictions: np.ndarray, labels: np.ndarray, n_classes: int) -> ClassTallies:
-    """Tallies of S runs against one gold row; examples whose gold label is missing (−1) are left out."""
-    predictions = np.asarray(predictions)
+    """Tallies of S runs against one gold row; examples whose gold label is missing (−1) are left out.
+
+    One run at a time, on the stored (small-integer) codes: no S × N temporary is made, so
+    100 runs × 10⁶ examples stay within the memory of their int8 codes.
+    """
     keep = labels >= 0
-    pred = predictions[:, keep].astype(np.int64)
-    gold = labels[keep].astype(np.int64)
-    n_runs = pred.shape[0]
-    offset = (np.arange(n_runs, dtype=np.int64) * n_classes)[:, None]
-
-    def per_run(codes: np.ndarray) -> np.ndarray:
-        return np.bincount(codes.ravel(), minlength=n_runs * n_classes).reshape(n_runs, n_classes)
-
-    hit = pred == gold[None, :]
-    tp = per_run((offset + pred)[hit]) if hit.any() else np.zeros((n_runs, n_classes), dtype=np.int64)
+    gold = labels[keep]
+    n_runs = predictions.shape[0]
+    tp = np.zeros((n_runs, n_classes), dtype=np.int64)
+    predicted = np.zeros((n_runs, n_classes), dtype=np.int64)
+    dense = n_classes <= DENSE_CLASSES
+    gold_masks = [gold == c for c in range(n_classes)] if dense else None
+    for s, row in enumerate(predictions):
+        row = row[keep] if not keep.all() else row
+        if dense:  # a few byte comparisons per class beat a bincount's cast to 64-bit
+            for c, is_gold in enumerate(gold_masks):
+                hit = row == c
+                predicted[s, c] = np.count_nonzero(hit)
+                tp[s, c] = np.count_nonzero(hit & is_gold)
+        else:
+            predicted[s] = np.bincount(row, minlength=n_classes)
+            tp[s] = np.bincount(row[row == gold], minlength=n_classes)
     gold_counts = np.broadcast_to(np.bincount(gold, minlength=n_classes), (n_runs, n_classes))
-    return ClassTallies(tp, gold_counts, per_run(offset + pred))
+    return ClassTallies(tp, gold_counts, predicted)
 
 
 def _divide(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:

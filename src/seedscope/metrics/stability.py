@@ -81,11 +81,11 @@ def most_unstable(stability: pd.DataFrame, k: int = 10) -> pd.DataFrame:
     Ties are broken by a correct rate closest to ½ (most contested), then by example id.
     """
     if "agreement" in stability.columns:
-        keys = stability.assign(
-            _contest=(stability["correct_rate"] - 0.5).abs().fillna(0), _id=stability.index
-        ).sort_values(["agreement", "_contest", "_id"], kind="stable")
+        keys = [(stability["correct_rate"] - 0.5).abs().fillna(0).to_numpy(), stability["agreement"].to_numpy()]
     else:
-        keys = stability.assign(_id=stability.index).sort_values(
-            ["prediction_std", "_id"], ascending=[False, True], kind="stable"
-        )
-    return stability.loc[keys.index[:k]]
+        keys = [-stability["prediction_std"].to_numpy()]
+    if not stability.index.is_monotonic_increasing:  # rows in id order make the stable sort's ties id-ordered
+        stability = stability.sort_index()
+        return most_unstable(stability, k)
+    order = np.lexsort(keys)  # stable: numeric keys only, so 10⁶ examples sort in milliseconds
+    return stability.iloc[order[:k]]

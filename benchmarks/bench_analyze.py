@@ -1,0 +1,107 @@
+"""Benchmark: ``seedscope analyze`` end to end against a plain pyarrow read of the same files.
+
+Run: .venv/bin/python benchmarks/bench_analyze.py [--runs 20] [--examples 1000000] [--skip-analyze]
+
+Writes S Parquet prediction files (string example ids, 3 classes, gold labels; one run per
+file, as a seed sweep leaves them), then, each in a fresh process so that peak memory is
+its own: (1) ``pyarrow.parquet.read_table`` of every file, (2) ``seedscope analyze FILES --json``
+through the console entry point (reading, checks, alignment, macro, micro, per-example
+stability, error bars, JSON). Prints wall time, peak resident memory and the ratio. Also times
+the micro kernel (mean CON + CCON) on int8 codes, as alignment stores them, against int64.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+RAW = """
+import resource, sys, time, pyarrow.parquet as pq
+start = time.perf_counter()
+tables = [pq.read_table(path) for path in sys.argv[1:]]
+print(time.perf_counter() - start, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+ANALYZE = """
+import resource, sys, time
+start = time.perf_counter()
+from seedscope.cli import main
+try:
+    main(["analyze", *sys.argv[2:], "--json", sys.argv[1], "--n-boot", "1000", "--top", "10"])
+except SystemExit as done:
+    assert not done.code, done.code
+print(time.perf_counter() - start, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+
+
+def write_files(folder: Path, runs: int, examples: int) -> list[str]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(0)
+    ids = pa.array([f"ex{i:07d}" for i in range(examples)])
+    labels = rng.integers(0, 3, examples).astype(np.int64)
+    paths = []
+    for run in range(runs):
+        right = rng.random(examples) < 0.7
+        predictions = np.where(right, labels, rng.integers(0, 3, examples))
+        path = folder / f"seed{run}.parquet"
+        pq.write_table(pa.table({"example_id": ids, "prediction": predictions, "label": labels}), path)
+        paths.append(str(path))
+    return paths
+
+
+def in_child(code: str, *args: str) -> tuple[float, float]:
+    """(seconds the child reports, the child's own peak resident memory in GB)."""
+    done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, check=True,
+                          stdin=subprocess.DEVNULL)
+    seconds, peak_kb = done.stdout.strip().splitlines()[-1].split()
+    return float(seconds), int(peak_kb) / 1e6
+
+
+def micro_kernel(runs: int, examples: int) -> tuple[float, float]:
+    from seedscope.metrics.micro import mean_ccon, mean_con
+
+    rng = np.random.default_rng(1)
+    labels = rng.integers(0, 3, examples).astype(np.int8)
+    codes = np.where(rng.random((runs, examples)) < 0.7, labels, rng.integers(0, 3, (runs, examples))).astype(np.int8)
+    wide = codes.astype(np.int64)
+    timings = []
+    for predictions, gold in ((codes, labels), (wide, labels.astype(np.int64))):
+        start = time.perf_counter()
+        mean_con(predictions, 3), mean_ccon(predictions, gold)
+        timings.append(time.perf_counter() - start)
+    return timings[0], timings[1]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--examples", type=int, default=1_000_000)
+    parser.add_argument("--skip-analyze", action="store_true")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as folder:
+        paths = write_files(Path(folder), args.runs, args.examples)
+        size = sum(Path(p).stat().st_size for p in paths) / 1e6
+        print(f"{args.runs} Parquet files × {args.examples:,} examples × 3 classes ({size:.0f} MB)")
+        raw, raw_peak = in_child(RAW, *paths)
+        print(f"pyarrow read_table:         {raw:6.2f} s   peak {raw_peak:.2f} GB")
+        if not args.skip_analyze:
+            out = str(Path(folder) / "result.json")
+            took, peak = in_child(ANALYZE, out, *paths)
+            print(f"seedscope analyze (--json): {took:6.2f} s   peak {peak:.2f} GB   = {took / raw:.1f}× the raw read")
+            result = json.loads(Path(out).read_text())
+            print(f"  mean accuracy {result['metrics']['accuracy']['mean']:.4f}, CON {result['micro']['con']:.4f}")
+    int8, int64 = micro_kernel(args.runs, args.examples)
+    print(f"micro kernel (mean CON + CCON), S={args.runs}, N={args.examples:,}: int8 codes {int8:.3f} s, "
+          f"int64 {int64:.3f} s")
+
+
+if __name__ == "__main__":
+    main()

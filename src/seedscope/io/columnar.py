@@ -1,0 +1,190 @@
+"""The fast path for the common large case: one plain prediction file per run, read column by column.
+
+Parquet, CSV or TSV files with an id, a class prediction and optionally a gold label (nothing
+else that the long table would carry: no run, task, text, cluster or probability columns) are
+read with pyarrow and aligned straight into S × N small-integer codes: the example ids are
+sorted once, each run's ids are matched to them only when its order differs, and each run's
+predictions are dictionary-encoded, so no S·N-row table of Python strings is ever built.
+
+Anything this path does not cover — and any file that would fail a check (a missing or
+duplicate id, runs over different ids, runs disagreeing on a gold label, non-whole numbers) —
+returns None, and the long-table readers take over and give their located messages. The
+result is the one :func:`seedscope.predictions.align_runs` gives for the same files.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+from seedscope.errors import SeedscopeError
+from seedscope.io.common import PASSTHROUGH_COLUMNS, ReadOptions, pick_column, run_names
+from seedscope.io.tabular import ID_NAMES, LABEL_NAMES, PREDICTION_NAMES, PROB_LIST_NAMES, RUN_NAMES, SEPARATORS
+from seedscope.predictions import PROB_PREFIX, AlignedRuns, class_list, code_dtype, label_key
+
+#: options under which the long-table readers must run (they change what a row means)
+LONG_TABLE_OPTIONS = ("run_column", "prob_columns", "cluster_column", "task", "data_dir", "filter", "runs_by")
+
+
+@dataclass
+class _Run:
+    """One file's predictions (and labels) as dictionary indices in the sorted example order."""
+
+    predictions: np.ndarray
+    prediction_values: list
+    labels: np.ndarray | None
+    label_values: list
+
+
+def read_aligned(paths: list[Path], fmt: str, options: ReadOptions) -> AlignedRuns | None:
+    """Aligned runs of per-run classification files, or None when the long-table path must read them."""
+    if fmt not in ("parquet", *SEPARATORS) or len(paths) < 2 or not all(p.is_file() for p in paths):
+        return None
+    if options.task_type == "regression" or any(getattr(options, name) is not None for name in LONG_TABLE_OPTIONS):
+        return None
+    names = run_names(paths, options.run_names)
+    reference = order = sorted_ids = None
+    runs = []
+    for path in paths:
+        table = _read(path, fmt, options)
+        if table is None:
+            return None
+        columns = _columns(table, options, path)
+        if columns is None:
+            return None
+        ids = _ids(table.column(columns[0]))
+        if ids is None or (reference is not None and len(ids) != len(reference)):
+            return None
+        if reference is None:
+            if pc.count_distinct(ids).as_py() != len(ids):
+                return None
+            reference, order = ids, pc.array_sort_indices(ids)
+            sorted_ids = pc.take(ids, order)
+            rows = order.to_numpy()
+        elif ids.equals(reference):
+            rows = order.to_numpy()
+        else:
+            matched = pc.index_in(sorted_ids, value_set=ids)
+            if matched.null_count or pc.count_distinct(ids).as_py() != len(ids):
+                return None
+            rows = matched.to_numpy()
+        run = _encode(table, columns, rows)
+        if run is None:
+            return None
+        runs.append(run)
+    return _aligned(names, sorted_ids, runs)
+
+
+def _read(path: Path, fmt: str, options: ReadOptions) -> pa.Table | None:
+    try:
+        if fmt == "parquet":
+            return pq.read_table(path)
+        with path.open(encoding="utf-8-sig", newline="") as handle:  # the header names the id column, read as text
+            header = next(csv.reader(handle, delimiter=SEPARATORS[fmt]), [])
+        id_column = pick_column(header, options.id_column, ID_NAMES, path)
+        return pacsv.read_csv(path, parse_options=pacsv.ParseOptions(delimiter=SEPARATORS[fmt]),
+                              convert_options=pacsv.ConvertOptions(
+            column_types={id_column: pa.string()} if id_column else {}, strings_can_be_null=True))  # "" is missing, as in pandas
+    except (pa.ArrowException, OSError, ValueError, SeedscopeError):  # the long-table reader names what is wrong
+        return None
+
+
+def _columns(table: pa.Table, options: ReadOptions, path: Path) -> tuple[str, str, str | None] | None:
+    """(id, prediction, label) columns, or None when the file carries more than this path reads."""
+    names = table.column_names
+    lowered = {name.lower() for name in names}
+    if lowered & {*RUN_NAMES, *PASSTHROUGH_COLUMNS, *PROB_LIST_NAMES} or any(n.startswith(PROB_PREFIX) for n in names):
+        return None
+    try:
+        id_column = pick_column(names, options.id_column, ID_NAMES, path)
+        prediction = pick_column(names, options.prediction_column, PREDICTION_NAMES, path)
+        label = pick_column(names, options.label_column, LABEL_NAMES, path)
+    except SeedscopeError:  # a named column that is absent: the long-table reader says so
+        return None
+    return None if id_column is None or prediction is None else (id_column, prediction, label)
+
+
+def _ids(column: pa.ChunkedArray) -> pa.Array | None:
+    """Ids as text (integers as their digits); None for null, float or other ids."""
+    ids = column.combine_chunks()
+    if ids.null_count:
+        return None
+    if pa.types.is_integer(ids.type) or pa.types.is_large_string(ids.type):
+        return pc.cast(ids, pa.string())
+    return ids if pa.types.is_string(ids.type) else None
+
+
+def _classes(column: pa.ChunkedArray, allow_null: bool) -> pa.Array | None:
+    """A class column with whole floats made integers; None for fractions (regression) or unusable values."""
+    values = column.combine_chunks()
+    if values.null_count and not allow_null:
+        return None
+    if pa.types.is_large_string(values.type):  # pandas writes its string columns this way
+        values = pc.cast(values, pa.string())
+    if pa.types.is_floating(values.type):
+        present = pc.drop_null(values)
+        if len(present) and not pc.all(pc.equal(pc.floor(present), present)).as_py():
+            return None
+        return pc.cast(values, pa.int64())
+    if pa.types.is_integer(values.type) or pa.types.is_boolean(values.type) or pa.types.is_string(values.type):
+        return values
+    return None
+
+
+def _encode(table: pa.Table, columns: tuple, rows: np.ndarray) -> _Run | None:
+    predictions = _classes(table.column(columns[1]), allow_null=False)
+    if predictions is None:
+        return None
+    encoded = pc.dictionary_encode(predictions)
+    labels = label_values = None
+    if columns[2] is not None:
+        gold = _classes(table.column(columns[2]), allow_null=True)
+        if gold is None:
+            return None
+        gold_encoded = pc.dictionary_encode(gold)
+        label_values = gold_encoded.dictionary.to_pylist()
+        missing = len(label_values)  # null labels point one past the dictionary: "missing"
+        labels = _small(pc.fill_null(gold_encoded.indices, missing).to_numpy()[rows])
+    return _Run(_small(encoded.indices.to_numpy()[rows]), encoded.dictionary.to_pylist(), labels, label_values or [])
+
+
+def _small(indices: np.ndarray) -> np.ndarray:
+    return indices.astype(code_dtype(int(indices.max(initial=0)) + 1))
+
+
+def _aligned(names: list[str], sorted_ids: pa.Array, runs: list[_Run]) -> AlignedRuns | None:
+    import pandas as pd
+
+    seen = [v for run in runs for v in run.prediction_values + run.label_values]
+    classes = class_list(pd.Series(seen, dtype=object), [])
+    codes = {label_key(c): i for i, c in enumerate(classes)}
+    dtype = code_dtype(len(classes))
+
+    def recode(indices: np.ndarray, values: list) -> np.ndarray:
+        lookup = np.array([codes[label_key(v)] for v in values] + [-1], dtype=dtype)
+        return lookup[indices]
+
+    predictions = np.empty((len(runs), len(sorted_ids)), dtype=dtype)
+    labels = None
+    for s, run in enumerate(runs):
+        predictions[s] = recode(run.predictions, run.prediction_values)
+        if run.labels is not None:
+            gold = recode(run.labels, run.label_values)
+            if labels is None:
+                labels = gold
+            else:
+                both = (labels >= 0) & (gold >= 0)
+                if (labels[both] != gold[both]).any():
+                    return None  # runs disagree on a gold label: the long-table path names the examples
+                labels = np.where(labels >= 0, labels, gold)
+    if labels is not None and not (labels >= 0).any():
+        labels = None
+    example_ids = sorted_ids.to_numpy(zero_copy_only=False).astype(object)
+    return AlignedRuns(names, example_ids, "classification", predictions, labels, classes)
