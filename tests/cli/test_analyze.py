@@ -175,6 +175,11 @@ BAD_INPUTS = {
         ["--power", "1"],
         "power must lie strictly between 0 and 1",
     ),
+    "unknown --runs-by": (
+        {"a.csv": "example_id,prediction,label\n1,x,x\n", "b.csv": "example_id,prediction,label\n1,y,x\n"},
+        ["--runs-by", "folder"],
+        "--runs-by takes 'file'",
+    ),
     "unknown primary metric": (
         {"a.csv": "example_id,prediction,label\n1,x,x\n", "b.csv": "example_id,prediction,label\n1,y,x\n"},
         ["--primary-metric", "bleu"],

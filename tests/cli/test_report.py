@@ -50,6 +50,7 @@ def test_every_output_from_a_store(store, tmp_path, capsys):
     assert "wrote HTML report" in capsys.readouterr().out
     html = (out / "r.html").read_text(encoding="utf-8")
     assert html.startswith("<!DOCTYPE html>") and "Run environment" in html and "2.13.0" in html
+    assert "Error bars over examples" in html and "comes from the seeds" in html and "Variance of accuracy" in html
     tex = (out / "tables" / "tables.tex").read_text(encoding="utf-8")
     assert r"\toprule" in tex and r"\bottomrule" in tex and tex.count(r"\begin{table}") == 3
     figs = sorted(p.name for p in (out / "figs").iterdir())
