@@ -7,7 +7,9 @@ file, as a seed sweep leaves them), then, each in a fresh process so that peak m
 its own: (1) ``pyarrow.parquet.read_table`` of every file, (2) ``seedscope analyze FILES --json``
 through the console entry point (reading, checks, alignment, macro, micro, per-example
 stability, error bars, JSON). Prints wall time, peak resident memory and the ratio. Also times
-the micro kernel (mean CON + CCON) on int8 codes, as alignment stores them, against int64.
+the micro kernel (mean CON + CCON) on int8 codes, as alignment stores them, against int64, and
+``analyze`` of free-text answers (tens of thousands of classes, where a dense S × C × C
+confusion array would need tens of GB).
 """
 
 from __future__ import annotations
@@ -36,6 +38,25 @@ try:
     main(["analyze", *sys.argv[2:], "--json", sys.argv[1], "--n-boot", "1000", "--top", "10"])
 except SystemExit as done:
     assert not done.code, done.code
+print(time.perf_counter() - start, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+
+
+FREE_TEXT = """
+import resource, time
+import numpy as np, pandas as pd
+from seedscope.analysis.seed_effects import analyze
+rng = np.random.default_rng(0)
+runs, examples = 10, 20_000
+gold = np.array([f"answer {i}" for i in rng.integers(0, examples, examples)])
+frames = [pd.DataFrame({"run": str(s), "example_id": np.arange(examples).astype(str), "label": gold,
+                        "prediction": np.where(rng.random(examples) < 0.3, gold,
+                                               np.array([f"other {i}" for i in rng.integers(0, examples, examples)]))})
+          for s in range(runs)]
+table = pd.concat(frames)
+start = time.perf_counter()
+result = analyze(table, n_boot=1000)
+assert result.aligned.n_classes > 30_000
 print(time.perf_counter() - start, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 """
 
@@ -98,6 +119,9 @@ def main() -> None:
             print(f"seedscope analyze (--json): {took:6.2f} s   peak {peak:.2f} GB   = {took / raw:.1f}× the raw read")
             result = json.loads(Path(out).read_text())
             print(f"  mean accuracy {result['metrics']['accuracy']['mean']:.4f}, CON {result['micro']['con']:.4f}")
+    took, peak = in_child(FREE_TEXT)
+    print(f"free-text answers, 10 runs × 20,000 examples, >30,000 distinct answers: analyze {took:.2f} s, "
+          f"process peak {peak:.2f} GB")
     int8, int64 = micro_kernel(args.runs, args.examples)
     print(f"micro kernel (mean CON + CCON), S={args.runs}, N={args.examples:,}: int8 codes {int8:.3f} s, "
           f"int64 {int64:.3f} s")
