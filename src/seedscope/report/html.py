@@ -62,7 +62,7 @@ main{padding:0 2em 3em;max-width:1400px}
 section{border-bottom:1px solid #e3e6e9;padding:1em 0 1.5em}
 h2{color:#0b3d63;margin:.4em 0}
 p.line{margin:.25em 0}
-table{border-collapse:collapse;margin:.6em 0 1.2em;font-size:.86em}
+table{border-collapse:collapse;margin:.6em 0 1.2em;font-size:.86em;min-width:min(100%,42em)}
 caption{text-align:left;font-weight:600;padding:.3em 0}
 th,td{border:1px solid #d0d5da;padding:.25em .55em;vertical-align:top}
 th{background:#eef1f4;cursor:pointer;user-select:none;white-space:nowrap}

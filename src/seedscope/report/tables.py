@@ -20,6 +20,8 @@ from seedscope.analysis.seed_effects import Analysis
 MISSING = "—"
 #: terminal columns never shrink below this many characters (or their widest value)
 RICH_MIN_WIDTH = 15
+#: a table is at least this wide (or its title's length), so that its title stays readable
+TITLE_WIDTH = 90
 MACRO_HEADERS = {
     "mean": "mean",
     "var_published": "VAR (÷S)",
@@ -113,7 +115,8 @@ def to_csv(frame: pd.DataFrame) -> str:
 def to_rich(frame: pd.DataFrame, title: str | None = None, digits: int = 4) -> Table:
     """A Rich table for the terminal."""
     header, rows = _cells(frame, digits)
-    table = Table(title=title, title_justify="left", header_style="bold")
+    # a long title wraps over at most a few lines instead of a narrow table's width
+    table = Table(title=title, title_justify="left", header_style="bold", min_width=min(len(title or ""), TITLE_WIDTH))
     # Headers may wrap on a narrow terminal, values never shrink: each column is at least as
     # wide as its widest value.
     widths = [min(max([len(row[i]) for row in rows], default=1), RICH_MIN_WIDTH) for i in range(len(header))]
