@@ -12,6 +12,7 @@ stays light.
 """
 
 from seedscope.analysis.compare import Comparison, compare_sweeps, compare_systems
+from seedscope.analysis.run_scores import ScoreSummary, analyze_run_scores
 from seedscope.analysis.seed_effects import Analysis, analyze, analyze_groups
 from seedscope.analysis.subsets import SubsetVariance, analyze_subsets, callable_subset_variance, subset_variance
 from seedscope.analysis.summary import TaskSummary, summarize_tasks
@@ -20,15 +21,16 @@ from seedscope.errors import SeedscopeError
 from seedscope.factor_study.importance import FactorAnalysis, FactorStudy, analyze_factors
 from seedscope.factor_study.run import FactorStudyConfig, run_factor_study
 from seedscope.factor_study.scores import study_from_table
-from seedscope.io import read_predictions, read_score_table
-from seedscope.reporting import build_report
+from seedscope.io import RunScores, read_aligned_runs, read_predictions, read_run_scores, read_score_table
+from seedscope.reporting import build_report, build_score_report
 from seedscope.store import ExperimentStore
 from seedscope.sweep import sweep
 
 __all__ = [
     "Analysis", "Comparison", "ExperimentStore", "FactorAnalysis", "FactorStudy", "FactorStudyConfig",
-    "SeedscopeError", "SubsetVariance", "SweepConfig", "TaskSummary", "analyze", "analyze_factors",
-    "analyze_groups", "analyze_subsets", "build_report", "callable_subset_variance", "compare_sweeps",
-    "compare_systems", "load_config", "load_preset", "read_predictions", "read_score_table",
+    "RunScores", "ScoreSummary", "SeedscopeError", "SubsetVariance", "SweepConfig", "TaskSummary", "analyze",
+    "analyze_factors", "analyze_groups", "analyze_run_scores", "analyze_subsets", "build_report",
+    "build_score_report", "callable_subset_variance", "compare_sweeps", "compare_systems", "load_config",
+    "load_preset", "read_aligned_runs", "read_predictions", "read_run_scores", "read_score_table",
     "run_factor_study", "study_from_table", "subset_variance", "summarize_tasks", "sweep",
 ]
