@@ -141,3 +141,10 @@ def test_light_imports_stay_light(light):
 def test_no_module_is_over_400_lines():
     long = {str(p.relative_to(SRC)): n for p in SRC.rglob("*.py") if (n := len(p.read_text().splitlines())) > 400}
     assert long == {}
+
+
+def test_the_package_root_offers_every_name_of_the_api():
+    import seedscope
+    from seedscope import api
+
+    assert set(seedscope._API) == set(api.__all__)
