@@ -279,7 +279,7 @@ def summary_sections(summary: TaskSummary, digits: int = 4) -> dict[str, pd.Data
         "Table 1 layout: ζ (primary metric), VAR (population std), CON, CCON (fractions)": summary.table1.rename(
             index={"zeta": "ζ"}
         ),
-        "Table 7 layout: mean (± VAR; for CON/CCON ± pair std), fractions; a task scored by another primary metric (CoLA: MCC) shows it as its Accuracy": table7,
+        "Table 7 layout: mean (± VAR; for CON/CCON ± pair std), fractions; a task scored by another primary metric (CoLA: MCC, STS-B: Pearson) shows it as its Accuracy": table7,
         "Pearson correlation of training-set size with VAR, CON, CCON across tasks": summary.correlation,
     }
 
