@@ -211,3 +211,19 @@ def test_t_interval_beside_the_bootstrap():
 def test_bad_power_is_refused():
     with pytest.raises(SeedscopeError, match="power"):
         seedscope.analyze(long_table({"a": [1, 0], "b": [0, 1]}, [1, 0]), power=1.5)
+
+
+def test_multirc_answers_are_clustered_by_question_without_being_asked():
+    ids = [f"{p}-{q}-{a}" for p in range(2) for q in range(3) for a in range(3)]  # 6 questions × 3 answers
+    rng = np.random.default_rng(0)
+    gold = rng.integers(0, 2, len(ids))
+    rows = [{"task": "multirc", "run": run, "example_id": i, "prediction": int(p), "label": int(g)}
+            for run in ("a", "b", "c") for i, g, p in zip(ids, gold, np.where(rng.random(len(ids)) < 0.7, gold, 1 - gold))]
+    result = seedscope.analyze_groups(pd.DataFrame(rows), n_boot=100)[("multirc", None)]
+    from seedscope.analysis.error_bars import clustered_standard_error
+
+    correct = (result.aligned.predictions == result.aligned.labels).astype(float)
+    questions = [example_id.rsplit("-", 1)[0] for example_id in result.aligned.example_ids]
+    assert result.error_bars["se_clustered"].tolist() == pytest.approx(clustered_standard_error(correct, questions).tolist())
+    other = seedscope.analyze_groups(pd.DataFrame(rows).assign(task="boolq"), n_boot=100)[("boolq", None)]
+    assert "se_clustered" not in other.error_bars

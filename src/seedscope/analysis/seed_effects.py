@@ -28,7 +28,7 @@ from seedscope.analysis.error_bars import (
     variance_split,
 )
 from seedscope.predictions import CLUSTER, EXAMPLE_ID, TEXT, AlignedRuns, PredictionType, align_runs
-from seedscope.tasks import find_task
+from seedscope.tasks import example_clusters, find_task
 
 #: columns of a prediction table that identify one prediction set among several
 GROUP_COLUMNS = ("task", "model")
@@ -301,7 +301,8 @@ def analyze_groups(table: pd.DataFrame, **options) -> dict[tuple, Analysis]:
 
     A table without ``task`` / ``model`` columns is one group, keyed ``(None, None)``.
     ``options`` are passed to :func:`analyze`; for a task the registry knows, an unset
-    ``primary_metric`` / ``task_type`` comes from the registry (MCC for CoLA, Pearson for STS-B).
+    ``primary_metric`` / ``task_type`` comes from the registry (MCC for CoLA, Pearson for STS-B),
+    and MultiRC answers are clustered by question for the clustered standard error.
     """
     columns = _group_columns(table)
     if not columns:
@@ -313,6 +314,9 @@ def analyze_groups(table: pd.DataFrame, **options) -> dict[tuple, Analysis]:
         # Columns another group filled (its prob_<class> columns) are empty here: drop them.
         group = group.drop(columns=columns).dropna(axis=1, how="all")
         task = named.get("task")
+        if CLUSTER not in group.columns and task is not None and find_task(task) is not None:  # MultiRC: answers of one question
+            clusters = example_clusters(task, group[EXAMPLE_ID])
+            group = group.assign(**{CLUSTER: clusters}) if clusters is not None else group
         try:
             results[(task, named.get("model"))] = analyze(group, **task_defaults(task, options))
         except SeedscopeError as error:  # say which group of a multi-task table is at fault

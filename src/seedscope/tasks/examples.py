@@ -179,6 +179,19 @@ def _multirc(spec: TaskSpec, record: dict) -> dict:
             "label": _label(spec, record)}
 
 
+def example_clusters(task: str, example_ids: Iterable[str]) -> list[str] | None:
+    """The cluster of each example whose task groups them, else None: a MultiRC answer belongs to
+    its question (``<paragraph>-<question>-<answer>`` → ``<paragraph>-<question>``), so error
+    bars over MultiRC examples are clustered by question (Miller 2024) without being asked."""
+    spec = get_task(task)
+    if spec.shape != "multirc":
+        return None
+    ids = [str(example_id) for example_id in example_ids]
+    if not all(example_id.count("-") == 2 for example_id in ids):
+        return None  # ids from elsewhere: no question to group by
+    return [example_id.rsplit("-", 1)[0] for example_id in ids]
+
+
 def _wic(spec: TaskSpec, record: dict) -> dict:
     text = f"{_field(record, 'word')}: {_field(record, 'sentence1')}"
     return {"example_id": _idx(record), "text": text, "text_pair": _field(record, "sentence2"),
