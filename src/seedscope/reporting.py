@@ -137,9 +137,7 @@ def build_score_report(
     summaries = analyze_run_scores(scores.table, scores.metrics, n_boot=n_boot, confidence=confidence, seed=seed)
     comparison, notes = None, list(scores.notes)
     if len(scores.systems) >= 2 and len(scores.tasks) <= 1:
-        chosen = metric or scores.metrics[0]
-        per_run = {name: scores.table.loc[scores.table["system"] == name].set_index("run")[chosen]
-                   for name in scores.systems}
+        per_run, chosen = scores.series(metric or scores.metrics[0])
         comparison = compare_systems(per_run, metric=chosen, paired=None if scores.paired else False, n_boot=n_boot,
                                      confidence=confidence, seed=seed)
     elif len(scores.tasks) > 1:

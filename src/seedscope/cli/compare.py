@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-import pandas as pd
 import typer
 
 from seedscope.cli.inputs import (
@@ -85,7 +84,7 @@ def compare_command(
     if holds_run_scores(sweeps, input_format):
         scores = read_run_scores(sweeps, run_column=run_column, metric=metric, system_columns=system_column, task=task,
                                  fmt=input_format, names=names if names and len(names) == len(sweeps) else None)
-        per_run, chosen = score_series(scores, metric)
+        per_run, chosen = scores.series(metric)
         with console.status("comparing…"):
             comparison = compare_systems(per_run, metric=chosen, paired=None if scores.paired else False, **settings)
         comparison.notes = scores.notes + [
@@ -108,21 +107,6 @@ def compare_command(
                   latex_file, csv_file)
     for note in comparison.notes:
         console.print(f"note: {note}")
-
-
-def score_series(scores, metric: str | None) -> tuple[dict[str, "pd.Series"], str]:
-    """system → per-run values of one metric of one task, from per-run score tables."""
-    tasks = scores.tasks
-    if len(tasks) > 1:
-        raise SeedscopeError(f"the score tables hold several tasks ({', '.join(tasks)}); pick one with --task")
-    if metric is None and len(scores.metrics) > 1:
-        raise SeedscopeError(f"the score tables hold several metrics ({', '.join(scores.metrics)}); pick one with --metric")
-    chosen = metric or scores.metrics[0]
-    systems = scores.systems
-    if len(systems) < 2:
-        raise SeedscopeError(f"a comparison needs two or more systems; the score tables hold one ({systems[0]})")
-    table = scores.table
-    return {name: table.loc[table["system"] == name].set_index("run")[chosen] for name in systems}, chosen
 
 
 def _sweep_names(paths: list[Path], names: list[str] | None) -> list[str]:

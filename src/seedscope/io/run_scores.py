@@ -69,6 +69,18 @@ class RunScores:
     def tasks(self) -> list[str]:
         return list(dict.fromkeys(self.table[TASK])) if TASK in self.table.columns else []
 
+    def series(self, metric: str | None = None) -> tuple[dict[str, pd.Series], str]:
+        """(system → per-run values indexed by run, the metric): what a comparison of one task takes."""
+        if len(self.tasks) > 1:
+            raise SeedscopeError(f"the score tables hold several tasks ({', '.join(self.tasks)}); pick one with --task")
+        if metric is None and len(self.metrics) > 1:
+            raise SeedscopeError(f"the score tables hold several metrics ({', '.join(self.metrics)}); pick one with --metric")
+        chosen = metric or self.metrics[0]
+        if len(self.systems) < 2:
+            raise SeedscopeError(f"a comparison needs two or more systems; the score tables hold one ({self.systems[0]})")
+        table = self.table
+        return {name: table.loc[table[SYSTEM] == name].set_index(RUN)[chosen] for name in self.systems}, chosen
+
 
 def is_metric_name(column) -> bool:
     """``acc`` / ``eval_f1`` / ``test/mcc`` look like metric columns."""
@@ -163,7 +175,7 @@ def read_run_scores(
 
 
 def _read_one(raw: pd.DataFrame, path: Path, name: str, run_column, metrics, system_columns, notes) -> tuple[pd.DataFrame, bool]:
-    raw = _without_blank_and_summary_rows(raw, path, notes)
+    raw = _without_summary_rows(raw, path, notes)
     columns = [c for c in raw.columns if c != LINE]
     run = pick_column(columns, run_column, RUN_NAMES, path)
     task = pick_column(columns, None, TASK_NAMES, path)
@@ -183,22 +195,24 @@ def _read_one(raw: pd.DataFrame, path: Path, name: str, run_column, metrics, sys
     return frame, run is not None
 
 
-def _without_blank_and_summary_rows(raw: pd.DataFrame, path: Path, notes: list[str]) -> pd.DataFrame:
-    """Drop empty rows and spreadsheet summary rows (a cell reading Mean, Standard deviation …)."""
-    cells = raw.drop(columns=LINE)
-    raw = raw[cells.notna().any(axis=1)]
-    text = raw.drop(columns=LINE).apply(lambda col: col.map(lambda v: str(v).strip().rstrip(":").lower()
-                                                            if isinstance(v, str) else ""))
-    summary = text.isin(SUMMARY_LABELS).any(axis=1)
+def _without_summary_rows(raw: pd.DataFrame, path: Path, notes: list[str]) -> pd.DataFrame:
+    """Drop spreadsheet summary rows (a cell reading Mean, Standard deviation …; empty rows are gone already)."""
+    labels = raw.drop(columns=LINE).apply(_summary_label, axis=1)
+    summary = labels.notna().to_numpy()
     if summary.any():
-        labels = [f"{next(v for v in row if isinstance(v, str) and v.strip().rstrip(':').lower() in SUMMARY_LABELS).strip()}"
-                  f" (line {line})" for row, line in zip(raw.loc[summary].drop(columns=LINE).itertuples(index=False),
-                                                         raw.loc[summary, LINE])]
-        notes.append(f"{path}: skipped summary row(s) {', '.join(labels)}: they are not runs")
+        named = ", ".join(f"{label} (line {line})" for label, line in zip(labels[summary], raw.loc[summary, LINE]))
+        notes.append(f"{path}: skipped summary row(s) {named}: they are not runs")
     kept = raw[~summary].reset_index(drop=True)
     if kept.empty:
         raise SeedscopeError(f"{path} holds no runs (only empty or summary rows)")
     return kept
+
+
+def _summary_label(row: pd.Series) -> str | None:
+    for value in row:
+        if isinstance(value, str) and value.strip().rstrip(":").lower() in SUMMARY_LABELS:
+            return value.strip()
+    return None
 
 
 def _long(raw, path, name, run, task, scores, rest, system_columns, notes) -> pd.DataFrame:
