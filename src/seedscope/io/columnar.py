@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
@@ -160,8 +161,6 @@ def _small(indices: np.ndarray) -> np.ndarray:
 
 
 def _aligned(names: list[str], sorted_ids: pa.Array, runs: list[_Run]) -> AlignedRuns | None:
-    import pandas as pd
-
     seen = [v for run in runs for v in run.prediction_values + run.label_values]
     classes = class_list(pd.Series(seen, dtype=object), [])
     codes = {label_key(c): i for i, c in enumerate(classes)}
