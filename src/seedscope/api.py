@@ -24,7 +24,7 @@ from seedscope.factor_study.scores import study_from_table
 from seedscope.io import RunScores, read_aligned_runs, read_predictions, read_run_scores, read_score_table
 from seedscope.reporting import build_report, build_score_report
 from seedscope.store import ExperimentStore
-from seedscope.sweep import sweep
+from seedscope.sweeping import sweep
 
 __all__ = [
     "Analysis", "Comparison", "ExperimentStore", "FactorAnalysis", "FactorStudy", "FactorStudyConfig",

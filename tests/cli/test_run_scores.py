@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 from scipy import stats
 
-from seedscope.cli import main
 
 SPREADSHEET = (
     "\ufeffmodel_name,dataset_name,learning_rate,seed,set_type,acc\r"
@@ -22,14 +21,6 @@ BERT = [0.7004, 0.6715, 0.6931, 0.6823, 0.7112]
 ROBERTA = [0.7834, 0.7617, 0.7906, 0.7726, 0.7978]
 
 
-def run_cli(args: list[str]) -> int:
-    try:
-        main(args)
-    except SystemExit as done:
-        return int(done.code or 0)
-    return 0
-
-
 @pytest.fixture
 def spreadsheet(tmp_path) -> Path:
     path = tmp_path / "paper_seeds.csv"
@@ -37,10 +28,11 @@ def spreadsheet(tmp_path) -> Path:
     return path
 
 
-def test_analyze_gives_the_macro_part_and_says_the_micro_part_needs_predictions(spreadsheet, tmp_path, capsys):
+def test_analyze_gives_the_macro_part_and_says_the_micro_part_needs_predictions(spreadsheet, tmp_path, cli):
     out = tmp_path / "a.json"
-    assert run_cli(["analyze", str(spreadsheet), "--json", str(out), "--n-boot", "500"]) == 0
-    terminal = " ".join(capsys.readouterr().out.split())
+    code, stdout, _ = cli(["analyze", str(spreadsheet), "--json", str(out), "--n-boot", "500"])
+    assert code == 0
+    terminal = " ".join(stdout.split())
     assert "rte / bert-base: spread across 5 runs" in terminal and "t CI" in terminal and "IQM CI" in terminal
     assert "Mean (line 14), Minimum (line 15), Maximum (line 16), Standard deviation (line 17)" in terminal
     assert "CON / CCON" in terminal and "need per-example predictions" in terminal
@@ -54,11 +46,12 @@ def test_analyze_gives_the_macro_part_and_says_the_micro_part_needs_predictions(
     assert document["paired_runs"] is True
 
 
-def test_compare_reads_one_file_holding_both_systems_with_matched_seeds(spreadsheet, tmp_path, capsys):
+def test_compare_reads_one_file_holding_both_systems_with_matched_seeds(spreadsheet, tmp_path, cli):
     out = tmp_path / "c.json"
-    assert run_cli(["compare", str(spreadsheet), "--seed-column", "seed", "--json", str(out), "--n-boot", "500",
-                    "--n-permutations", "999"]) == 0
-    terminal = " ".join(capsys.readouterr().out.split())
+    code, stdout, _ = cli(["compare", str(spreadsheet), "--seed-column", "seed", "--json", str(out), "--n-boot", "500",
+                           "--n-permutations", "999"])
+    assert code == 0
+    terminal = " ".join(stdout.split())
     assert "per-example tests (joint seed × example bootstrap, McNemar) need per-example predictions" in terminal
     document = json.loads(out.read_text())
     assert document["metric"] == "acc" and set(document["systems"]) == {"bert-base", "roberta-base"}
@@ -72,18 +65,18 @@ def test_compare_reads_one_file_holding_both_systems_with_matched_seeds(spreadsh
     assert document["systems"]["roberta-base"]["iqm_ci_low"] <= document["systems"]["roberta-base"]["iqm"]
 
 
-def test_compare_of_a_wide_table_without_run_column_is_unpaired(tmp_path, capsys):
+def test_compare_of_a_wide_table_without_run_column_is_unpaired(tmp_path, cli):
     path = tmp_path / "wide.csv"
     path.write_text("bert,roberta\n" + "".join(f"{a},{b}\n" for a, b in zip(BERT, ROBERTA)))
     out = tmp_path / "c.json"
-    assert run_cli(["compare", str(path), "--json", str(out), "--n-boot", "300"]) == 0
+    assert cli(["compare", str(path), "--json", str(out), "--n-boot", "300"])[0] == 0
     pair = json.loads(out.read_text())["pairs"][0]
     assert pair["paired"] is False and pair["p_wilcoxon"] is None and pair["p_permutation"] is None
 
 
-def test_report_of_score_tables(spreadsheet, tmp_path):
+def test_report_of_score_tables(spreadsheet, tmp_path, cli):
     html, figures = tmp_path / "r.html", tmp_path / "figs"
-    assert run_cli(["report", str(spreadsheet), "--html", str(html), "--figures", str(figures)]) == 0
+    assert cli(["report", str(spreadsheet), "--html", str(html), "--figures", str(figures)])[0] == 0
     page = html.read_text()
     assert "rte / bert-base" in page and "Comparison on acc" in page and "need per-example predictions" in page
     assert "Standard deviation (line 17)" in page
@@ -105,13 +98,14 @@ BAD = {
 
 
 @pytest.mark.parametrize("case", list(BAD))
-def test_bad_score_tables_exit_2_with_one_message(case, tmp_path, capsys, monkeypatch):
+def test_bad_score_tables_exit_2_with_one_message(case, tmp_path, cli, monkeypatch):
     text, command, message = BAD[case]
     monkeypatch.chdir(tmp_path)
     path = tmp_path / "s.csv"
     path.write_text(text)
-    assert run_cli([command[0], str(path), *command[1:], "--json" if command[0] != "report" else "--html",
-                    "out.json"]) == 2
-    err = " ".join(capsys.readouterr().err.split())
+    code, _, stderr = cli([command[0], str(path), *command[1:], "--json" if command[0] != "report" else "--html",
+                           "out.json"])
+    assert code == 2
+    err = " ".join(stderr.split())
     assert "error:" in err and message in err and "Traceback" not in err
     assert not (tmp_path / "out.json").exists()

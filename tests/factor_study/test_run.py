@@ -15,7 +15,7 @@ from seedscope.factor_study.run import run_study
 from seedscope.factor_study.plan import factor_study_plan, parse_study_tag
 from seedscope.runners.result import RunResult
 from seedscope.store import ExperimentStore
-from seedscope.sweep import execute
+from seedscope.sweeping import execute
 
 
 def score_of_model_init(spec, data_dir=None, on_step=None) -> RunResult:

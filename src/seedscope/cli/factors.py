@@ -269,7 +269,7 @@ def run_command(
     Add --plan-only to print the plan size and a cost estimate from one timed run.
     """
     from seedscope.factor_study.run import FactorStudyConfig, run_factor_study
-    from seedscope.sweep import check_executor, preflight
+    from seedscope.sweeping import check_executor, preflight
 
     check_outputs(json_out, markdown_out)
     check_executor(executor.value, ray_address, gpus_per_run, max_retries)  # before anything is written, as sweep does
