@@ -54,11 +54,9 @@ def read_aligned(paths: list[Path], fmt: str, options: ReadOptions) -> AlignedRu
     reference = order = sorted_ids = None
     runs = []
     for path in paths:
-        table = _read(path, fmt, options)
+        columns = _columns(_column_names(path, fmt), options, path)
+        table = _read(path, fmt, columns) if columns is not None else None
         if table is None:
-            return None
-        columns = _columns(table, options, path)
-        if columns is None:
             return None
         ids = _ids(table.column(columns[0]))
         if ids is None or (reference is not None and len(ids) != len(reference)):
@@ -83,23 +81,21 @@ def read_aligned(paths: list[Path], fmt: str, options: ReadOptions) -> AlignedRu
     return _aligned(names, sorted_ids, runs)
 
 
-def _read(path: Path, fmt: str, options: ReadOptions) -> pa.Table | None:
+def _column_names(path: Path, fmt: str) -> list[str] | None:
+    """The file's column names, from the Parquet schema or the CSV header, before any data is read."""
     try:
         if fmt == "parquet":
-            return pq.read_table(path)
-        with path.open(encoding="utf-8-sig", newline="") as handle:  # the header names the id column, read as text
-            header = next(csv.reader(handle, delimiter=SEPARATORS[fmt]), [])
-        id_column = pick_column(header, options.id_column, ID_NAMES, path)
-        return pacsv.read_csv(path, parse_options=pacsv.ParseOptions(delimiter=SEPARATORS[fmt]),
-                              convert_options=pacsv.ConvertOptions(
-            column_types={id_column: pa.string()} if id_column else {}, strings_can_be_null=True))  # "" is missing, as in pandas
-    except (pa.ArrowException, OSError, ValueError, SeedscopeError):  # the long-table reader names what is wrong
+            return pq.read_schema(path).names
+        with path.open(encoding="utf-8-sig", newline="") as handle:
+            return next(csv.reader(handle, delimiter=SEPARATORS[fmt]), [])
+    except (pa.ArrowException, OSError, ValueError):  # the long-table reader names what is wrong
         return None
 
 
-def _columns(table: pa.Table, options: ReadOptions, path: Path) -> tuple[str, str, str | None] | None:
+def _columns(names: list[str] | None, options: ReadOptions, path: Path) -> tuple[str, str, str | None] | None:
     """(id, prediction, label) columns, or None when the file carries more than this path reads."""
-    names = table.column_names
+    if not names:
+        return None
     lowered = {name.lower() for name in names}
     if lowered & {*RUN_NAMES, *PASSTHROUGH_COLUMNS, *PROB_LIST_NAMES} or any(n.startswith(PROB_PREFIX) for n in names):
         return None
@@ -110,6 +106,20 @@ def _columns(table: pa.Table, options: ReadOptions, path: Path) -> tuple[str, st
     except SeedscopeError:  # a named column that is absent: the long-table reader says so
         return None
     return None if id_column is None or prediction is None else (id_column, prediction, label)
+
+
+def _read(path: Path, fmt: str, columns: tuple[str, str, str | None]) -> pa.Table | None:
+    """Only the id, prediction and label columns; the id as text, so ``007`` stays ``007``."""
+    wanted = [c for c in columns if c is not None]
+    try:
+        if fmt == "parquet":
+            return pq.read_table(path, columns=wanted)
+        return pacsv.read_csv(path, parse_options=pacsv.ParseOptions(delimiter=SEPARATORS[fmt]),
+                              convert_options=pacsv.ConvertOptions(
+                                  include_columns=wanted, column_types={columns[0]: pa.string()},
+                                  strings_can_be_null=True))  # "" is missing, as in pandas
+    except (pa.ArrowException, OSError, ValueError):  # the long-table reader names what is wrong
+        return None
 
 
 def _ids(column: pa.ChunkedArray) -> pa.Array | None:
