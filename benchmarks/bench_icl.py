@@ -35,7 +35,7 @@ from seedscope.runners.data import run_examples  # noqa: E402
 from seedscope.runners.icl import choose_demonstrations  # noqa: E402
 from seedscope.runners.language_models import load_language_model  # noqa: E402
 from seedscope.runners.lm_scoring import encode_prompts, generate, score_causal  # noqa: E402
-from seedscope.sweeping import demo_data_dir  # noqa: E402
+from seedscope.workflows.sweeping import demo_data_dir  # noqa: E402
 from seedscope.tasks import get_task  # noqa: E402
 
 transformers.logging.set_verbosity_error()

@@ -1,6 +1,6 @@
 """Benchmark: a full report for 12 tasks × 10 seeds × 5,000 examples (target: under 20 s).
 
-Builds the report end to end along :func:`seedscope.reporting.build_report`'s path, timing
+Builds the report end to end along :func:`seedscope.workflows.reporting.build_report`'s path, timing
 each phase: reading the predictions (one Parquet long table), the analysis with the default
 10,000 bootstrap resamples, 50 figures + tables + the self-contained HTML, and writing the
 HTML, the paper tables, every figure as PNG in a folder and the unstable-examples CSV. Then it

@@ -1,9 +1,11 @@
 """The one-way flow, enforced: a module imports only modules of its own layer or a lower one,
-and analysis and report never import io, the store, runners or executors.
+and analysis and report never import io, the store, runners or executors; drawn by folders,
+no arrow runs back either (the folder graph has no cycle).
 
 Every ``import`` / ``from … import`` of ``src/seedscope`` (top-level and inside functions) is
 read with :mod:`ast`; a back-arrow (say ``analysis`` importing ``io``) fails with the file,
-line and both layers named. docs/architecture.md shows the same table.
+line and both layers named; a folder-level cycle (``store`` → ``factor_study`` → ``store``)
+fails with every import that closes it. docs/architecture.md shows the same table.
 """
 
 from __future__ import annotations
@@ -25,9 +27,9 @@ LAYERS = {
     "seedscope.executors": 5,
     "seedscope.io": 6,
     "seedscope.analysis": 7,
-    "seedscope.factor_study.scores": 7, "seedscope.factor_study.importance": 7, "seedscope.factor_study.adaptive": 7,
+    "seedscope.factor_study": 7,
     "seedscope.report": 8,
-    "seedscope.sweeping": 9, "seedscope.reporting": 9, "seedscope.factor_study": 9,
+    "seedscope.workflows": 9,
     "seedscope.cli": 10,
     "seedscope": 11, "seedscope.api": 11, "seedscope.__main__": 11,
 }
@@ -97,6 +99,41 @@ def back_arrows(files, root: Path = SRC) -> list[str]:
     return problems
 
 
+def folder_of(module: str) -> str:
+    """The folder a module belongs to when imports are drawn by folders: ``seedscope.store.views`` → ``store``;
+    a module at the package root is a folder of its own."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def folder_cycles(files, root: Path = SRC) -> list[str]:
+    """Every import that closes a cycle of the folder graph (an arrow running back up), as ``file:line: a → b``."""
+    arrows: dict[tuple[str, str], set[str]] = {}
+    for path in files:
+        importer = module_name(path, root)
+        for line, imported in imports(path, root):
+            edge = (folder_of(importer), folder_of(imported))
+            if edge[0] != edge[1] and imported not in PUBLIC:
+                arrows.setdefault(edge, set()).add(f"{path.relative_to(root)}:{line}")
+    graph: dict[str, set[str]] = {}
+    for a, b in arrows:
+        graph.setdefault(a, set()).add(b)
+
+    def reaches(start: str, goal: str) -> bool:
+        seen, todo = set(), [start]
+        while todo:
+            node = todo.pop()
+            if node == goal:
+                return True
+            if node not in seen:
+                seen.add(node)
+                todo += graph.get(node, ())
+        return False
+
+    return [f"{where}: {a} → {b} (and {b} reaches {a} back)"
+            for (a, b), places in sorted(arrows.items()) if reaches(b, a) for where in sorted(places)]
+
+
 def test_every_module_has_a_layer():
     assert [m for m in sorted(MODULES) if not _has_layer(m)] == []
 
@@ -111,6 +148,27 @@ def _has_layer(module: str) -> bool:
 
 def test_no_module_imports_a_higher_layer():
     assert back_arrows(sorted(SRC.rglob("*.py"))) == []
+
+
+def test_no_folder_level_cycle():
+    """Drawn by folders the arrows all point one way: no folder imports one that imports it back."""
+    assert folder_cycles(sorted(SRC.rglob("*.py"))) == []
+
+
+def test_a_folder_level_cycle_is_caught(tmp_path):
+    """The folder check can fail: the store importing the factor study, whose workflow imports the store."""
+    for name, text in {
+        "seedscope/store/views.py": "from seedscope.factor_study.plan import GOLDEN\n",
+        "seedscope/factor_study/plan.py": "GOLDEN = 'golden'\n",
+        "seedscope/factor_study/run.py": "\nfrom seedscope.store import ExperimentStore\n",
+        "seedscope/store/__init__.py": "ExperimentStore = object\n",
+    }.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    assert folder_cycles(sorted(tmp_path.rglob("*.py")), root=tmp_path) == [
+        "seedscope/factor_study/run.py:2: factor_study → store (and store reaches factor_study back)",
+        "seedscope/store/views.py:1: store → factor_study (and factor_study reaches store back)",
+    ]
 
 
 def test_a_back_arrow_is_caught(tmp_path):

@@ -19,12 +19,12 @@ from seedscope.analysis.summary import TaskSummary, summarize_tasks
 from seedscope.config import SweepConfig, load_config, load_preset
 from seedscope.errors import SeedscopeError
 from seedscope.factor_study.importance import FactorAnalysis, FactorStudy, analyze_factors
-from seedscope.factor_study.run import FactorStudyConfig, run_factor_study
+from seedscope.workflows.factor_studies import FactorStudyConfig, run_factor_study
 from seedscope.factor_study.scores import study_from_table
 from seedscope.io import RunScores, read_aligned_runs, read_predictions, read_run_scores, read_score_table
-from seedscope.reporting import build_report, build_score_report
+from seedscope.workflows.reporting import build_report, build_score_report
 from seedscope.store import ExperimentStore
-from seedscope.sweeping import sweep
+from seedscope.workflows.sweeping import sweep
 
 __all__ = [
     "Analysis", "Comparison", "ExperimentStore", "FactorAnalysis", "FactorStudy", "FactorStudyConfig",

@@ -241,7 +241,7 @@ def test_plan_only_prints_size_and_estimate_and_stores_nothing(tmp_path, tiny_be
 
 def test_run_executor_mistake_writes_nothing(tmp_path, capsys, monkeypatch):
     import seedscope.cli.factors as factors_cli
-    import seedscope.sweeping as sweep_module
+    import seedscope.workflows.sweeping as sweep_module
 
     monkeypatch.setattr(sweep_module, "preflight", lambda specs, data_dir: None)  # no model loading here
     monkeypatch.setattr(factors_cli, "quiet_libraries", lambda: None)

@@ -25,7 +25,7 @@ from seedscope.factor_study.importance import FactorGrid, FactorStudy, analyze_f
 from seedscope.analysis.subsets import subset_variance
 from seedscope.analysis.summary import summarize_tasks
 from seedscope.errors import SeedscopeError
-from seedscope.reporting import build_report
+from seedscope.workflows.reporting import build_report
 from seedscope.report.tables import MACRO_HEADERS
 from seedscope.report.unstable import unstable_examples
 from seedscope.store import ExperimentStore

@@ -42,7 +42,7 @@ def demo_command(
     data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Task data folder (default $SEEDSCOPE_DATA_DIR or ../shared/data)."),
 ) -> None:
     from seedscope.config import build_config, resolve_model
-    from seedscope.sweeping import (
+    from seedscope.workflows.sweeping import (
         DEMO_MODEL,
         DEMO_PRESET,
         ICL_DEMO_FACTORS,

@@ -11,7 +11,7 @@ import typer
 
 from seedscope.factor_study.adaptive import AdaptiveSchedule, simulate_adaptive
 from seedscope.factor_study.importance import FactorAnalysis, analyze_factors
-from seedscope.factor_study.run import load_study
+from seedscope.workflows.factor_studies import load_study
 from seedscope.cli.outputs import check_outputs, output_console, resumable, write_outputs
 from seedscope.cli.run_options import (
     CPUS_PER_RUN_OPTION,
@@ -268,8 +268,8 @@ def run_command(
 
     Add --plan-only to print the plan size and a cost estimate from one timed run.
     """
-    from seedscope.factor_study.run import FactorStudyConfig, run_factor_study
-    from seedscope.sweeping import check_executor, preflight
+    from seedscope.workflows.factor_studies import FactorStudyConfig, run_factor_study
+    from seedscope.workflows.sweeping import check_executor, preflight
 
     check_outputs(json_out, markdown_out)
     check_executor(executor.value, ray_address, gpus_per_run, max_retries)  # before anything is written, as sweep does

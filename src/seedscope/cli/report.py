@@ -101,7 +101,7 @@ def report_command(
     from seedscope.factor_study.scores import study_from_table
     from seedscope.io import holds_run_scores, read_score_table
     from seedscope.progress import stage_progress
-    from seedscope.reporting import build_report, build_score_report
+    from seedscope.workflows.reporting import build_report, build_score_report
 
     if fig_format is not None and figures is None:
         raise SeedscopeError("--fig-format needs --figures DIR to say where the figures go")

@@ -58,7 +58,7 @@ seedscope sweep --runner icl --task sst2 --model smollm2-135m-instruct --shots 2
 def run_sweep(config, console: Console, *, resume_hint: str = "rerun the same command with --resume", **options):
     """Run a sweep with a progress display, print its analysis and a line per failed run; return the store."""
     from seedscope.progress import RunProgress
-    from seedscope.sweeping import sweep
+    from seedscope.workflows.sweeping import sweep
 
     quiet_libraries()
     with resumable(config.out, resume_hint):

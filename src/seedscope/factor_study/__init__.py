@@ -7,11 +7,11 @@ module                    owns
 ``scores``                a long score table → :class:`FactorStudy` (grids of scores)
 ``importance``            c, m, σ_GM, IS with its interval, the Random / Fixed baselines
 ``adaptive``              the adaptive run count (stop once IS, c and m have settled)
-``run``                   :func:`run_factor_study`: plan → execute → store → analyse
 ========================= ============================================================
 
-The analysis modules are pure (tables in, results out); only ``run`` touches executors and
-the store. Names are loaded on first use, so importing a submodule stays light.
+Every module here is pure (plans and tables in, results out): running a study — executors,
+the store — is the workflow :func:`seedscope.workflows.factor_studies.run_factor_study`.
+Names are loaded on first use, so importing a submodule stays light.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ _EXPORTS = {
     "FactorStudyPlan": "plan", "factor_study_plan": "plan", "INVESTIGABLE_FACTORS": "plan",
     "FactorGrid": "importance", "FactorStudy": "importance", "FactorAnalysis": "importance",
     "analyze_factors": "importance", "study_from_table": "scores", "AdaptiveSchedule": "adaptive",
-    "simulate_adaptive": "adaptive", "run_factor_study": "run", "FactorStudyConfig": "run",
+    "simulate_adaptive": "adaptive",
 }
 __all__ = sorted(_EXPORTS)
 

@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from seedscope.errors import SeedscopeError
-from seedscope.sweeping import as_config, demo_data_dir, sweep
+from seedscope.workflows.sweeping import as_config, demo_data_dir, sweep
 
 TINY = {"max_train_examples": 16, "max_eval_examples": 12, "max_steps": 2, "max_seq_length": 48}
 

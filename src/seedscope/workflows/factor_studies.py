@@ -29,7 +29,7 @@ from seedscope.io import read_score_table
 from seedscope.plan import RunSpec, model_short_name
 from seedscope.store import ExperimentStore
 from seedscope.store.views import factor_score_table
-from seedscope.sweeping import check_executor, execute, preflight
+from seedscope.workflows.sweeping import check_executor, execute, preflight
 
 #: runs the given specs into the store (an executor bound to its options)
 Execute = Callable[[Sequence[RunSpec]], None]

@@ -11,11 +11,11 @@ import pandas as pd
 import pytest
 
 from seedscope.factor_study.adaptive import AdaptiveSchedule
-from seedscope.factor_study.run import run_study
+from seedscope.workflows.factor_studies import run_study
 from seedscope.factor_study.plan import factor_study_plan, parse_study_tag
 from seedscope.runners.result import RunResult
 from seedscope.store import ExperimentStore
-from seedscope.sweeping import execute
+from seedscope.workflows.sweeping import execute
 
 
 def score_of_model_init(spec, data_dir=None, on_step=None) -> RunResult:

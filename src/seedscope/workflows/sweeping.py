@@ -30,7 +30,7 @@ ICL_DEMO_PRESET = "smollm2-icl"
 #: the factors whose spread the in-context demo shows one at a time
 ICL_DEMO_FACTORS = ("sample_choice", "sample_order", "prompt_format")
 #: a source checkout keeps the real task data in ../shared/data beside it
-CHECKOUT_DATA_DIR = Path(__file__).resolve().parents[3] / "shared" / "data"
+CHECKOUT_DATA_DIR = Path(__file__).resolve().parents[4] / "shared" / "data"
 
 
 def minilm_path() -> str:
