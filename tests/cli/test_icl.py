@@ -25,6 +25,21 @@ def test_an_icl_sweep_stores_every_run(tmp_path, tiny_llama, data_dir, cli):
     assert "CON" in printed and "majority-class baseline" in printed
 
 
+def test_a_calibrated_sweep_shows_the_seed_spread_with_and_without_calibration(tmp_path, tiny_llama, data_dir, cli):
+    out = tmp_path / "exp"
+    code, printed, err = cli(icl_args(tiny_llama, out, data_dir, "--set", "calibration=contextual"))
+    assert code == 0, err
+    assert "Contextual calibration: the seed spread without and with it" in printed
+    assert "sst2 / uncalibrated" in printed and "sst2 / calibrated" in printed
+    store = ExperimentStore.open(out)
+    calibrated, uncalibrated = store.predictions(), store.predictions(uncalibrated=True)
+    assert list(calibrated.columns) == list(uncalibrated.columns) and not calibrated.columns.str.startswith("uncal").any()
+    stored = store.runs()["metrics"].iloc[0]
+    by_run = uncalibrated[uncalibrated["run"] == "1"]
+    assert stored["uncalibrated_accuracy"] == (by_run["prediction"] == by_run["label"]).mean()
+    assert not calibrated[["prob_negative", "prob_positive"]].equals(uncalibrated[["prob_negative", "prob_positive"]])
+
+
 def test_the_format_as_a_randomness_factor(tmp_path, tiny_chat_llama, data_dir, cli):
     out = tmp_path / "exp"
     args = icl_args(tiny_chat_llama, out, data_dir)

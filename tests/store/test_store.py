@@ -255,7 +255,7 @@ def test_check_reports_integrity_problems(tmp_path):
 
 KILL_SCRIPT = """
 import os, signal, sys
-import numpy as np, pandas as pd
+import numpy as np, pandas as pd, pyarrow.parquet as pq
 from seedscope.store import ExperimentStore
 from seedscope.store.catalog import Catalog
 
@@ -265,10 +265,10 @@ table = pd.DataFrame({"run": 0, "example_id": ["0", "1"], "prediction": [0, 1], 
 if stage == "before-catalog":   # Parquet renamed into place, catalog not yet updated
     Catalog.finish = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)
 else:                            # half of the Parquet file written
-    def half(self, path, **kwargs):
+    def half(table, path, **kwargs):
         open(path, "wb").write(b"PAR1 half")
         os.kill(os.getpid(), signal.SIGKILL)
-    pd.DataFrame.to_parquet = half
+    pq.write_table = half
 store.mark_running(run_id)
 store.record_success(run_id, table, {"accuracy": 1.0})
 """

@@ -6,7 +6,9 @@ metric: MCC for CoLA, accuracy otherwise), VAR (population std of ζ), CON, CCON
 column per task. Table 7: one row per task; P, R, F1 (macro), Accuracy, CON and CCON, each
 with its ± spread (VAR for the macro metrics, the population std of the pairwise values for
 CON and CCON). As in the paper, a task whose primary metric is not accuracy (CoLA: MCC) shows
-that metric in the Accuracy column and no P, R, F1.
+that metric in the Accuracy column and no P, R, F1. :func:`compare_variants` sets the same
+quantities of several variants of each task side by side (with and without calibration;
+fine-tuned and prompted).
 """
 
 from __future__ import annotations
@@ -144,3 +146,33 @@ def _size_correlation(table1: pd.DataFrame, sizes: dict[str, float], log_size: b
     frame = pd.DataFrame.from_dict(rows, orient="index")
     frame.index.name = "quantity"
     return frame
+
+
+def compare_variants(variants: Mapping[str, Mapping[str, Analysis]]) -> pd.DataFrame:
+    """One row per (task, variant): ζ (the primary metric's mean), VAR, CON, CCON, the seed and the
+    example-sampling parts of the score's variance (and the seed share), and the majority baseline.
+
+    ``variants`` maps a variant's name (e.g. ``"uncalibrated"``, ``"calibrated"``) to its analyses,
+    task label → :class:`~seedscope.analysis.seed_effects.Analysis`; tasks keep their first order.
+    """
+    labels = list(dict.fromkeys(label for analyses in variants.values() for label in analyses))
+    rows = []
+    for label in labels:
+        for variant, analyses in variants.items():
+            if label not in analyses:
+                continue
+            analysis = analyses[label]
+            column = _table1_column(analysis)
+            split = analysis.variance_split if analysis.variance_split is not None else pd.Series(dtype=float)
+            metric = analysis.primary_metric
+            rows.append({
+                "task": label, "variant": variant, "metric": metric, "runs": analysis.aligned.n_runs,
+                "zeta": column["zeta"], "VAR": column["VAR"], "CON": column["CON"], "CCON": column["CCON"],
+                "seed_variance": split.get("seed_variance", np.nan),
+                "example_variance": split.get("example_variance", np.nan),
+                "seed_share": split.get("seed_share", np.nan),
+                "baseline": analysis.baseline.get(metric, np.nan) if metric is not None else np.nan,
+            })
+    if not rows:
+        raise SeedscopeError("nothing to compare: no variant has an analysed task")
+    return pd.DataFrame(rows).set_index(["task", "variant"])

@@ -13,14 +13,14 @@ import click
 import typer
 from rich.console import Console
 
-from seedscope.cli import analyze, compare, demo, factors, report, status, subsets, sweep, verify
+from seedscope.cli import analyze, compare, demo, factors, report, show_prompt, status, subsets, sweep, verify
 from seedscope.errors import Interrupted, SeedscopeError
 
 app = typer.Typer(
     name="seedscope",
     help=(
         "How much do your language-model results depend on the random seed?\n\n"
-        "sweep: fine-tune with several seeds and keep every prediction. "
+        "sweep: fine-tune (or prompt) with several seeds and keep every prediction; show-prompt: what a prompted run scored. "
         "analyze: macro (mean, VAR, std, CV, CI) and micro (CON, CCON) seed effects of any predictions. "
         "factors: which randomness factor matters. subsets / compare: evaluation-subset seed variance "
         "and seed-robust comparison of systems. report: tables, figures and an HTML report."
@@ -31,7 +31,7 @@ app = typer.Typer(
     rich_markup_mode="markdown",
 )
 
-for module in (analyze, sweep, demo, status, verify, factors, subsets, compare, report):
+for module in (analyze, sweep, demo, status, verify, show_prompt, factors, subsets, compare, report):
     module.register(app)
 
 err_console = Console(stderr=True)

@@ -92,7 +92,7 @@ def analyze_command(
 ) -> None:
     from seedscope.analysis.seed_effects import analyze, analyze_groups
     from seedscope.analysis.summary import summarize_tasks
-    from seedscope.io import attach_texts, read_aligned_runs, read_predictions
+    from seedscope.io import attach_prompts, attach_texts, read_aligned_runs, read_predictions
     from seedscope.report import tables
 
     check_outputs(json_file, markdown_file, latex_file, csv_file)
@@ -132,8 +132,9 @@ def analyze_command(
         table = read_predictions(paths, **read) if aligned is None else None
     if table is not None:
         reader_notes = list(table.attrs.get("notes", []))
+        table, prompt_notes = attach_prompts(table, paths)
         table, text_notes = attach_texts(table, data_dir, task=task)
-        for note in reader_notes + text_notes:
+        for note in reader_notes + prompt_notes + text_notes:
             console.print(note, highlight=False)
     with console.status("analysing…"):
         results = analyze_groups(table, **options) if table is not None else {(None, None): analyze(aligned, **options)}

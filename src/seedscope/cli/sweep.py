@@ -76,27 +76,21 @@ def run_sweep(config, console: Console, *, resume_hint: str = "rerun the same co
 
 
 def print_analysis(store, console: Console) -> None:
-    """Per (task, model) group: macro and micro tables; then the paper's Table 1 / Table 7 layout."""
+    """Per (task, model) group: macro and micro tables; then the paper's Table 1 / Table 7 layout,
+    and, when the runs were calibrated, the seed spread with and without calibration."""
     from seedscope.analysis.summary import MIN_TASKS_FOR_CORRELATION, summarize_tasks
-    from seedscope.analysis.seed_effects import analyze_groups
     from seedscope.report import tables
-    from seedscope.store.views import train_sizes
+    from seedscope.store.views import has_calibration, train_sizes
 
     runs = store.runs()
     done = runs[runs["status"] == "done"]
     if done.empty:
         console.print("no run finished, so there is nothing to analyse")
         return
-    table = store.predictions()
-    counts = table.groupby(["task", "model"])["run"].nunique()
-    analysable = counts[counts >= 2].index
-    if analysable.empty:
+    labelled = group_analyses(store.predictions())
+    if not labelled:
         console.print("every task has fewer than two finished runs, so there are no seed effects to show")
         return
-    keep = table.set_index(["task", "model"]).index.isin(analysable)
-    results = analyze_groups(table[keep])
-    several_models = len({model for _, model in results}) > 1
-    labelled = {(f"{task} ({model})" if several_models else str(task)): result for (task, model), result in results.items()}
     for label, result in labelled.items():
         for title, frame in tables.analysis_sections(result, top_k=5).items():
             console.print(tables.to_rich(frame, title=f"{label}: {title}"))
@@ -111,6 +105,35 @@ def print_analysis(store, console: Console) -> None:
             continue  # no size could explain anything: fewer than 3 tasks, or no training sizes at all
         if len(labelled) >= next((n for prefix, n in wanted.items() if title.startswith(prefix)), 1):
             console.print(tables.to_rich(frame, title=title))
+    if has_calibration(store):
+        variants = {"uncalibrated": group_analyses(store.predictions(uncalibrated=True)), "calibrated": labelled}
+        console.print(variants_table(variants, "Contextual calibration: the seed spread without and with it"))
+
+
+def group_analyses(table) -> dict:
+    """Task (and model, when several) label → analysis, for every group with at least two finished runs."""
+    from seedscope.analysis.seed_effects import analyze_groups
+
+    counts = table.groupby(["task", "model"])["run"].nunique()
+    analysable = counts[counts >= 2].index
+    if analysable.empty:
+        return {}
+    results = analyze_groups(table[table.set_index(["task", "model"]).index.isin(analysable)])
+    several_models = len({model for _, model in results}) > 1
+    return {(f"{task} ({model})" if several_models else str(task)): result for (task, model), result in results.items()}
+
+
+def variants_table(variants: dict, title: str):
+    """A Rich table of :func:`seedscope.analysis.summary.compare_variants`, one row per task and variant."""
+    from seedscope.analysis.summary import compare_variants
+    from seedscope.report import tables
+
+    frame = compare_variants(variants)
+    shown = frame[["metric", "runs", "zeta", "VAR", "CON", "CCON", "seed_share", "baseline"]].set_axis(
+        ["metric", "runs", "ζ (mean)", "VAR (pop. std)", "CON", "CCON", "seed share of var.", "majority baseline"],
+        axis=1)
+    shown.index = [f"{task} / {variant}" for task, variant in frame.index]
+    return tables.to_rich(shown, title=f"{title} (fractions)")
 
 
 def sweep_command(

@@ -25,7 +25,7 @@ from seedscope.io.checks import merge_sources
 from seedscope.io.columnar import read_aligned
 from seedscope.io.common import ReadOptions, Source, pick_column, require_readable
 from seedscope.io.detect import FORMATS, TABLE_SUFFIXES, common_format, detect_format, normalise_format
-from seedscope.io.experiment import read_store
+from seedscope.io.experiment import attach_prompts, read_store
 from seedscope.io.lm_eval import read_lm_eval
 from seedscope.io.run_glue import read_run_glue
 from seedscope.io.run_scores import RunScores, looks_like_run_scores, read_head, read_run_scores
@@ -34,7 +34,7 @@ from seedscope.io.tabular import PREDICTION_NAMES, read_tabular
 from seedscope.io.texts import attach_texts, task_texts
 
 __all__ = [
-    "FORMATS", "READERS", "RunScores", "attach_texts", "detect_format", "holds_predictions", "holds_run_scores", "read_predictions",
+    "FORMATS", "READERS", "RunScores", "attach_prompts", "attach_texts", "detect_format", "holds_predictions", "holds_run_scores", "read_predictions",
     "read_aligned_runs", "read_run_scores", "read_score_table", "read_sweep", "read_system_scores", "task_texts",
 ]
 

@@ -9,6 +9,7 @@ import pandas as pd
 
 from seedscope.errors import SeedscopeError
 from seedscope.io.common import LINE, ReadOptions, Source
+from seedscope.predictions import EXAMPLE_ID, TEXT
 from seedscope.store import ExperimentStore, views
 from seedscope.tasks import find_task
 
@@ -60,3 +61,31 @@ def store_context(paths: list[Path]) -> StoreContext:
                 context.factor_scores = str(error)
             break
     return context
+
+
+def attach_prompts(table: pd.DataFrame, paths: list[Path]) -> tuple[pd.DataFrame, list[str]]:
+    """Prompted runs of the stores among ``paths``: each example's own part of its prompt, as scored, as its text.
+
+    The part after the shared demonstrations comes from the first done prompted run of each task
+    (every run of one format gives the same); a table that already has text, or no prompted store
+    run, is kept as it is. Returns the table and notes saying which run the prompts come from.
+    """
+    stores = [ExperimentStore.open(p) for p in paths if ExperimentStore.is_store(p)]
+    if TEXT in table.columns or "task" not in table.columns or not stores:
+        return table, []
+    frames, notes = [], []
+    for store in stores:
+        runs = store.runs()
+        prompted = runs[(runs["status"] == "done") & (runs["method"] == "icl")]
+        for task, group in prompted.groupby("task", sort=False):
+            run_id = group["run_id"].iloc[0]
+            prompts = views.run_prompts(store, run_id)
+            own = [record["context"][len(prompts.prefix.rstrip()):].strip() for record in prompts.records()]
+            frames.append(pd.DataFrame({"task": task, EXAMPLE_ID: prompts.examples[EXAMPLE_ID].astype(str), TEXT: own}))
+            notes.append(f"{task}: the examples show their own part of the prompt as run {run_id} scored it; "
+                         f"`seedscope show-prompt {store.path} --run {run_id} --example ID` prints a whole prompt")
+    if not frames:
+        return table, []
+    merged = table.astype({EXAMPLE_ID: str}).merge(pd.concat(frames, ignore_index=True), on=["task", EXAMPLE_ID],
+                                                    how="left")
+    return merged, notes

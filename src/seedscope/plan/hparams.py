@@ -93,6 +93,14 @@ class ICLSettings(DataSettings):
     max_new_tokens: int = Field(5, ge=1)
     batch_size: int = Field(16, ge=1, description="test examples per forward pass")
     prefix_cache: bool = Field(True, description="compute the shared demonstrations once and reuse their cache")
+    calibration: Literal["none", "contextual"] = Field(
+        "none", description="contextual: divide by the probabilities of content-free inputs (Calibrate Before Use)")
+
+    @model_validator(mode="after")
+    def _calibration_needs_scores(self) -> "ICLSettings":
+        if self.calibration != "none" and self.predict != "score":
+            raise ValueError("calibration rescales scored probabilities, so it needs predict: score, not generate")
+        return self
 
     @field_validator("prompt_format")
     @classmethod

@@ -5,9 +5,9 @@
 from its demonstrations and test examples. Nothing here loads a model.
 """
 
-from seedscope.prompts.build import Prompts, build_prompts
+from seedscope.prompts.build import CONTINUATIONS, QUERY, Prompts, build_prompts, split_request
 from seedscope.prompts.formats import FORMATS, PromptFormat, get_format
 from seedscope.prompts.tasks import INVALID, TASK_PROMPTS, TaskPrompt, get_task_prompt
 
-__all__ = ["FORMATS", "INVALID", "TASK_PROMPTS", "PromptFormat", "Prompts", "TaskPrompt", "build_prompts",
-           "get_format", "get_task_prompt"]
+__all__ = ["CONTINUATIONS", "FORMATS", "INVALID", "QUERY", "TASK_PROMPTS", "PromptFormat", "Prompts", "TaskPrompt", "build_prompts",
+           "get_format", "get_task_prompt", "split_request"]

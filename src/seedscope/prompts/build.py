@@ -2,7 +2,9 @@
 
 The prefix is identical for every test example of a run, so a causal language model computes
 its key/value cache once; each query and candidate answer is then scored on top of it.
-``prefix + query + candidate`` is exactly the text a model without the cache would read.
+``prefix + query + candidate`` is exactly the text a model without the cache would read, and
+:meth:`Prompts.request` splits it into (context, continuation) as lm-evaluation-harness does:
+whitespace at the end of the context belongs to the continuation.
 """
 
 from __future__ import annotations
@@ -14,6 +16,9 @@ import pandas as pd
 from seedscope.errors import SeedscopeError
 from seedscope.prompts.formats import PromptFormat
 from seedscope.prompts.tasks import TaskPrompt
+
+#: the columns of a prompted run's predictions that keep what it scored (beside the shared prefix)
+QUERY, CONTINUATIONS = "query", "continuations"
 
 
 @dataclass(frozen=True)
@@ -27,6 +32,17 @@ class Prompts:
     def full(self, i: int, j: int) -> str:
         """The whole text of test example ``i`` answered with candidate ``j`` (what the model scores)."""
         return self.prefix + self.queries[i] + self.candidates[i][j]
+
+    def request(self, i: int, j: int) -> tuple[str, str]:
+        """(context, continuation) of test example ``i`` answered with candidate ``j``, split as the field splits it."""
+        return split_request(self.prefix + self.queries[i], self.candidates[i][j])
+
+
+def split_request(context: str, continuation: str) -> tuple[str, str]:
+    """Whitespace at the end of ``context`` moves to the start of ``continuation`` (lm-evaluation-harness's
+    ``_encode_pair``), so that a word's leading space is scored with the word."""
+    kept = context.rstrip()
+    return kept, context[len(kept):] + continuation
 
 
 def render_input(prompt: TaskPrompt, row) -> str:

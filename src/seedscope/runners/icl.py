@@ -8,7 +8,13 @@ example of a run sees the same demonstrations, so their key/value cache is compu
 
 Predictions are label names (COPA: ``choice1`` / ``choice2``); scoring keeps each class's
 probability (the softmax of the answers' log-likelihoods), generation maps the text to a label
-word and calls anything else ``invalid`` — a wrong answer, counted, never dropped.
+word and calls anything else ``invalid`` — a wrong answer, counted, never dropped. With
+``calibration: contextual`` the scored probabilities are calibrated (:mod:`.calibration`) and
+the uncalibrated predictions are kept beside them (``uncalibrated_*`` columns and metrics).
+
+Every run keeps what it scored: the prompt prefix its examples share (once) and each example's
+query and candidate answers (``query`` / ``continuations`` columns), which
+``seedscope show-prompt`` prints.
 """
 
 from __future__ import annotations
@@ -25,8 +31,11 @@ import torch
 from seedscope.errors import SeedscopeError
 from seedscope.plan import FactorSeeds, RunSpec
 from seedscope.plan.hparams import ICLSettings
-from seedscope.predictions import EXAMPLE_ID, LABEL, PREDICTION, RUN
-from seedscope.prompts import INVALID, PromptFormat, TaskPrompt, build_prompts, get_format, get_task_prompt
+from seedscope.predictions import EXAMPLE_ID, LABEL, PREDICTION, RUN, UNCALIBRATED, prob_columns
+from seedscope.prompts import (
+    CONTINUATIONS, INVALID, QUERY, PromptFormat, TaskPrompt, build_prompts, get_format, get_task_prompt,
+)
+from seedscope.runners.calibration import calibrate, content_free_probabilities, content_free_rows, softmax
 from seedscope.runners.data import run_examples
 from seedscope.runners.environment import describe_environment
 from seedscope.runners.finetune import prediction_table, resolve_precision, run_metrics
@@ -84,6 +93,7 @@ def check(spec: RunSpec, data_dir: str | os.PathLike | None = None) -> None:
     settings = ICLSettings.from_hparams(spec.hparams)
     task = get_task(spec.task)
     prompt = get_task_prompt(task)
+    check_calibration(settings, prompt, task)
     source = Path(spec.model)
     folder = str(gguf_folder(source)) if source.suffix == ".gguf" and source.is_file() else spec.model
     config = load_model_config(folder, settings.trust_remote_code)
@@ -93,6 +103,13 @@ def check(spec: RunSpec, data_dir: str | os.PathLike | None = None) -> None:
     demos = choose_demonstrations(pool, settings.shots, spec.seeds, task)
     for name in settings.formats:
         check_length(build_prompts(get_format(name), prompt, demos, tests.head(1), tokenizer), tokenizer, config)
+
+
+def check_calibration(settings: ICLSettings, prompt: TaskPrompt, task: TaskSpec) -> None:
+    """Contextual calibration rescales a fixed set of label words; multiple choice has none."""
+    if settings.calibration != "none" and prompt.words is None:
+        raise SeedscopeError(f"contextual calibration needs label words, and {task.name}'s answers are each example's "
+                             "own choices; use calibration: none for it")
 
 
 def check_length(prompts, tokenizer, config) -> None:
@@ -112,21 +129,32 @@ def run(spec: RunSpec, data_dir: str | os.PathLike | None = None, *, on_step: St
     settings = ICLSettings.from_hparams(spec.hparams)
     task = get_task(spec.task)
     prompt = get_task_prompt(task)
+    check_calibration(settings, prompt, task)
     fmt = choose_format(settings, spec.seeds)
     pool, tests = run_examples(task, settings, spec.seeds, data_dir)
     demos = choose_demonstrations(pool, settings.shots, spec.seeds, task)
     precision = resolve_precision(settings.precision)
     model, tokenizer, kind, folder = load_language_model(spec.model, precision, settings.trust_remote_code)
-    prompts = build_prompts(fmt, prompt, demos, tests, tokenizer)
+    calibrated = settings.calibration == "contextual"
+    rows = pd.concat([tests, content_free_rows(tests)], ignore_index=True) if calibrated else tests
+    prompts = build_prompts(fmt, prompt, demos, rows, tokenizer)  # content-free rows last, with the same prefix
     loaded = time.perf_counter()
+    extra_metrics, extra_environment = {}, {}
     if settings.predict == "score":
         if kind == "causal":
             scores = score_causal(model, tokenizer, prompts, batch_size=settings.batch_size,
                                   prefix_cache=settings.prefix_cache, on_step=on_step)
         else:
             scores = score_seq2seq(model, tokenizer, prompts, batch_size=settings.batch_size, on_step=on_step)
-        table = prediction_table(spec.run_id, tests, scores, task)
+        table = prediction_table(spec.run_id, tests, scores[: len(tests)], task)
         invalid = 0
+        if calibrated:
+            bias = content_free_probabilities(scores[len(tests):])
+            uncalibrated = table
+            table = prediction_table(spec.run_id, tests, np.log(calibrate(softmax(scores[: len(tests)]), bias)), task)
+            table = with_uncalibrated(table, uncalibrated)
+            extra_metrics = {f"{UNCALIBRATED}{k}": v for k, v in run_metrics(uncalibrated, task).items()}
+            extra_environment = {"content_free_probabilities": dict(zip(task.label_names, bias.tolist()))}
     else:
         texts = generate(model, tokenizer, prompts, kind, batch_size=settings.batch_size,
                          max_new_tokens=settings.max_new_tokens, on_step=on_step)
@@ -135,8 +163,9 @@ def run(spec: RunSpec, data_dir: str | os.PathLike | None = None, *, on_step: St
     del model
     if torch.cuda.is_available():
         torch.cuda.empty_cache()
-    metrics = run_metrics(table, task)
-    metrics["invalid_rate"] = invalid / len(tests)
+    table[QUERY] = prompts.queries[: len(tests)]
+    table[CONTINUATIONS] = prompts.candidates[: len(tests)]
+    metrics = {**run_metrics(table, task), "invalid_rate": invalid / len(tests), **extra_metrics}
     prompt_tokens = len(tokenizer(prompts.prefix + prompts.queries[0])["input_ids"]) if len(tests) else 0
     timings = {
         "setup_seconds": loaded - started,
@@ -151,9 +180,16 @@ def run(spec: RunSpec, data_dir: str | os.PathLike | None = None, *, on_step: St
     environment = {
         **describe_environment(), "precision": precision, "model_kind": kind, "method": spec.method,
         "model_folder": folder, "seeds": spec.seeds.to_dict(), "prompt_format": fmt.name,
-        "predict": settings.predict, "demonstration_ids": demos[EXAMPLE_ID].astype(str).tolist(),
+        "predict": settings.predict, "calibration": settings.calibration,
+        "demonstration_ids": demos[EXAMPLE_ID].astype(str).tolist(), **extra_environment,
     }
-    return RunResult(spec.run_id, table, metrics, timings, environment)
+    return RunResult(spec.run_id, table, metrics, timings, environment, prompt_prefix=prompts.prefix)
+
+
+def with_uncalibrated(table: pd.DataFrame, uncalibrated: pd.DataFrame) -> pd.DataFrame:
+    """The calibrated table with the uncalibrated prediction and probabilities beside it."""
+    columns = [PREDICTION, *prob_columns(uncalibrated)]
+    return table.assign(**{f"{UNCALIBRATED}{column}": uncalibrated[column].to_numpy() for column in columns})
 
 
 def _generated_table(run_id: str, tests: pd.DataFrame, texts: list[str], prompt: TaskPrompt,

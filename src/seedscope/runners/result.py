@@ -15,7 +15,9 @@ class RunResult:
     prediction, label, prob_<class>; label names for classification, floats for
     regression); ``metrics`` hold fractions in [0, 1] (correlations in [−1, 1]) and losses;
     ``timings`` seconds and examples per second; ``environment`` libraries, device,
-    determinism flags and the seed of every factor.
+    determinism flags and the seed of every factor. A prompted run also keeps what it scored:
+    ``prompt_prefix`` (the text shared by every example, stored once) and, in its predictions,
+    each example's ``query`` and ``continuations`` (see :mod:`seedscope.store.views`).
     """
 
     run_id: str
@@ -23,3 +25,4 @@ class RunResult:
     metrics: dict = field(default_factory=dict)
     timings: dict = field(default_factory=dict)
     environment: dict = field(default_factory=dict)
+    prompt_prefix: str | None = None

@@ -174,12 +174,16 @@ class ExperimentStore:
         metrics: Mapping[str, Any],
         environment: Mapping[str, Any] | None = None,
         timings: Mapping[str, Any] | None = None,
+        prompt_prefix: str | None = None,
     ) -> None:
-        """Write the run's predictions (atomically), then mark it done in one catalog transaction."""
+        """Write the run's predictions (atomically), then mark it done in one catalog transaction.
+
+        A prompted run's ``prompt_prefix`` is kept in its prediction file (see :func:`views.run_prompts`).
+        """
         task = self.catalog.task_of(run_id)
         table = validate_table(predictions, f"predictions of run {run_id}").assign(**{RUN: run_id})
         table = with_label_names(table, task)
-        digest = write_table(self.prediction_path(run_id), table)
+        digest = write_table(self.prediction_path(run_id), table, prompt_prefix)
         self.catalog.finish(run_id, "done", timings, metrics=as_json(dict(metrics)),
                             environment_json=as_json(dict(environment or {})), n_predictions=len(table), error=None,
                             sha256=digest)
@@ -200,9 +204,9 @@ class ExperimentStore:
         """The recorded environment of every done run (one row per run, nested keys joined with dots)."""
         return views.environment_frame(self)
 
-    def predictions(self, task: str | None = None, model: str | None = None) -> pd.DataFrame:
+    def predictions(self, task: str | None = None, model: str | None = None, *, uncalibrated: bool = False) -> pd.DataFrame:
         """The long prediction table of every done run (see :func:`seedscope.store.views.predictions_table`)."""
-        return views.predictions_table(self, task, model)
+        return views.predictions_table(self, task, model, uncalibrated=uncalibrated)
 
     # ---- integrity ------------------------------------------------------------------------
 

@@ -2,6 +2,8 @@
 
 The store keeps label *names* (what the dataset says), whatever the runner returned (integer
 codes, as a model head produces, or names), so its files read the same as the task's data.
+A prompted run's file also holds its prompts: ``query`` and ``continuations`` columns, and the
+prefix every example shares once, in the file's metadata (:data:`PROMPT_PREFIX_KEY`).
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ import io
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from seedscope.atomic import atomic_path
 from seedscope.errors import SeedscopeError
@@ -18,6 +22,8 @@ from seedscope.predictions import INVALID, LABEL, PREDICTION, PROB_PREFIX, label
 from seedscope.tasks import find_task
 
 PREDICTIONS = "predictions"
+#: the Parquet metadata key of a prompted run's shared prompt prefix
+PROMPT_PREFIX_KEY = b"seedscope.prompt_prefix"
 #: prefix of the temporary files an interrupted write may leave (see :mod:`seedscope.atomic`)
 TEMPORARY_GLOB = ".*.tmp"
 
@@ -26,10 +32,17 @@ def prediction_path(root: Path, run_id: str) -> Path:
     return Path(root) / PREDICTIONS / f"{run_id}.parquet"
 
 
-def write_table(path: Path, table: pd.DataFrame) -> str:
-    """Write ``table`` as Parquet atomically (temporary file, fsync, rename, folder fsync); its SHA-256."""
+def write_table(path: Path, table: pd.DataFrame, prompt_prefix: str | None = None) -> str:
+    """Write ``table`` as Parquet atomically (temporary file, fsync, rename, folder fsync); its SHA-256.
+
+    ``prompt_prefix`` goes into the file's metadata, so the file alone holds what was scored.
+    """
+    arrow = pa.Table.from_pandas(table, preserve_index=False)
+    if prompt_prefix is not None:
+        arrow = arrow.replace_schema_metadata({**(arrow.schema.metadata or {}),
+                                               PROMPT_PREFIX_KEY: prompt_prefix.encode("utf-8")})
     with atomic_path(path) as tmp:
-        table.to_parquet(tmp, index=False)
+        pq.write_table(arrow, tmp)
         digest = sha256(tmp.read_bytes())
     return digest
 
@@ -44,6 +57,11 @@ def read_table(path: Path, run_id: str, columns: list[str] | None = None, *, che
     With ``checksum`` (recorded when the run finished) the bytes read are checked first, so a
     changed or swapped file is refused rather than analysed under another run's name.
     """
+    return read_arrow(path, run_id, columns, checksum=checksum).to_pandas()
+
+
+def read_arrow(path: Path, run_id: str, columns: list[str] | None = None, *, checksum: str | None = None) -> pa.Table:
+    """:func:`read_table` as an Arrow table, with the file's metadata (a prompted run's prefix)."""
     if not path.is_file():
         raise SeedscopeError(f"run {run_id} is done in the catalog but {path} is missing (rerun with --resume)")
     data = path.read_bytes()
@@ -53,7 +71,7 @@ def read_table(path: Path, run_id: str, columns: list[str] | None = None, *, che
             f"or swapped — `seedscope verify {path.parent.parent}` lists every problem, and --resume redoes such runs"
         )
     try:
-        return pd.read_parquet(io.BytesIO(data), columns=columns)
+        return pq.read_table(io.BytesIO(data), columns=columns)
     except Exception as error:  # pyarrow raises several types for a damaged file
         raise SeedscopeError(f"{path} cannot be read ({type(error).__name__}: {error})") from error
 

@@ -1,8 +1,9 @@
-"""Read-only views of an experiment store as pandas tables: runs, predictions, environments, factor scores."""
+"""Read-only views of an experiment store as pandas tables: runs, predictions, environments, factor scores, prompts."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pandas as pd
@@ -11,8 +12,9 @@ from seedscope.errors import SeedscopeError
 from seedscope.factor_study.plan import GOLDEN, MITIGATION, parse_study_tag
 from seedscope.metrics.macro import chance_level
 from seedscope.plan.seeds import FACTORS
-from seedscope.predictions import RUN
-from seedscope.store.files import read_table
+from seedscope.predictions import EXAMPLE_ID, PREDICTION, PROB_PREFIX, RUN, UNCALIBRATED, prob_columns
+from seedscope.prompts import CONTINUATIONS, QUERY, split_request
+from seedscope.store.files import PROMPT_PREFIX_KEY, read_arrow, read_table
 from seedscope.tasks import find_task, get_task
 
 if TYPE_CHECKING:
@@ -77,13 +79,16 @@ def train_sizes(store: "ExperimentStore") -> dict[str, float]:
     return {task: float(group["n"].median()) for task, group in used.groupby("task")}
 
 
-def predictions_table(store: "ExperimentStore", task: str | None = None, model: str | None = None) -> pd.DataFrame:
+def predictions_table(store: "ExperimentStore", task: str | None = None, model: str | None = None, *,
+                      uncalibrated: bool = False) -> pd.DataFrame:
     """The long prediction table of every done run, with ``task`` and ``model`` columns.
 
     ``run`` is the run's seed when its factors share one (so a plain sweep's runs read
     42, 52, …), else its run id; ``model`` is the model's short name, with ``-lora`` and
     ``-<tag>`` appended when they apply, so that each (task, model) group is one sweep.
     Labels and predictions are label names; probabilities are ``prob_<name>`` columns.
+    A calibrated prompted run gives its calibrated predictions, or with ``uncalibrated`` those
+    before calibration (every other run's predictions are uncalibrated already).
     """
     runs = store.runs()
     runs = runs[runs["status"] == "done"]
@@ -99,12 +104,71 @@ def predictions_table(store: "ExperimentStore", task: str | None = None, model: 
     frames = []
     for run in runs.itertuples():
         frame = read_table(store.prediction_path(run.run_id), run.run_id, checksum=checksums[run.run_id][2])
-        frame = frame.drop(columns=["task", "model"], errors="ignore")
+        frame = frame.drop(columns=["task", "model", QUERY, CONTINUATIONS], errors="ignore")  # prompts: run_prompts
+        frame = _calibration_variant(frame, uncalibrated)
         frame[RUN] = run.run_id if pd.isna(run.seed) else str(run.seed)
         frame.insert(0, "model", run.label)
         frame.insert(0, "task", run.task)
         frames.append(frame)
     return pd.concat(frames, ignore_index=True)
+
+
+@dataclass(frozen=True)
+class RunPrompts:
+    """What a prompted run scored: the ``prefix`` every example shares and, per example (in the run's
+    order), its ``query``, candidate ``continuations``, prediction, label and ``prob_<label>`` columns;
+    ``labels`` names the classes in the order of the probabilities and of each example's continuations."""
+
+    run_id: str
+    prefix: str
+    examples: pd.DataFrame
+    labels: list[str]
+
+    def records(self) -> list[dict]:
+        """One ``{"example_id", "context", "continuations", "labels"}`` per example: the (context, continuation)
+        requests split as lm-evaluation-harness splits them, so another tool can score exactly the same text."""
+        out = []
+        for row in self.examples.itertuples(index=False):
+            requests = [split_request(self.prefix + getattr(row, QUERY), str(c)) for c in getattr(row, CONTINUATIONS)]
+            out.append({"example_id": getattr(row, EXAMPLE_ID), "context": requests[0][0],
+                        "continuations": [continuation for _, continuation in requests], "labels": self.labels})
+        return out
+
+
+def run_prompts(store: "ExperimentStore", run_id: str) -> RunPrompts:
+    """The prompts of one done, prompted run, read back from its prediction file (checksum checked)."""
+    runs = store.runs().set_index("run_id")
+    if run_id not in runs.index:
+        shown = ", ".join(runs.index[:3]) + (" …" if len(runs) > 3 else "")
+        raise SeedscopeError(f"{store.path} has no run {run_id!r} (its runs: {shown}; `seedscope status` lists them)")
+    run = runs.loc[run_id]
+    if run["status"] != "done":
+        raise SeedscopeError(f"run {run_id} is {run['status']}, so it has no predictions (and no prompts) yet")
+    table = read_arrow(store.prediction_path(run_id), run_id, checksum=store.catalog.checksums()[run_id][2])
+    prefix = (table.schema.metadata or {}).get(PROMPT_PREFIX_KEY)
+    if prefix is None or QUERY not in table.column_names:
+        raise SeedscopeError(f"run {run_id} is a {run['method']} run: only prompted runs (--runner icl) keep their "
+                             "prompts")
+    examples = table.to_pandas()
+    labels = [column[len(PROB_PREFIX):] for column in prob_columns(examples)]
+    if not labels:  # generation keeps no probabilities: the task's label names, in code order
+        spec = find_task(run["task"])
+        labels = list(spec.label_names) if spec else []
+    return RunPrompts(run_id, prefix.decode("utf-8"), examples, labels)
+
+
+def has_calibration(store: "ExperimentStore") -> bool:
+    """Whether some done run of the store was calibrated (it then keeps its uncalibrated predictions too)."""
+    return bool(store.runs()["metrics"].map(lambda m: f"{UNCALIBRATED}accuracy" in m).any())
+
+
+def _calibration_variant(frame: pd.DataFrame, uncalibrated: bool) -> pd.DataFrame:
+    """The calibrated columns, or the ``uncalibrated_*`` ones in their place."""
+    kept = [c for c in frame.columns if str(c).startswith(UNCALIBRATED)]
+    if not uncalibrated or not kept:
+        return frame.drop(columns=kept)
+    return frame.drop(columns=[PREDICTION, *prob_columns(frame)]).rename(
+        columns={c: c[len(UNCALIBRATED):] for c in kept})[frame.columns.drop(kept)]
 
 
 def has_factor_study(store: "ExperimentStore") -> bool:

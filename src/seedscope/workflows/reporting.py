@@ -21,7 +21,7 @@ from seedscope.analysis.summary import TaskSummary, summarize_tasks
 from seedscope.errors import SeedscopeError
 from seedscope.factor_study.importance import FactorAnalysis, analyze_factors
 from seedscope.factor_study.scores import study_from_table
-from seedscope.io import read_predictions, read_run_scores, task_texts
+from seedscope.io import attach_prompts, read_predictions, read_run_scores, task_texts
 from seedscope.io.experiment import StoreContext, store_context
 from seedscope.report.build import Progress, Report, assemble, task_of
 from seedscope.report.scores import ScoreReport, assemble_scores
@@ -48,7 +48,7 @@ def _inputs(source, *, task: str | None, data_dir, intersect: bool, options: dic
         table = source
     else:
         paths = [Path(p) for p in ([source] if isinstance(source, (str, os.PathLike)) else list(source))]
-        table = read_predictions(paths, task=task, data_dir=data_dir, **read_options)
+        table, _ = attach_prompts(read_predictions(paths, task=task, data_dir=data_dir, **read_options), paths)
         context = store_context(paths)
     factors = context.factor_scores
     if isinstance(factors, tuple):
