@@ -109,3 +109,36 @@ def test_bad_score_tables_exit_2_with_one_message(case, tmp_path, cli, monkeypat
     err = " ".join(stderr.split())
     assert "error:" in err and message in err and "Traceback" not in err
     assert not (tmp_path / "out.json").exists()
+
+
+def test_the_reported_failures_now_work_from_the_command_line(tmp_path, cli):
+    t = tmp_path / "t.csv"
+    t.write_text("run,model,acc,f1\nrun 1,A,0.8,0.7\nrun 2,A,0.82,0.71\nrun 3,A,0.79,0.69\n"
+                 "run 1,B,0.85,0.75\nrun 2,B,0.86,0.74\nrun 3,B,0.84,0.76\n")
+    code, printed, err = cli(["compare", str(t), "--metric", "acc", "--run-column", "run", "--n-boot", "200"])
+    assert code == 0, err
+    assert "systems told apart by model" in printed
+
+
+@pytest.mark.parametrize("command", ["analyze", "compare", "report"])
+def test_an_option_out_of_range_is_refused_on_the_score_table_path(tmp_path, cli, command, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "s.csv"
+    path.write_text("model,seed,acc\nA,1,0.7\nA,2,0.72\nB,1,0.6\nB,2,0.62\n")
+    args = {"analyze": ["--power", "1.5"], "compare": ["--power", "1.5"], "report": ["--scale", "-1"]}[command]
+    code, _, err = cli([command, str(path), *args])
+    assert code == 2 and "Traceback" not in err
+    assert ("--power must lie strictly between 0 and 1" if command != "report" else "--scale must be a positive") in err
+
+
+def test_options_the_input_cannot_use_are_said_not_swallowed(tmp_path, cli):
+    path = tmp_path / "s.csv"
+    path.write_text("seed,acc\n1,0.7\n2,0.72\n3,0.71\n")
+    code, printed, _ = cli(["analyze", str(path), "--metric", "acc", "--power", "0.9", "--top", "3"])
+    assert code == 0
+    assert "--power does not apply to per-run score tables" in printed and "--top does not apply" in printed
+    predictions = Path(__file__).resolve().parents[2] / "examples" / "rte"
+    code, printed, _ = cli(["analyze", str(predictions / "seed_42.csv"), str(predictions / "seed_52.csv"),
+                            "--scale", "0.01", "--system-column", "model"])
+    assert code == 0 and "--scale does not apply to per-example predictions" in printed
+    assert "--system-column does not apply to per-example predictions" in printed

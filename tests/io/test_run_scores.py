@@ -96,7 +96,7 @@ def test_prediction_tables_are_not_score_tables(tmp_path):
 @pytest.mark.parametrize(
     "text, message",
     [
-        ("seed,acc\n1,0.7\n1,0.8\n", "run 1 of system s appears more than once"),
+        ("seed,acc\n1,0.7\n1,0.8\n", "s.csv line 3: run 1 of system s appears twice with different scores (acc 0.7 vs 0.8)"),
         ("seed,acc\n1,0.7\n2,high\n", "s.csv line 3: score acc 'high' is not a finite number"),
         ("seed,acc\n1,0.7\n2,inf\n", "line 3: score acc"),
         ("seed,acc\n1,0.7\n,0.8\n", "s.csv line 3: the run (seed) is empty"),
@@ -108,3 +108,89 @@ def test_bad_score_tables(tmp_path, text, message):
     path = write(tmp_path / "s.csv", text)
     with pytest.raises(SeedscopeError, match=re.escape(message)):
         read_run_scores(path)
+
+
+# ---- the shapes real per-seed tables come in (issue: every results file people already have) ----------------
+
+def test_other_metric_columns_are_metrics_never_system_keys(tmp_path):
+    """`run,model,acc,f1`: the f1 column used to split every row into a system of its own."""
+    path = write(tmp_path / "t.csv", "run,model,acc,f1\nrun 1,A,0.8,0.7\nrun 2,A,0.82,0.71\nrun 3,A,0.79,0.69\n"
+                                     "run 1,B,0.85,0.75\nrun 2,B,0.86,0.74\nrun 3,B,0.84,0.76\n")
+    scores = read_run_scores(path, metric="acc", run_column="run")
+    assert scores.systems == ["A", "B"] and scores.metrics == ["acc"] and scores.paired
+    every = read_run_scores(path)
+    assert every.systems == ["A", "B"] and every.metrics == ["acc", "f1"]
+
+
+def test_a_spreadsheet_with_a_run_column_of_names_and_many_metric_columns(tmp_path):
+    """`Run` (Run 0, Run 1 …) and one numeric column per metric, some not named like a metric: one system."""
+    names = ["eval_accuracy", "eval_loss", "bleu_4", "meteor"] + [f"metric_{i}" for i in range(31)]
+    rows = [",".join([f"Run {r}"] + [f"{0.5 + 0.01 * r + 0.001 * i:.4f}" for i in range(35)]) for r in range(4)]
+    path = write(tmp_path / "runs.csv", "Run," + ",".join(names) + "\n" + "\n".join(rows) + "\n")
+    for run_column in (None, "Run"):
+        scores = read_run_scores(path, run_column=run_column)
+        assert scores.systems == ["runs"] and len(scores.metrics) == 35 and scores.paired
+        assert scores.table["run"].tolist() == ["Run 0", "Run 1", "Run 2", "Run 3"]
+
+
+@pytest.mark.parametrize("name", ["Seed", "--seed", "TRIAL", "replicate", "rep", "Epoch"])
+def test_the_run_column_is_found_by_name_in_any_case(tmp_path, name):
+    path = write(tmp_path / "s.csv", f"{name},acc\n1,0.7\n2,0.72\n")
+    assert read_run_scores(path).paired
+
+
+def test_the_run_column_is_found_by_values(tmp_path):
+    path = write(tmp_path / "s.csv", "which,model,acc\nseed_3,A,0.7\nseed_4,A,0.72\nseed_3,B,0.6\nseed_4,B,0.65\n")
+    scores = read_run_scores(path)
+    assert scores.paired and scores.systems == ["A", "B"] and scores.table["run"].tolist() == ["seed_3", "seed_4"] * 2
+    assert any("runs named by which (values such as 'seed_3')" in note for note in scores.notes)
+
+
+def test_a_constant_numeric_column_is_a_setting_and_said_so(tmp_path):
+    scores = read_run_scores(write(tmp_path / "s.csv", "model,learning_rate,seed,acc\nA,2e-5,1,0.7\nA,2e-5,2,0.72\n"))
+    assert scores.metrics == ["acc"] and any("learning_rate hold(s) one value in every row" in n for n in scores.notes)
+
+
+def test_exact_duplicate_rows_count_once_with_a_note(tmp_path):
+    path = write(tmp_path / "s.csv", "seed,acc\n1,0.8\n2,0.82\n2,0.82\n3,0.79\n1,0.8\n")
+    scores = read_run_scores(path)
+    assert scores.table["run"].tolist() == ["1", "2", "3"] and scores.table["acc"].tolist() == [0.8, 0.82, 0.79]
+    assert any("dropped 2 exact duplicate row(s) (s.csv line 4, s.csv line 6): each run counted once" in n
+               for n in scores.notes)
+
+
+def test_rows_that_share_a_run_but_disagree_name_both_lines(tmp_path):
+    a = write(tmp_path / "a.csv", "model,seed,acc\nx,1,0.8\nx,2,0.82\ny,1,0.7\n")
+    b = write(tmp_path / "b.csv", "model,seed,acc\nx,2,0.9\ny,2,0.71\n")
+    with pytest.raises(SeedscopeError, match=re.escape("a.csv line 3 and ") + ".*" + re.escape(
+            "b.csv line 2: run 2 of system x appears twice with different scores (acc 0.82 vs 0.9)")):
+        read_run_scores([a, b])
+
+
+def test_percentages_are_read_as_fractions_with_a_note(tmp_path):
+    scores = read_run_scores(write(tmp_path / "p.csv", "seed,acc\n1,85.3%\n2,86.1%\n3, 84.9%\n"))
+    assert scores.table["acc"].tolist() == pytest.approx([0.853, 0.861, 0.849])
+    assert any("acc was read as percentages (85.3% → 0.853)" in note for note in scores.notes)
+    with pytest.raises(SeedscopeError, match="p.csv line 3: acc mixes percentages .85.3%. and plain numbers .0.86."):
+        read_run_scores(write(tmp_path / "p.csv", "seed,acc\n1,85.3%\n2,0.86\n"))
+
+
+def test_a_european_export_is_sniffed_and_said(tmp_path):
+    path = write(tmp_path / "eu.csv", "seed;acc;f1\n1;0,853;80%\n2;0,861;81,0%\n3;0,849;79,5%\n")
+    scores = read_run_scores(path, metric="acc")
+    assert scores.table["acc"].tolist() == [0.853, 0.861, 0.849]
+    assert any("read with ';' as the delimiter and ',' as the decimal mark" in note for note in scores.notes)
+    assert read_run_scores(path).table["f1"].tolist() == pytest.approx([0.80, 0.81, 0.795])
+    assert holds_run_scores([path])
+
+
+def test_a_rate_that_looks_like_percentages_is_noted_never_rescaled_unless_asked(tmp_path):
+    path = write(tmp_path / "s.csv", "seed,accuracy\n1,85.3\n2,86.1\n")
+    scores = read_run_scores(path)
+    assert scores.table["accuracy"].tolist() == [85.3, 86.1]
+    assert any("accuracy looks like percentages (values 85.3 … 86.1)" in n and "--scale 0.01" in n for n in scores.notes)
+    scaled = read_run_scores(path, scale=0.01)
+    assert scaled.table["accuracy"].tolist() == pytest.approx([0.853, 0.861])
+    assert not any("looks like" in n for n in scaled.notes) and any("multiplied by 0.01" in n for n in scaled.notes)
+    with pytest.raises(SeedscopeError, match="--scale must be a positive number"):
+        read_run_scores(path, scale=0)

@@ -18,8 +18,14 @@ from seedscope.cli.inputs import (
     PREDICTION_COLUMN_OPTION,
     RUN_COLUMN_OPTION,
     RUNS_BY_OPTION,
+    SCALE_OPTION,
+    SCORE_TABLES,
     SYSTEM_COLUMN_OPTION,
+    PREDICTIONS,
+    check_power,
+    ignored_options,
 )
+from seedscope.metrics.resampling import check_confidence
 from seedscope.cli.outputs import check_outputs, output_console, write_outputs
 from seedscope.serialize import dumps
 
@@ -56,7 +62,16 @@ class TaskTypeChoice(str, Enum):
     regression = "regression"
 
 
+#: options a per-run score table cannot use (it has no per-example predictions)
+UNUSED_BY_SCORE_TABLES = {name: SCORE_TABLES for name in (
+    "id_column", "prediction_column", "label_column", "cluster_column", "prob_columns", "lm_eval_filter", "runs_by",
+    "data_dir", "task_type", "intersect", "primary_metric", "top", "power")}
+#: options per-example predictions cannot use (``--metric`` picks an inspect_ai scorer, and is used there)
+UNUSED_BY_PREDICTIONS = {"system_column": PREDICTIONS, "scale": PREDICTIONS}
+
+
 def analyze_command(
+    ctx: typer.Context,
     paths: list[Path] = typer.Argument(..., help="Prediction files or directories (one run each, or one long table)."),
     run_column: Optional[str] = RUN_COLUMN_OPTION,
     id_column: Optional[str] = ID_COLUMN_OPTION,
@@ -65,6 +80,7 @@ def analyze_command(
     cluster_column: Optional[str] = CLUSTER_COLUMN_OPTION,
     metric: Optional[str] = METRIC_OPTION,
     system_column: Optional[list[str]] = SYSTEM_COLUMN_OPTION,
+    scale: Optional[float] = SCALE_OPTION,
     prob_columns: Optional[str] = typer.Option(
         None, help="Prefix (or list-valued column) of the class-probability columns; default: prob_<class>."
     ),
@@ -96,13 +112,18 @@ def analyze_command(
     from seedscope.report import tables
 
     check_outputs(json_file, markdown_file, latex_file, csv_file)
+    check_power(power)
+    check_confidence(confidence)  # before any input is read, whatever its kind
     console = output_console()
     from seedscope.io import holds_run_scores
 
     if holds_run_scores(paths, input_format):
         _analyze_run_scores(paths, console, input_format, run_column, metric, system_column, task, n_boot, confidence,
-                            seed, json_file, markdown_file, latex_file, csv_file)
+                            seed, json_file, markdown_file, latex_file, csv_file, scale,
+                            ignored_options(ctx, UNUSED_BY_SCORE_TABLES))
         return
+    for note in ignored_options(ctx, UNUSED_BY_PREDICTIONS):
+        console.print(f"note: {note}", highlight=False)
     read = dict(
         format=input_format,
         run_column=run_column,
@@ -169,7 +190,7 @@ def analyze_command(
 
 
 def _analyze_run_scores(paths, console, fmt, run_column, metric, system_column, task, n_boot, confidence, seed,
-                        json_file, markdown_file, latex_file, csv_file) -> None:
+                        json_file, markdown_file, latex_file, csv_file, scale, ignored) -> None:
     """The macro part for per-run score tables, with the note that the micro part needs predictions."""
     from seedscope.analysis.run_scores import NEEDS_PREDICTIONS, analyze_run_scores
     from seedscope.cli.outputs import emit_sections, tidy_sections
@@ -177,10 +198,10 @@ def _analyze_run_scores(paths, console, fmt, run_column, metric, system_column, 
     from seedscope.report.tables import score_sections
 
     scores = read_run_scores(paths, run_column=run_column, metric=_split(metric), system_columns=system_column,
-                             task=task, fmt=fmt)
+                             task=task, fmt=fmt, scale=scale)
     summaries = analyze_run_scores(scores.table, scores.metrics, n_boot=n_boot, confidence=confidence, seed=seed)
     sections = score_sections(summaries, confidence)
-    notes = scores.notes + [NEEDS_PREDICTIONS]
+    notes = scores.notes + ignored + [NEEDS_PREDICTIONS]
     document = {"input": "run_scores", "units": "as given", "confidence": confidence, "paired_runs": scores.paired,
                 "groups": [summary.to_dict() for summary in summaries], "notes": notes}
     emit_sections(console, sections, document, tidy_sections(sections), json_file, markdown_file, latex_file, csv_file)

@@ -15,8 +15,14 @@ from seedscope.cli.inputs import (
     PREDICTION_COLUMN_OPTION,
     RUN_COLUMN_OPTION,
     RUNS_BY_OPTION,
+    SCALE_OPTION,
+    SCORE_TABLES,
     SYSTEM_COLUMN_OPTION,
+    PREDICTIONS,
+    check_power,
+    ignored_options,
 )
+from seedscope.metrics.resampling import check_confidence
 from seedscope.cli.outputs import check_outputs, emit_sections, output_console, tidy_sections
 from seedscope.cli.subsets import CONFIDENCE_OPTION, CSV_OPTION, JSON_OPTION, LATEX_OPTION, MARKDOWN_OPTION
 from seedscope.errors import SeedscopeError
@@ -51,7 +57,14 @@ seedscope compare paper_seeds.csv --metric acc --seed-column seed
 ```
 """
 
+#: options a per-run score table cannot use, and options per-example predictions cannot use
+UNUSED_BY_SCORE_TABLES = {name: SCORE_TABLES for name in (
+    "id_column", "prediction_column", "label_column", "lm_eval_filter", "runs_by")}
+UNUSED_BY_PREDICTIONS = {"system_column": PREDICTIONS, "scale": PREDICTIONS}
+
+
 def compare_command(
+    ctx: typer.Context,
     sweeps: list[Path] = typer.Argument(..., help="Two or more sweeps (experiment directories, prediction tables, folders of per-run files), or per-run score tables."),
     names: Optional[list[str]] = typer.Option(None, "--names", help="Display name of a sweep, repeated once per sweep in order (--names A --names B); default: the path names."),
     metric: Optional[str] = typer.Option(None, help="Per-run metric to compare (accuracy, f1_macro, mcc, pearson …, or a score table's column); default: the task's primary one."),
@@ -62,6 +75,7 @@ def compare_command(
     prediction_column: Optional[str] = PREDICTION_COLUMN_OPTION,
     label_column: Optional[str] = LABEL_COLUMN_OPTION,
     system_column: Optional[list[str]] = SYSTEM_COLUMN_OPTION,
+    scale: Optional[float] = SCALE_OPTION,
     lm_eval_filter: Optional[str] = FILTER_OPTION,
     runs_by: Optional[str] = RUNS_BY_OPTION,
     n_boot: int = typer.Option(10_000, help="Bootstrap resamples (CIs, ASO, joint bootstrap, seeds needed)."),
@@ -79,19 +93,25 @@ def compare_command(
     from seedscope.report.tables import comparison_sections
 
     check_outputs(json_file, markdown_file, latex_file, csv_file)
+    check_power(power)
+    check_confidence(confidence)  # before any input is read, whatever its kind
     console = output_console()
     settings = dict(n_boot=n_boot, n_permutations=n_permutations, confidence=confidence, seed=seed, power=power)
     if holds_run_scores(sweeps, input_format):
+        ignored = ignored_options(ctx, UNUSED_BY_SCORE_TABLES)
         scores = read_run_scores(sweeps, run_column=run_column, metric=metric, system_columns=system_column, task=task,
-                                 fmt=input_format, names=names if names and len(names) == len(sweeps) else None)
+                                 fmt=input_format, names=names if names and len(names) == len(sweeps) else None,
+                                 scale=scale)
         per_run, chosen = scores.series(metric)
         with console.status("comparing…"):
             comparison = compare_systems(per_run, metric=chosen, paired=None if scores.paired else False, **settings)
-        comparison.notes = scores.notes + [
+        comparison.notes = scores.notes + ignored + [
             "per-run score tables: the per-example tests (joint seed × example bootstrap, McNemar) need per-example "
             "predictions and are skipped"
         ] + comparison.notes
     else:
+        for note in ignored_options(ctx, UNUSED_BY_PREDICTIONS):
+            console.print(f"note: {note}", highlight=False)
         if len(sweeps) < 2:
             raise SeedscopeError("compare needs at least two sweeps (or one score table holding two or more systems)")
         labels = _sweep_names(sweeps, names)

@@ -1,8 +1,15 @@
-"""Options that tell the readers how to read prediction files, shared by every command that reads them."""
+"""Options that tell the readers how to read prediction files, shared by every command that reads them,
+and the checks every command runs on them whatever its input: values in range, and a note for each
+option given that the input at hand cannot use (never silently accepted)."""
 
 from __future__ import annotations
 
+import math
+from typing import Mapping
+
 import typer
+
+from seedscope.errors import SeedscopeError
 
 RUN_COLUMN_OPTION = typer.Option(
     None, "--run-column", "--seed-column", help="Column naming the run or seed (long tables); default: auto-detected (run, seed, run_id …)."
@@ -18,7 +25,10 @@ CLUSTER_COLUMN_OPTION = typer.Option(
 )
 METRIC_OPTION = typer.Option(
     None, "--metric",
-    help="Per-run score tables: the score column(s), comma-separated; default: every column named like a metric (acc, f1, mcc …).",
+    help="Per-run score tables: the score column(s), comma-separated; default: every numeric column. inspect_ai logs: the scorer (default: the first).",
+)
+SCALE_OPTION = typer.Option(
+    None, "--scale", help="Per-run score tables: multiply every score by this (0.01 reads percentages written without % as fractions)."
 )
 SYSTEM_COLUMN_OPTION = typer.Option(
     None, "--system-column",
@@ -30,3 +40,27 @@ RUNS_BY_OPTION = typer.Option(
     help="lm-eval logs: 'file' makes every samples file one run of one task (prompt templates, checkpoints …), "
     "named after the part of its file name that differs; default: a folder or file per run, a file per task.",
 )
+
+
+#: why an option does nothing for an input kind, to say in its note
+SCORE_TABLES = "per-run score tables (one number per run, no per-example predictions)"
+PREDICTIONS = "per-example predictions (it is for per-run score tables)"
+
+
+def check_power(power: float) -> float:
+    """The power of a minimum detectable difference: a probability strictly between 0 and 1."""
+    if not (0 < power < 1) or math.isnan(power):
+        raise SeedscopeError(f"--power must lie strictly between 0 and 1 (the chance of detecting a real difference), "
+                             f"not {power}")
+    return power
+
+
+def ignored_options(ctx: typer.Context, unused: Mapping[str, str]) -> list[str]:
+    """One note per option given on the command line that this input cannot use (``unused``: parameter → why)."""
+    flags = {param.name: param.opts[0] for param in ctx.command.params if getattr(param, "opts", None)}
+    notes = []
+    for name, why in unused.items():
+        source = ctx.get_parameter_source(name)
+        if source is not None and source.name == "COMMANDLINE":
+            notes.append(f"{flags.get(name, name)} does not apply to {why}; ignored")
+    return notes

@@ -19,7 +19,11 @@ from seedscope.cli.inputs import (
     PREDICTION_COLUMN_OPTION,
     RUN_COLUMN_OPTION,
     RUNS_BY_OPTION,
+    SCALE_OPTION,
+    SCORE_TABLES,
     SYSTEM_COLUMN_OPTION,
+    PREDICTIONS,
+    ignored_options,
 )
 from seedscope.errors import SeedscopeError
 
@@ -59,7 +63,15 @@ class FigFormat(str, Enum):
 DEFAULT_HTML = Path("seedscope-report.html")
 
 
+#: options a per-run score table cannot use, and options per-example predictions cannot use
+UNUSED_BY_SCORE_TABLES = {name: SCORE_TABLES for name in (
+    "id_column", "prediction_column", "label_column", "cluster_column", "lm_eval_filter", "runs_by", "data_dir",
+    "intersect", "top")}
+UNUSED_BY_PREDICTIONS = {"system_column": PREDICTIONS, "scale": PREDICTIONS}
+
+
 def report_command(
+    ctx: typer.Context,
     paths: list[Path] = typer.Argument(..., metavar="DIR_OR_FILES", help="Experiment directory or prediction files."),
     html: Optional[Path] = typer.Option(None, "--html", help="Write the self-contained HTML report here."),
     latex: Optional[Path] = typer.Option(
@@ -87,6 +99,7 @@ def report_command(
     runs_by: Optional[str] = RUNS_BY_OPTION,
     metric: Optional[str] = METRIC_OPTION,
     system_column: Optional[list[str]] = SYSTEM_COLUMN_OPTION,
+    scale: Optional[float] = SCALE_OPTION,
     subset_scores: Optional[list[Path]] = typer.Option(
         None, "--subset-scores", help="Score file(s) as for `seedscope subsets` (repeatable): adds the evaluation-subset seed section."
     ),
@@ -115,9 +128,12 @@ def report_command(
                                  "--unstable-csv need predictions")
         build_score_report(paths, html=html, latex_dir=latex, figures_dir=figures,
                            fig_format=(fig_format or FigFormat.png).value, metric=metric, task=task, title=title,
-                           read_options={"run_column": run_column, "system_columns": system_column, "fmt": input_format})
+                           read_options={"run_column": run_column, "system_columns": system_column, "fmt": input_format,
+                                         "scale": scale})
+        _print_notes(ignored_options(ctx, UNUSED_BY_SCORE_TABLES))
         _print_written(html, latex, figures, unstable_csv)
         return
+    _print_notes(ignored_options(ctx, UNUSED_BY_PREDICTIONS))
     read_options = {"format": input_format, "run_column": run_column, "id_column": id_column,
                     "prediction_column": prediction_column, "label_column": label_column,
                     "cluster_column": cluster_column, "filter": lm_eval_filter, "runs_by": runs_by}
@@ -129,6 +145,11 @@ def report_command(
             subsets=subsets, read_options=read_options,
         )
     _print_written(html, latex, figures, unstable_csv)
+
+
+def _print_notes(notes: list[str]) -> None:
+    for note in notes:
+        Console().print(f"note: {note}", highlight=False)
 
 
 def _print_written(html, latex, figures, unstable_csv) -> None:

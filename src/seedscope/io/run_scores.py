@@ -1,15 +1,21 @@
 """Per-run score tables: one row per run, the form in which most papers publish their seeds.
 
-Long (``model_name, dataset_name, learning_rate, seed, set_type, acc``): the metric columns
-are those named like a metric (``acc``, ``f1``, ``eval_mcc`` …) or given with ``metric=``;
-a ``task`` / ``dataset`` column names the task; the other columns that vary tell systems apart
-(or name them with ``system_columns=``); a file where nothing varies is one system named after
-the file. Wide (``seed, bert, roberta``): without a metric column, every numeric column is one
-system. The run is the run / seed column (auto-detected or ``run_column=``); without one every
-row is a run, and runs are then never paired across systems.
+Long (``model_name, dataset_name, seed, acc, f1``): a numeric column is a metric, never a system
+key; the metrics are those given with ``metric=``, else every numeric column (one holding the
+same value in every row and not named like a metric is a setting, such as a learning rate, and
+said so); a ``task`` / ``dataset`` column names the task; the text columns that vary tell
+systems apart (or name them with ``system_columns=``); a file where nothing varies is one system
+named after the file. Wide (``seed, bert, roberta``): without a metric-named or a text column,
+every numeric column is one system. The run is the run / seed column, found by name (``run``,
+``seed``, ``--seed``, ``trial``, ``replicate``, ``rep``, ``epoch`` …, any case) or by values such
+as ``Run 0`` / ``seed_3`` (or ``run_column=``); without one every row is a run, and runs are then
+never paired across systems.
 
-Spreadsheet exports are read as they come: a UTF-8 byte-order mark, CR-only or CRLF line ends
-and empty rows are fine, and summary rows (Mean, Standard deviation …) are skipped with a note.
+Spreadsheet exports are read as they come: a UTF-8 byte-order mark, CR-only or CRLF line ends,
+empty rows, a ``;`` delimiter with decimal commas (sniffed, :mod:`seedscope.io.delimited`),
+percentages (``85.3%`` is read as 0.853) and summary rows (Mean, Standard deviation …, skipped);
+a row repeated verbatim is counted once. Each of these is said in a note; nothing is rescaled or
+dropped silently (``scale=0.01`` converts a column of percentages written without ``%``).
 """
 
 from __future__ import annotations
@@ -26,11 +32,15 @@ import pandas as pd
 from seedscope.errors import SeedscopeError
 from seedscope.io.common import LINE, ReadOptions, as_ids, pick_column, require_readable, run_names
 from seedscope.io.detect import TABLE_SUFFIXES
-from seedscope.io.tabular import ID_NAMES, PREDICTION_NAMES, load_table
+from seedscope.io.tabular import ID_NAMES, PREDICTION_NAMES, load_table, read_delimited
 
 SYSTEM, RUN, TASK = "system", "run", "task"
-#: run / seed columns of a score table
-RUN_NAMES = ("run", "seed", "run_id", "random_seed", "seed_id")
+#: private column: the file a row came from (for messages naming two lines of two files)
+SOURCE = "_source"
+#: run / seed columns of a score table (compared lower-case)
+RUN_NAMES = ("run", "seed", "--seed", "run_id", "random_seed", "seed_id", "trial", "replicate", "rep", "epoch")
+#: values that name runs in a text column: ``Run 0``, ``seed_3``, ``trial-2``
+RUN_VALUE = re.compile(r"^(run|seed|trial|replicate|rep|epoch)[\s_#:=-]*\d+$", re.IGNORECASE)
 #: columns naming the task of a row
 TASK_NAMES = ("task", "task_name", "dataset", "dataset_name", "benchmark")
 #: metric names recognised as score columns (after an ``eval_`` / ``test_`` / ``validation_`` prefix)
@@ -39,6 +49,8 @@ METRIC_NAMES = (
     "matthews_correlation", "pearson", "pearsonr", "spearman", "spearmanr", "exact_match", "em", "score",
     "precision", "recall", "auc", "roc_auc", "bleu", "rouge1", "rouge2", "rougel", "combined_score",
 )
+#: metrics that are rates: a column of them with every value in (1, 100] looks like percentages
+RATE_NAMES = frozenset(METRIC_NAMES) - {"score", "bleu"}
 METRIC_PREFIX = re.compile(r"^(eval|test|validation|val|dev)[_/]", re.IGNORECASE)
 #: first cells of spreadsheet summary rows, never runs (compared lower-case, without a trailing colon)
 SUMMARY_LABELS = frozenset({
@@ -84,7 +96,11 @@ class RunScores:
 
 def is_metric_name(column) -> bool:
     """``acc`` / ``eval_f1`` / ``test/mcc`` look like metric columns."""
-    return METRIC_PREFIX.sub("", str(column)).strip().lower() in METRIC_NAMES
+    return _bare(column) in METRIC_NAMES
+
+
+def _bare(column) -> str:
+    return METRIC_PREFIX.sub("", str(column)).strip().lower()
 
 
 def looks_like_run_scores(path: Path, fmt: str | None = None) -> bool:
@@ -101,7 +117,8 @@ def looks_like_run_scores(path: Path, fmt: str | None = None) -> bool:
     if lower & set(ID_NAMES) or lower & set(PREDICTION_NAMES):
         return False
     return any(is_metric_name(c) for c in columns) or any(
-        pd.api.types.is_numeric_dtype(head[c]) for c in columns if c.lower() not in RUN_NAMES
+        _is_numeric(head[c]) or _is_numeric(head[c].astype("string").str.rstrip("%"))
+        for c in columns if c.lower() not in RUN_NAMES
     )
 
 
@@ -118,7 +135,7 @@ def read_head(path: Path, fmt: str) -> pd.DataFrame:
             raise SeedscopeError(f"{path} has column names but no rows")
         return batch.to_pandas()
     if fmt in ("csv", "tsv"):
-        return pd.read_csv(path, sep="," if fmt == "csv" else "\t", nrows=50, encoding="utf-8-sig")
+        return read_delimited(path, fmt, nrows=50)
     raw, _ = load_table(path, fmt, ReadOptions())
     return raw.head(50)
 
@@ -132,18 +149,22 @@ def read_run_scores(
     task: str | None = None,
     fmt: str | None = None,
     names: Sequence[str] | None = None,
+    scale: float | None = None,
 ) -> RunScores:
     """Per-run scores of one or more score tables (long or wide), as one :class:`RunScores`.
 
-    ``metric``: the score column(s), default every metric-named column; ``system_columns``:
-    the columns whose values name a system; ``task`` keeps that task's rows; ``names`` names
-    the systems of files that hold one system each (default: the file names).
+    ``metric``: the score column(s), default every numeric column; ``system_columns``: the
+    columns whose values name a system; ``task`` keeps that task's rows; ``names`` names the
+    systems of files that hold one system each (default: the file names); ``scale`` multiplies
+    every score (``0.01`` turns percentages written without ``%`` into fractions).
     """
     from seedscope.io.scores import table_format
 
     paths = [Path(paths)] if isinstance(paths, (str, os.PathLike)) else [Path(p) for p in paths]
     if not paths:
         raise SeedscopeError("no input given: name at least one score table")
+    if scale is not None and not (np.isfinite(scale) and scale > 0):
+        raise SeedscopeError(f"--scale must be a positive number (0.01 turns percentages into fractions), not {scale}")
     metrics = [metric] if isinstance(metric, str) else (list(metric) if metric else None)
     file_names = run_names(paths, tuple(names) if names else None)
     frames, notes, paired = [], [], []
@@ -152,11 +173,13 @@ def read_run_scores(
         if path.is_dir():
             raise SeedscopeError(f"{path} is a folder; pass the score tables themselves")
         raw, _ = load_table(path, table_format(path, fmt), ReadOptions(run_column=run_column))
+        notes += raw.attrs.get("notes", [])
         frame, has_runs = _read_one(raw, path, name, run_column, metrics, system_columns, notes)
-        frames.append(frame)
+        frames.append(frame.assign(**{SOURCE: str(path)}))
         paired.append(has_runs)
     table = pd.concat(frames, ignore_index=True)
-    metric_columns = [c for c in table.columns if c not in (SYSTEM, RUN, TASK)]
+    metric_columns = [c for c in table.columns if c not in (SYSTEM, RUN, TASK, LINE, SOURCE)]
+    table = _scaled(table, metric_columns, scale, notes)
     if task is not None:
         if TASK not in table.columns:
             table[TASK] = task
@@ -164,35 +187,126 @@ def read_run_scores(
             raise SeedscopeError(f"no runs of task {task!r} (tasks in the tables: {', '.join(map(str, table[TASK].unique()))})")
         table = table[table[TASK] == task].reset_index(drop=True)
     keys = [c for c in (TASK, SYSTEM, RUN) if c in table.columns]
-    duplicated = table.duplicated(keys, keep=False)
-    if duplicated.any():
-        first = table.loc[duplicated, keys].iloc[0]
-        raise SeedscopeError(
-            f"run {first[RUN]} of system {first[SYSTEM]} appears more than once; name the columns that tell "
-            "systems apart with --system-column, or the run column with --run-column"
-        )
-    return RunScores(table[keys + metric_columns], metric_columns, all(paired), list(dict.fromkeys(notes)))
+    table = _without_repeats(table, keys, metric_columns, notes)
+    return RunScores(table[keys + metric_columns].reset_index(drop=True), metric_columns, all(paired),
+                     list(dict.fromkeys(notes)))
 
 
 def _read_one(raw: pd.DataFrame, path: Path, name: str, run_column, metrics, system_columns, notes) -> tuple[pd.DataFrame, bool]:
     raw = _without_summary_rows(raw, path, notes)
     columns = [c for c in raw.columns if c != LINE]
-    run = pick_column(columns, run_column, RUN_NAMES, path)
+    run = _run_column(raw, columns, run_column, path, notes)
     task = pick_column(columns, None, TASK_NAMES, path)
+    rest = [c for c in columns if c not in (run, task)]
+    for column in rest:
+        raw[column], percent = _percentages(raw[column], raw[LINE], path, column)
+        if percent:
+            notes.append(f"{path}: {column} was read as percentages ({percent} → {_fraction(percent)}); every number "
+                         "seedscope shows is a fraction")
+    numeric = [c for c in rest if is_metric_name(c) or _is_numeric(raw[c])]
+    text = [c for c in rest if c not in numeric]
     if metrics is not None:
         for column in metrics:
             pick_column(columns, column, (), path)
         scores = list(metrics)
+    elif any(is_metric_name(c) for c in numeric) or text or system_columns:
+        settings = [c for c in numeric if not is_metric_name(c) and raw[c].nunique(dropna=True) <= 1
+                    and c not in (system_columns or ())]
+        scores = [c for c in numeric if c not in settings and c not in (system_columns or ())]
+        if settings:
+            notes.append(f"{path}: {', '.join(map(str, settings))} hold(s) one value in every row: read as a setting, "
+                         "not a metric")
     else:
-        scores = [c for c in columns if is_metric_name(c) and c != run]
-    rest = [c for c in columns if c not in (run, task, *scores)]
+        scores = []
     if scores:
-        frame = _long(raw, path, name, run, task, scores, rest, system_columns, notes)
+        frame = _long(raw, path, name, run, task, scores, text, system_columns, notes)
     else:
-        frame = _wide(raw, path, run, task, rest, notes)
-    for column in [c for c in frame.columns if c not in (SYSTEM, RUN, TASK)]:
-        frame[column] = _numbers(raw, frame[column], column, path)
+        frame = _wide(raw, path, run, task, numeric or rest, notes)
+    for column in [c for c in frame.columns if c not in (SYSTEM, RUN, TASK, LINE)]:
+        frame[column] = _numbers(frame, column, path)
+    _check_rates(frame, path, notes)
     return frame, run is not None
+
+
+def _run_column(raw: pd.DataFrame, columns: list, given: str | None, path: Path, notes: list[str]) -> str | None:
+    """The run / seed column: named (``--run-column``), by its name, or by values such as ``Run 0``."""
+    named = pick_column(columns, given, RUN_NAMES, path)
+    if named is not None:
+        return named
+    for column in columns:
+        values = raw[column].dropna().astype(str).str.strip()
+        if len(values) and not pd.api.types.is_numeric_dtype(raw[column]) and values.str.fullmatch(RUN_VALUE).all():
+            notes.append(f"{path}: runs named by {column} (values such as {values.iloc[0]!r})")
+            return column
+    return None
+
+
+def _percentages(values: pd.Series, lines: pd.Series, path: Path, column) -> tuple[pd.Series, str | None]:
+    """``85.3%`` → 0.853 for a column written as percentages (and the first such value, for the note)."""
+    if pd.api.types.is_numeric_dtype(values):
+        return values, None
+    text = values.astype("string").str.strip()
+    marked = text.str.endswith("%").fillna(False)
+    if not marked.any():
+        return values, None
+    plain = text.notna() & ~marked
+    if plain.any():
+        line = int(lines[plain.to_numpy()].iloc[0])
+        raise SeedscopeError(f"{path} line {line}: {column} mixes percentages ({text[marked].iloc[0]}) and plain "
+                             f"numbers ({text[plain].iloc[0]}); write every value of a column the same way")
+    numbers = pd.to_numeric(text.str[:-1].str.replace(",", ".", regex=False), errors="coerce") / 100
+    bad = numbers.isna() & text.notna()
+    if bad.any():
+        line = int(lines[bad.to_numpy()].iloc[0])
+        raise SeedscopeError(f"{path} line {line}: score {column} {text[bad].iloc[0]!r} is not a finite number")
+    return numbers, str(text[marked].iloc[0])
+
+
+def _fraction(percent: str) -> str:
+    return f"{float(percent[:-1].replace(',', '.')) / 100:g}"
+
+
+def _is_numeric(values: pd.Series) -> bool:
+    return pd.api.types.is_numeric_dtype(values) or _mostly_numbers(values)
+
+
+def _check_rates(frame: pd.DataFrame, path: Path, notes: list[str]) -> None:
+    """A rate column (accuracy, F1 …) with every value in (1, 100] looks like percentages: say so, never rescale."""
+    for column in [c for c in frame.columns if c not in (SYSTEM, RUN, TASK, LINE)]:
+        name = _bare(column if column != "score" else "")
+        values = frame[column]
+        if name in RATE_NAMES and len(values) and ((values > 1) & (values <= 100)).all():
+            notes.append(f"{path}: {column} looks like percentages (values {values.min():g} … {values.max():g}); every "
+                         "number seedscope shows is a fraction: pass --scale 0.01 to convert")
+
+
+def _scaled(table: pd.DataFrame, metrics: list, scale: float | None, notes: list[str]) -> pd.DataFrame:
+    if scale is None or scale == 1:
+        return table
+    notes[:] = [n for n in notes if "looks like percentages" not in n]
+    notes.append(f"every score was multiplied by {scale:g} (--scale)")
+    return table.assign(**{column: table[column] * scale for column in metrics})
+
+
+def _without_repeats(table: pd.DataFrame, keys: list[str], metrics: list, notes: list[str]) -> pd.DataFrame:
+    """A row repeated verbatim (same run, same scores) counts once, with a note; rows that share a run but
+    disagree are an error naming both lines."""
+    exact = table.duplicated(keys + metrics)
+    if exact.any():
+        where = ", ".join(f"{Path(s).name} line {int(line)}" for s, line in zip(table.loc[exact, SOURCE], table.loc[exact, LINE]))
+        notes.append(f"dropped {int(exact.sum())} exact duplicate row(s) ({where}): each run counted once")
+        table = table[~exact]
+    clash = table.duplicated(keys, keep=False)
+    if clash.any():
+        same = (table[keys] == table.loc[clash, keys].iloc[0]).all(axis=1)
+        first, second = table[clash & same].head(2).to_dict("records")
+        differs = next((m for m in metrics if first[m] != second[m]), metrics[0])
+        raise SeedscopeError(
+            f"{first[SOURCE]} line {first[LINE]} and {second[SOURCE]} line {second[LINE]}: run {first[RUN]} of system "
+            f"{first[SYSTEM]} appears twice with different scores ({differs} {first[differs]:g} vs {second[differs]:g}); "
+            "name the columns that tell systems apart with --system-column, or the run column with --run-column"
+        )
+    return table
 
 
 def _without_summary_rows(raw: pd.DataFrame, path: Path, notes: list[str]) -> pd.DataFrame:
@@ -215,13 +329,13 @@ def _summary_label(row: pd.Series) -> str | None:
     return None
 
 
-def _long(raw, path, name, run, task, scores, rest, system_columns, notes) -> pd.DataFrame:
+def _long(raw, path, name, run, task, scores, text, system_columns, notes) -> pd.DataFrame:
     if system_columns:
         for column in system_columns:
             pick_column(list(raw.columns), column, (), path)
         varying = list(system_columns)
     else:
-        varying = [c for c in rest if raw[c].nunique(dropna=False) > 1]
+        varying = [c for c in text if raw[c].nunique(dropna=False) > 1]
     frame = pd.DataFrame({column: raw[column] for column in scores})
     if varying:
         parts = raw[varying].astype(str)
@@ -234,12 +348,13 @@ def _long(raw, path, name, run, task, scores, rest, system_columns, notes) -> pd
     frame.insert(1, RUN, _runs(raw, run, path))
     if task is not None:
         frame.insert(0, TASK, raw[task].astype(str).to_numpy())
+    frame[LINE] = raw[LINE].to_numpy()
     return frame
 
 
 def _wide(raw, path, run, task, rest, notes) -> pd.DataFrame:
     """One numeric column per system; each row one run of every system."""
-    systems = [c for c in rest if pd.api.types.is_numeric_dtype(raw[c]) or _mostly_numbers(raw[c])]
+    systems = [c for c in rest if _is_numeric(raw[c])]
     if not systems:
         raise SeedscopeError(
             f"{path}: found no score column (no column named like a metric, such as acc, f1 or mcc, and no numeric "
@@ -247,13 +362,13 @@ def _wide(raw, path, run, task, rest, notes) -> pd.DataFrame:
         )
     notes.append(f"{path}: a wide table, one system per column ({', '.join(map(str, systems))})")
     long = raw.assign(**{RUN: _runs(raw, run, path)}).melt(
-        id_vars=[RUN, *([task] if task else [])], value_vars=systems, var_name=SYSTEM, value_name="score"
+        id_vars=[RUN, LINE, *([task] if task else [])], value_vars=systems, var_name=SYSTEM, value_name="score"
     )
     long[SYSTEM] = long[SYSTEM].astype(str)
     if task is not None:
         long = long.rename(columns={task: TASK})
         long[TASK] = long[TASK].astype(str)
-    return long[[c for c in (TASK, SYSTEM, RUN, "score") if c in long.columns]]
+    return long[[c for c in (TASK, SYSTEM, RUN, "score", LINE) if c in long.columns]]
 
 
 def _mostly_numbers(values: pd.Series) -> bool:
@@ -269,12 +384,13 @@ def _runs(raw: pd.DataFrame, run: str | None, path: Path) -> np.ndarray:
     return as_ids(raw[run]).to_numpy()
 
 
-def _numbers(raw: pd.DataFrame, values: pd.Series, column: str, path: Path) -> pd.Series:
+def _numbers(frame: pd.DataFrame, column: str, path: Path) -> pd.Series:
+    values = frame[column]
     numeric = pd.to_numeric(values, errors="coerce")
     bad = numeric.isna() | ~np.isfinite(numeric.fillna(0))
     if bad.any():
         position = int(np.flatnonzero(bad.to_numpy())[0])
-        line = raw[LINE].iloc[position % len(raw)]  # a wide table stacks its system columns in raw's row order
+        line = frame[LINE].iloc[position]
         value = values.iloc[position]
         what = "is missing (empty, NA or n/a)" if pd.isna(value) else f"{value if not isinstance(value, str) else repr(value)} is not a finite number"
         raise SeedscopeError(f"{path} line {int(line)}: score {column} {what}")

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from seedscope.errors import SeedscopeError
+from seedscope.io.delimited import Dialect, sniff
 from seedscope.io.common import (
     LINE,
     PASSTHROUGH_COLUMNS,
@@ -56,7 +57,7 @@ def _read_one(path: Path, fmt: str, name: str, options: ReadOptions) -> Source:
     label_column = pick_column(columns, options.label_column, LABEL_NAMES, path)
     run_column = pick_column(columns, options.run_column, RUN_NAMES, path)
     cluster_column = pick_column(columns, options.cluster_column, (), path) if options.cluster_column else None
-    source = Source(path, pd.DataFrame(), unit)
+    source = Source(path, pd.DataFrame(), unit, notes=list(raw.attrs.get("notes", [])))
     if run_column is not None and raw[run_column].isna().any():
         raise SeedscopeError(f"{source.where(raw.loc[raw[run_column].isna(), LINE].iloc[0])}: the run is empty")
     frame = pd.DataFrame(
@@ -129,6 +130,7 @@ def load_table(path: Path, fmt: str, options: ReadOptions) -> tuple[pd.DataFrame
     """
     if fmt not in SEPARATORS and fmt != "parquet":
         return _load_json(path)
+    notes: list[str] = []
     if fmt == "parquet":
         try:
             raw = pd.read_parquet(path)
@@ -136,26 +138,35 @@ def load_table(path: Path, fmt: str, options: ReadOptions) -> tuple[pd.DataFrame
             raise SeedscopeError(f"{path} is not a readable Parquet file ({error})") from None
         unit, first_line = "row", 1
     else:
-        raw = _load_delimited(path, SEPARATORS[fmt], options)
+        dialect = sniff(path, fmt)
+        raw = _load_delimited(path, dialect, options, fmt)
+        notes += [dialect.note] if dialect.note else []
         unit, first_line = "line", 2
     raw[LINE] = range(first_line, first_line + len(raw))
     raw = raw[raw.drop(columns=LINE).notna().any(axis=1)].reset_index(drop=True)
     if raw.empty:
         raise SeedscopeError(f"{path} has column names but no rows")
+    raw.attrs["notes"] = notes
     return raw, unit
 
 
-def _load_delimited(path: Path, sep: str, options: ReadOptions) -> pd.DataFrame:
+def read_delimited(path: Path, fmt: str, **options) -> pd.DataFrame:
+    """``pd.read_csv`` with the file's sniffed delimiter and decimal mark (a byte-order mark dropped)."""
+    dialect = sniff(path, fmt)
+    return pd.read_csv(path, sep=dialect.sep, decimal=dialect.decimal, encoding="utf-8-sig", **options)
+
+
+def _load_delimited(path: Path, dialect: Dialect, options: ReadOptions, fmt: str) -> pd.DataFrame:
     try:
         # utf-8-sig drops a spreadsheet's byte-order mark; CR-only and CRLF line ends are read as they are
-        header = list(pd.read_csv(path, sep=sep, nrows=0, encoding="utf-8-sig").columns)
+        header = list(pd.read_csv(path, sep=dialect.sep, nrows=0, encoding="utf-8-sig").columns)
         id_column = pick_column(header, options.id_column, ID_NAMES, path)  # read as text, so 007 stays 007
-        return pd.read_csv(path, sep=sep, dtype={id_column: str} if id_column else None, encoding="utf-8-sig",
-                           skip_blank_lines=False)
+        return pd.read_csv(path, sep=dialect.sep, decimal=dialect.decimal, dtype={id_column: str} if id_column else None,
+                           encoding="utf-8-sig", skip_blank_lines=False)
     except pd.errors.EmptyDataError:
         raise SeedscopeError(f"{path} is empty") from None
     except pd.errors.ParserError as error:
-        raise SeedscopeError(f"{path} is not a well-formed {'CSV' if sep == ',' else 'TSV'} file ({error})") from None
+        raise SeedscopeError(f"{path} is not a well-formed {fmt.upper()} file ({error})") from None
     except UnicodeDecodeError as error:
         raise not_utf8(path, error) from None
 
