@@ -6,6 +6,8 @@ import json
 import re
 
 import numpy as np
+from pathlib import Path
+
 import pytest
 
 from seedscope.errors import SeedscopeError
@@ -276,3 +278,33 @@ def test_runs_by_file_reads_prompt_templates_as_runs_of_one_task(lm, tmp_path):
 def test_runs_by_file_takes_only_file(lm, tmp_path):
     with pytest.raises(SeedscopeError, match="--runs-by takes 'file'"):
         read_predictions(_templates(lm, tmp_path / "logs"), runs_by="folder")
+
+
+# ---- logs written by lm-eval 0.4.13 itself (tests/io/fixtures/lm_eval_0.4.13: --seed 1, 2, 3) ----------------
+
+REAL = Path(__file__).resolve().parent / "fixtures" / "lm_eval_0.4.13"
+
+
+def test_real_0_4_13_seed_folders_are_runs_and_accuracy_is_lm_evals():
+    import json
+
+    table = read_predictions([REAL / "seed1", REAL / "seed2", REAL / "seed3"])
+    assert table["run"].unique().tolist() == ["seed1", "seed2", "seed3"] and len(table) == 72
+    for seed in (1, 2, 3):
+        results = json.loads(next((REAL / f"seed{seed}").glob("results_*.json")).read_text())
+        rows = table[table["run"] == f"seed{seed}"]
+        assert (rows["prediction"].astype(str) == rows["label"].astype(str)).mean() == pytest.approx(
+            results["results"]["sst2_local"]["acc,none"])
+    assert {"prob_0", "prob_1"} <= set(table.columns)
+
+
+def test_real_0_4_13_samples_files_are_named_by_their_seed():
+    files = sorted(REAL.glob("seed*/samples_*.jsonl"))
+    table = read_predictions(files)
+    assert table["run"].unique().tolist() == ["1", "2", "3"] and set(table["task"]) == {"sst2_local"}
+
+
+def test_real_0_4_13_logs_from_the_command_line(cli):
+    code, printed, err = cli(["analyze", str(REAL / "seed1"), str(REAL / "seed2"), str(REAL / "seed3")])
+    assert code == 0, err
+    assert "CON" in printed and "seed3" in printed

@@ -171,8 +171,8 @@ def analyze(
                 f"unknown primary metric {primary_metric!r} for a {aligned.task_type} task; "
                 f"choose one of {', '.join(per_run.columns)}"
             )
-    else:
-        primary_metric = None
+    else:  # per-example values without labels are summarised by their mean; classes without labels by nothing
+        primary_metric = macro_metrics.MEAN_SCORE if macro_metrics.MEAN_SCORE in per_run.columns else None
     summary = macro_metrics.summarize_runs(per_run, n_boot=n_boot, confidence=confidence, seed=seed)
     micro, con, ccon, prob = _micro(aligned, per_run, primary_metric)
     stability = example_stability(aligned)
@@ -231,7 +231,7 @@ def _micro(aligned: AlignedRuns, per_run: pd.DataFrame, primary_metric: str | No
     if aligned.task_type == "regression":
         con = micro_metrics.regression_con_matrix(aligned.predictions)
         con_mean = float(micro_metrics.pair_values(con).mean())
-        if primary_metric is not None:
+        if primary_metric is not None and aligned.has_labels:
             ccon = micro_metrics.regression_ccon_matrix(per_run[primary_metric].to_numpy())
     else:
         con = micro_metrics.con_matrix(aligned.predictions, aligned.n_classes)
@@ -302,10 +302,15 @@ def analyze_groups(table: pd.DataFrame, **options) -> dict[tuple, Analysis]:
     A table without ``task`` / ``model`` columns is one group, keyed ``(None, None)``.
     ``options`` are passed to :func:`analyze`; for a task the registry knows, an unset
     ``primary_metric`` / ``task_type`` comes from the registry (MCC for CoLA, Pearson for STS-B),
-    and MultiRC answers are clustered by question for the clustered standard error.
+    and MultiRC answers are clustered by question for the clustered standard error. A task the
+    reader found to hold per-example values (``table.attrs["regression_tasks"]``; ``"None"`` for a
+    table without a task column) is analysed as regression unless ``task_type`` says otherwise.
     """
     columns = _group_columns(table)
+    regression = set(table.attrs.get("regression_tasks", ()))
     if not columns:
+        if "None" in regression and options.get("task_type") is None:
+            options = {**options, "task_type": "regression"}
         return {(None, None): analyze(table, **options)}
     results = {}
     for key, group in table.groupby(columns, sort=False, dropna=False):
@@ -317,8 +322,11 @@ def analyze_groups(table: pd.DataFrame, **options) -> dict[tuple, Analysis]:
         if CLUSTER not in group.columns and task is not None and find_task(task) is not None:  # MultiRC: answers of one question
             clusters = example_clusters(task, group[EXAMPLE_ID])
             group = group.assign(**{CLUSTER: clusters}) if clusters is not None else group
+        chosen = task_defaults(task, options)
+        if str(task) in regression and chosen.get("task_type") is None:
+            chosen["task_type"] = "regression"
         try:
-            results[(task, named.get("model"))] = analyze(group, **task_defaults(task, options))
+            results[(task, named.get("model"))] = analyze(group, **chosen)
         except SeedscopeError as error:  # say which group of a multi-task table is at fault
             where = ", ".join(f"{column} {value}" for column, value in named.items())
             raise SeedscopeError(f"{where}: {error}") from None

@@ -137,6 +137,7 @@ def analyze_command(
         data_dir=data_dir,
         filter=lm_eval_filter,
         runs_by=runs_by,
+        metric=metric,
     )
     options = dict(
         task_type=task_type.value if task_type else None,

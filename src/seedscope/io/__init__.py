@@ -26,6 +26,7 @@ from seedscope.io.columnar import read_aligned
 from seedscope.io.common import ReadOptions, Source, pick_column, require_readable
 from seedscope.io.detect import FORMATS, TABLE_SUFFIXES, common_format, detect_format, normalise_format
 from seedscope.io.experiment import attach_prompts, read_store
+from seedscope.io.inspect_logs import read_inspect
 from seedscope.io.lm_eval import read_lm_eval
 from seedscope.io.run_glue import read_run_glue
 from seedscope.io.run_scores import RunScores, looks_like_run_scores, read_head, read_run_scores
@@ -45,6 +46,7 @@ READERS: dict[str, Callable[[list[Path], ReadOptions], list[Source]]] = {
     "jsonl": lambda paths, options: read_tabular(paths, "jsonl", options),
     "parquet": lambda paths, options: read_tabular(paths, "parquet", options),
     "lm-eval": read_lm_eval,
+    "inspect": read_inspect,
     "run-glue": read_run_glue,
     "store": read_store,
 }
@@ -66,6 +68,7 @@ def read_predictions(
     filter: str | None = None,
     run_names: Iterable[str] | None = None,
     runs_by: str | None = None,
+    metric: str | None = None,
 ) -> pd.DataFrame:
     """One long prediction table (run, example_id, prediction, label, prob_<class>, task, model).
 
@@ -75,7 +78,8 @@ def read_predictions(
     ``task`` picks a task (lm-eval, store, multi-task tables) or names it (run_glue files
     without a task in their name); ``data_dir`` is where run_glue's gold dev files live;
     ``filter`` picks the lm-eval filter; ``run_names`` names one-run-per-input runs;
-    ``runs_by="file"`` reads every lm-eval samples file as one run of one task.
+    ``runs_by="file"`` reads every lm-eval samples file as one run of one task; ``metric`` picks an
+    inspect_ai log's scorer (default: its first).
     Messages about choices made (such as the lm-eval filter used) are in ``table.attrs["notes"]``.
     """
     paths = [Path(paths)] if isinstance(paths, (str, os.PathLike)) else [Path(p) for p in paths]
@@ -96,9 +100,15 @@ def read_predictions(
         filter=filter,
         run_names=tuple(run_names) if run_names is not None else None,
         runs_by=_runs_by(runs_by),
+        metric=metric,
     )
-    sources = READERS[common_format(paths, format)](paths, options)
-    return merge_sources(sources, task_type)
+    fmt = common_format(paths, format)
+    sources = READERS[fmt](paths, options)
+    table = merge_sources(sources, task_type)
+    if metric is not None and fmt != "inspect":
+        table.attrs["notes"].append(f"--metric picks an inspect_ai scorer or a score table's column; {fmt} "
+                                    "predictions have neither, so it is ignored")
+    return table
 
 
 def read_aligned_runs(

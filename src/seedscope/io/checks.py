@@ -40,6 +40,10 @@ def merge_sources(sources: list[Source], task_type: str | None = None) -> pd.Dat
     ordered += prob_columns(table) + [c for c in PASSTHROUGH_COLUMNS if c in table.columns]
     table = table[ordered]
     table.attrs["notes"] = list(dict.fromkeys(note for source in sources for note in source.notes))
+    # what a format says of its values (an inspect_ai numeric scorer's whole numbers are still scores)
+    table.attrs["regression_tasks"] = sorted({str(task) for source, is_regression in zip(sources, regression)
+                                              if is_regression and source.regression
+                                              for task in source.frame.get("task", pd.Series([None])).unique()})
     return table
 
 

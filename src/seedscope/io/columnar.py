@@ -31,7 +31,7 @@ from seedscope.io.tabular import ID_NAMES, LABEL_NAMES, PREDICTION_NAMES, PROB_L
 from seedscope.predictions import PROB_PREFIX, AlignedRuns, class_list, code_dtype, label_key
 
 #: options under which the long-table readers must run (they change what a row means)
-LONG_TABLE_OPTIONS = ("run_column", "prob_columns", "cluster_column", "task", "data_dir", "filter", "runs_by")
+LONG_TABLE_OPTIONS = ("run_column", "prob_columns", "cluster_column", "task", "data_dir", "filter", "runs_by", "metric")
 
 
 @dataclass

@@ -40,6 +40,7 @@ class ReadOptions:
     filter: str | None = None
     run_names: tuple[str, ...] | None = None
     runs_by: str | None = None
+    metric: str | None = None
 
 
 @dataclass

@@ -9,10 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from seedscope.errors import SeedscopeError
-from seedscope.io import lm_eval, run_glue
+from seedscope.io import inspect_logs, lm_eval, run_glue
 from seedscope.store import CATALOG, ExperimentStore
 
-FORMATS = ("csv", "tsv", "jsonl", "parquet", "lm-eval", "run-glue", "store")
+FORMATS = ("csv", "tsv", "jsonl", "parquet", "lm-eval", "inspect", "run-glue", "store")
 SUFFIXES = {".csv": "csv", ".tsv": "tsv", ".parquet": "parquet", ".pq": "parquet"}
 #: every suffix of a plain table (JSON is taken as JSON lines / an array of records)
 TABLE_SUFFIXES = {**SUFFIXES, ".jsonl": "jsonl", ".json": "jsonl"}
@@ -33,15 +33,19 @@ def detect_format(path: Path) -> str:
             return "store"
         if lm_eval.sample_files(path):
             return "lm-eval"
+        if inspect_logs.log_files(path):
+            return "inspect"
         if run_glue.predict_files(path):
             return "run-glue"
         raise SeedscopeError(
-            f"{path} is a folder without {CATALOG} (experiment store), lm-evaluation-harness samples files "
-            "or run_glue predict_results*.txt files"
+            f"{path} is a folder without {CATALOG} (experiment store), lm-evaluation-harness samples files, "
+            "inspect_ai logs or run_glue predict_results*.txt files"
         )
     suffix = path.suffix.lower()
     if suffix in SUFFIXES:
         return SUFFIXES[suffix]
+    if suffix == ".eval" or (suffix == ".json" and inspect_logs.looks_like_log(path)):
+        return "inspect"
     if suffix in (".jsonl", ".json"):
         return "lm-eval" if lm_eval.looks_like_samples(path) else "jsonl"
     if suffix == ".txt" and run_glue.is_predict_file(path):

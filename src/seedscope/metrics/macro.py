@@ -126,12 +126,19 @@ def regression_scores(predictions: np.ndarray, labels: np.ndarray) -> pd.DataFra
     return pd.DataFrame({"pearson": np.asarray(pearson, float), "spearman": np.asarray(spearman, float)})
 
 
+#: the one macro metric of per-example values without labels: the run's mean value
+MEAN_SCORE = "mean"
+
+
 def per_run_scores(aligned: AlignedRuns) -> pd.DataFrame:
     """One row per run (index = run name) with every macro metric of the task type.
 
-    Empty (no columns) when the runs carry no gold labels.
+    Without gold labels: per-example values (``regression``: a score per example, such as an
+    inspect_ai numeric scorer's) give their ``mean``; classes give no column.
     """
-    if not aligned.has_labels:
+    if not aligned.has_labels and aligned.task_type == "regression":
+        scores = pd.DataFrame({MEAN_SCORE: aligned.predictions.mean(axis=1)})
+    elif not aligned.has_labels:
         scores = pd.DataFrame(index=range(aligned.n_runs))
     elif aligned.task_type == "regression":
         scores = regression_scores(aligned.predictions, aligned.labels)
