@@ -26,6 +26,7 @@ from seedscope.io.columnar import read_aligned
 from seedscope.io.common import ReadOptions, Source, pick_column, require_readable
 from seedscope.io.detect import FORMATS, TABLE_SUFFIXES, common_format, detect_format, normalise_format
 from seedscope.io.experiment import attach_prompts, read_store
+from seedscope.io.helm import read_helm
 from seedscope.io.inspect_logs import read_inspect
 from seedscope.io.lm_eval import read_lm_eval
 from seedscope.io.run_glue import read_run_glue
@@ -47,6 +48,7 @@ READERS: dict[str, Callable[[list[Path], ReadOptions], list[Source]]] = {
     "parquet": lambda paths, options: read_tabular(paths, "parquet", options),
     "lm-eval": read_lm_eval,
     "inspect": read_inspect,
+    "helm": read_helm,
     "run-glue": read_run_glue,
     "store": read_store,
 }
@@ -79,7 +81,7 @@ def read_predictions(
     without a task in their name); ``data_dir`` is where run_glue's gold dev files live;
     ``filter`` picks the lm-eval filter; ``run_names`` names one-run-per-input runs;
     ``runs_by="file"`` reads every lm-eval samples file as one run of one task; ``metric`` picks an
-    inspect_ai log's scorer (default: its first).
+    inspect_ai log's scorer (default: its first) or a HELM per-instance stat (default: exact_match).
     Messages about choices made (such as the lm-eval filter used) are in ``table.attrs["notes"]``.
     """
     paths = [Path(paths)] if isinstance(paths, (str, os.PathLike)) else [Path(p) for p in paths]
@@ -105,8 +107,8 @@ def read_predictions(
     fmt = common_format(paths, format)
     sources = READERS[fmt](paths, options)
     table = merge_sources(sources, task_type)
-    if metric is not None and fmt != "inspect":
-        table.attrs["notes"].append(f"--metric picks an inspect_ai scorer or a score table's column; {fmt} "
+    if metric is not None and fmt not in ("inspect", "helm"):
+        table.attrs["notes"].append(f"--metric picks an inspect_ai scorer, a HELM stat or a score table's column; {fmt} "
                                     "predictions have neither, so it is ignored")
     return table
 

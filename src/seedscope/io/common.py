@@ -199,3 +199,17 @@ def as_ids(values: pd.Series) -> pd.Series:
         return values.astype(object).where(~whole, values.where(whole, 0).astype(np.int64)).astype(str)
     # Python objects of mixed types (JSON): whole floats lose their ".0"
     return values.map(lambda v: str(int(v)) if isinstance(v, float) and v.is_integer() else v).astype(str)
+
+
+def scored_prediction(correct: bool, answer, target: str | None) -> str:
+    """A framework's verdict on one answer as a class: the target when it scored correct, else the answer
+    (``invalid`` when there is none, marked when it reads like the target but was scored wrong), so that
+    ``prediction == label`` is exactly the framework's own correctness."""
+    if correct:
+        return target if target is not None else "correct"
+    if answer is None:
+        from seedscope.predictions import INVALID
+
+        return INVALID
+    answer = str(answer)
+    return f"{answer} (scored incorrect)" if answer == target else answer

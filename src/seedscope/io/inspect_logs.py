@@ -29,9 +29,9 @@ from pathlib import Path
 import pandas as pd
 
 from seedscope.errors import SeedscopeError
-from seedscope.io.common import LINE, ReadOptions, Source, read_text
+from seedscope.io.common import LINE, ReadOptions, Source, read_text, scored_prediction
 from seedscope.io.lm_eval import distinguishing_names
-from seedscope.predictions import EXAMPLE_ID, INVALID, LABEL, PREDICTION, RUN
+from seedscope.predictions import EXAMPLE_ID, LABEL, PREDICTION, RUN
 
 SUFFIXES = (".eval", ".json")
 ZSTD = 93
@@ -147,7 +147,8 @@ def _source(path: Path, header: dict, samples: list[dict], scorer: str | None, p
         frame[PREDICTION] = values
         frame = frame.drop(columns=LABEL)
     else:
-        frame[PREDICTION] = [_class(value, answer, target) for _, _, _, value, answer, target in rows]
+        frame[PREDICTION] = [scored_prediction(value == "C", None if value == "N" else answer, target)
+                             for _, _, _, value, answer, target in rows]
     frame = frame.assign(task=header.get("task") or path.stem, model=header.get("model") or "")
     notes = [f"inspect_ai log {path.name}: scorer {chosen}" + (f" of {', '.join(available)} (pick one with --metric)"
                                                                if len(available) > 1 else "")]
@@ -178,13 +179,3 @@ def _kind(rows: list[tuple], path: Path, scorer: str) -> tuple[bool, list[float]
             raise SeedscopeError(f"{path} sample {number}: {scorer} score {value!r} is neither C / I / P / N nor a "
                                  "number (dictionary scores: pick one of its keys' scorers)")
     return True, numbers
-
-
-def _class(value: str, answer, target: str | None) -> str:
-    """The prediction of a C / I / N score: the target when correct, the scorer's answer otherwise."""
-    if value == "C":
-        return target if target is not None else "correct"
-    if value == "N" or answer is None:
-        return INVALID
-    answer = str(answer)
-    return f"{answer} (scored incorrect)" if answer == target else answer
