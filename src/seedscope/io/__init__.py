@@ -27,6 +27,7 @@ from seedscope.io.common import ReadOptions, Source, pick_column, require_readab
 from seedscope.io.detect import FORMATS, TABLE_SUFFIXES, common_format, detect_format, normalise_format
 from seedscope.io.experiment import attach_prompts, read_store
 from seedscope.io.helm import read_helm
+from seedscope.io.lighteval import read_lighteval
 from seedscope.io.inspect_logs import read_inspect
 from seedscope.io.lm_eval import read_lm_eval
 from seedscope.io.run_glue import read_run_glue
@@ -49,6 +50,7 @@ READERS: dict[str, Callable[[list[Path], ReadOptions], list[Source]]] = {
     "lm-eval": read_lm_eval,
     "inspect": read_inspect,
     "helm": read_helm,
+    "lighteval": read_lighteval,
     "run-glue": read_run_glue,
     "store": read_store,
 }
@@ -81,7 +83,8 @@ def read_predictions(
     without a task in their name); ``data_dir`` is where run_glue's gold dev files live;
     ``filter`` picks the lm-eval filter; ``run_names`` names one-run-per-input runs;
     ``runs_by="file"`` reads every lm-eval samples file as one run of one task; ``metric`` picks an
-    inspect_ai log's scorer (default: its first) or a HELM per-instance stat (default: exact_match).
+    inspect_ai log's scorer (default: its first), a HELM per-instance stat (default: exact_match)
+    or a lighteval metric (default: the choices' argmax for multiple choice, else the first metric).
     Messages about choices made (such as the lm-eval filter used) are in ``table.attrs["notes"]``.
     """
     paths = [Path(paths)] if isinstance(paths, (str, os.PathLike)) else [Path(p) for p in paths]
@@ -107,7 +110,7 @@ def read_predictions(
     fmt = common_format(paths, format)
     sources = READERS[fmt](paths, options)
     table = merge_sources(sources, task_type)
-    if metric is not None and fmt not in ("inspect", "helm"):
+    if metric is not None and fmt not in ("inspect", "helm", "lighteval"):
         table.attrs["notes"].append(f"--metric picks an inspect_ai scorer, a HELM stat or a score table's column; {fmt} "
                                     "predictions have neither, so it is ignored")
     return table

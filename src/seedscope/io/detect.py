@@ -9,10 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from seedscope.errors import SeedscopeError
-from seedscope.io import helm, inspect_logs, lm_eval, run_glue
+from seedscope.io import helm, inspect_logs, lighteval, lm_eval, run_glue
 from seedscope.store import CATALOG, ExperimentStore
 
-FORMATS = ("csv", "tsv", "jsonl", "parquet", "lm-eval", "inspect", "helm", "run-glue", "store")
+FORMATS = ("csv", "tsv", "jsonl", "parquet", "lm-eval", "inspect", "lighteval", "helm", "run-glue", "store")
 SUFFIXES = {".csv": "csv", ".tsv": "tsv", ".parquet": "parquet", ".pq": "parquet"}
 #: every suffix of a plain table (JSON is taken as JSON lines / an array of records)
 TABLE_SUFFIXES = {**SUFFIXES, ".jsonl": "jsonl", ".json": "jsonl"}
@@ -37,13 +37,17 @@ def detect_format(path: Path) -> str:
             return "inspect"
         if helm.run_folders(path):
             return "helm"
+        if lighteval.details_files(path):
+            return "lighteval"
         if run_glue.predict_files(path):
             return "run-glue"
         raise SeedscopeError(
             f"{path} is a folder without {CATALOG} (experiment store), lm-evaluation-harness samples files, "
-            "inspect_ai logs, HELM run folders or run_glue predict_results*.txt files"
+            "inspect_ai logs, lighteval details, HELM run folders or run_glue predict_results*.txt files"
         )
     suffix = path.suffix.lower()
+    if suffix == ".parquet" and lighteval.is_details(path):
+        return "lighteval"
     if suffix in SUFFIXES:
         return SUFFIXES[suffix]
     if suffix == ".eval" or (suffix == ".json" and inspect_logs.looks_like_log(path)):
