@@ -1,12 +1,16 @@
-"""Benchmark: ``seedscope analyze`` end to end against a plain pyarrow read of the same files.
+"""Benchmark: ``seedscope analyze`` / ``compare`` / ``subsets`` / ``report`` end to end against a plain pyarrow read.
 
 Run: .venv/bin/python benchmarks/bench_analyze.py [--runs 20] [--examples 1000000] [--skip-analyze]
 
 Writes S Parquet prediction files (string example ids, 3 classes, gold labels; one run per
-file, as a seed sweep leaves them), then, each in a fresh process so that peak memory is
-its own: (1) ``pyarrow.parquet.read_table`` of every file, (2) ``seedscope analyze FILES --json``
-through the console entry point (reading, checks, alignment, macro, micro, per-example
-stability, error bars, JSON). Prints wall time, peak resident memory and the ratio. Also times
+file, as a seed sweep leaves them), then runs each in a fresh process, timed from outside as a
+whole process (interpreter start and imports included) with its own peak memory:
+(1) ``pyarrow.parquet.read_table`` of every file, (2) ``seedscope analyze FILES --json``
+(reading, checks, alignment, macro, micro, per-example stability, error bars, JSON),
+(3) ``seedscope compare A B`` with the files as two systems of S/2 runs, (4) ``seedscope
+subsets A B`` (subsets of 10,000 examples, 20 seeds), (5) ``seedscope report FILES --html``,
+and (6) ``seedscope --help`` (start-up). Prints each one's seconds, peak and ratio to the bare
+read. Also times
 the micro kernel (mean CON + CCON) on int8 codes, as alignment stores them, against int64, and
 ``analyze`` of free-text answers (tens of thousands of classes, where a dense S × C × C
 confusion array would need tens of GB).
@@ -30,12 +34,12 @@ start = time.perf_counter()
 tables = [pq.read_table(path) for path in sys.argv[1:]]
 print(time.perf_counter() - start, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 """
-ANALYZE = """
+COMMAND = """
 import resource, sys, time
 start = time.perf_counter()
 from seedscope.cli import main
 try:
-    main(["analyze", *sys.argv[2:], "--json", sys.argv[1], "--n-boot", "1000", "--top", "10"])
+    main(sys.argv[1:])
 except SystemExit as done:
     assert not done.code, done.code
 print(time.perf_counter() - start, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
@@ -79,11 +83,15 @@ def write_files(folder: Path, runs: int, examples: int) -> list[str]:
 
 
 def in_child(code: str, *args: str) -> tuple[float, float]:
-    """(seconds the child reports, the child's own peak resident memory in GB)."""
-    done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, check=True,
+    """(the child's wall time as a whole process, measured from here; its own peak resident memory in GB)."""
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
                           stdin=subprocess.DEVNULL)
-    seconds, peak_kb = done.stdout.strip().splitlines()[-1].split()
-    return float(seconds), int(peak_kb) / 1e6
+    took = time.perf_counter() - start
+    if done.returncode:
+        raise SystemExit(f"{args[:2]} failed: {done.stderr[-2000:]}")
+    _, peak_kb = done.stdout.strip().splitlines()[-1].split()
+    return took, int(peak_kb) / 1e6
 
 
 def micro_kernel(runs: int, examples: int) -> tuple[float, float]:
@@ -112,11 +120,27 @@ def main() -> None:
         size = sum(Path(p).stat().st_size for p in paths) / 1e6
         print(f"{args.runs} Parquet files × {args.examples:,} examples × 3 classes ({size:.0f} MB)")
         raw, raw_peak = in_child(RAW, *paths)
-        print(f"pyarrow read_table:         {raw:6.2f} s   peak {raw_peak:.2f} GB")
+        print(f"{'pyarrow read_table':32} {raw:6.2f} s   peak {raw_peak:.2f} GB   (whole processes from here on)")
         if not args.skip_analyze:
             out = str(Path(folder) / "result.json")
-            took, peak = in_child(ANALYZE, out, *paths)
-            print(f"seedscope analyze (--json): {took:6.2f} s   peak {peak:.2f} GB   = {took / raw:.1f}× the raw read")
+            half = len(paths) // 2
+            systems = [Path(folder) / "A", Path(folder) / "B"]
+            for system, chunk in zip(systems, (paths[:half], paths[half:])):
+                system.mkdir()
+                for path in chunk:
+                    Path(path).rename(system / Path(path).name)
+            moved = sorted(str(p) for s in systems for p in s.iterdir())
+            a, b = map(str, systems)
+            commands = {
+                "seedscope analyze --json": ["analyze", *moved, "--json", out, "--n-boot", "1000", "--top", "10"],
+                "seedscope compare A B": ["compare", a, b, "--n-boot", "1000"],
+                "seedscope subsets A B": ["subsets", a, b, "--subset-size", "10000", "--n-seeds", "20"],
+                "seedscope report --html": ["report", *moved, "--html", str(Path(folder) / "r.html"), "--top", "10"],
+                "seedscope --help (start-up)": ["--help"],
+            }
+            for name, command in commands.items():
+                took, peak = in_child(COMMAND, *command)
+                print(f"{name:32} {took:6.2f} s   peak {peak:.2f} GB   = {took / raw:.1f}× the raw read")
             result = json.loads(Path(out).read_text())
             print(f"  mean accuracy {result['metrics']['accuracy']['mean']:.4f}, CON {result['micro']['con']:.4f}")
     took, peak = in_child(FREE_TEXT)

@@ -185,13 +185,15 @@ def test_a_back_arrow_is_caught(tmp_path):
     ]
 
 
-@pytest.mark.parametrize("light", ["seedscope.errors", "seedscope"])
+@pytest.mark.parametrize("light", ["seedscope.errors", "seedscope", "seedscope.cli"])
 def test_light_imports_stay_light(light):
-    """``import seedscope`` (lazy root) and ``seedscope.errors`` load neither pandas nor torch."""
+    """``import seedscope`` (lazy root), ``seedscope.errors`` and the command line (what ``seedscope --help`` and
+    every argument error load) import none of the heavy libraries: each command imports what it needs when it runs."""
     import subprocess
     import sys
 
-    code = f"import sys, {light}; print(sorted(m for m in ('pandas', 'torch', 'matplotlib') if m in sys.modules))"
+    heavy = ('pandas', 'numpy', 'scipy', 'pyarrow', 'torch', 'matplotlib', 'transformers')
+    code = f"import sys, {light}; print(sorted(m for m in {heavy!r} if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 

@@ -337,3 +337,27 @@ def test_pair_tests_are_adjusted_for_several_pairs():
     assert len(tests) == 3
     np.testing.assert_allclose(tests["p_holm"], adjust_p_values(tests["p_value"], "holm"))
     np.testing.assert_allclose(tests["p_bonferroni"], np.minimum(1, 3 * tests["p_value"]))
+
+
+def test_large_pools_draw_the_resampled_means_from_their_exact_moments(monkeypatch):
+    """From LARGE_N examples on, the full-pool interval, the paired interval and the swap test draw column means
+    from their exact moments: the same numbers as resampling every example, to Monte Carlo precision."""
+    from seedscope.analysis import significance
+    from seedscope.analysis.subsets import pool as pool_module
+
+    rng = np.random.default_rng(5)
+    ease = rng.beta(3, 1.5, 12_000)
+    a = (rng.random(12_000) < ease).astype(float)
+    b = (rng.random(12_000) < np.clip(ease - 0.015, 0, 1)).astype(float)
+    pool = score_pool(long_table({"A": a, "B": b}))
+    fast_ci, fast_tests = full_pool_ci(pool, n_boot=3000, seed=2), paired_pool_tests(pool, n_boot=3000, n_permutations=3000)
+    for module in (pool_module, significance):
+        monkeypatch.setattr(module, "LARGE_N", 10**9)
+    exact_ci, exact_tests = full_pool_ci(pool, n_boot=3000, seed=2), paired_pool_tests(pool, n_boot=3000, n_permutations=3000)
+    width = (exact_ci["ci_high"] - exact_ci["ci_low"]).to_numpy()
+    np.testing.assert_allclose(fast_ci[["ci_low", "ci_high"]].to_numpy(), exact_ci[["ci_low", "ci_high"]].to_numpy(),
+                               atol=0.08 * width.max())
+    pair_width = float(exact_tests["ci_high"].iloc[0] - exact_tests["ci_low"].iloc[0])
+    assert fast_tests["ci_low"].iloc[0] == pytest.approx(exact_tests["ci_low"].iloc[0], abs=0.08 * pair_width)
+    assert fast_tests["ci_high"].iloc[0] == pytest.approx(exact_tests["ci_high"].iloc[0], abs=0.08 * pair_width)
+    assert fast_tests["p_value"].iloc[0] == pytest.approx(exact_tests["p_value"].iloc[0], abs=0.03)

@@ -308,3 +308,15 @@ def test_real_0_4_13_logs_from_the_command_line(cli):
     code, printed, err = cli(["analyze", str(REAL / "seed1"), str(REAL / "seed2"), str(REAL / "seed3")])
     assert code == 0, err
     assert "CON" in printed and "seed3" in printed
+
+
+def test_a_folder_of_seed_folders_is_one_system_of_runs_for_compare(tmp_path, cli):
+    import shutil
+
+    for system in ("a", "b"):
+        shutil.copytree(REAL, tmp_path / system, ignore=shutil.ignore_patterns("*.sh", "*.md"))
+    out = tmp_path / "c.json"
+    code, printed, err = cli(["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--n-boot", "200", "--json", str(out)])
+    assert code == 0, err
+    pair = json.loads(out.read_text())["pairs"][0]
+    assert pair["n_matched"] == 3 and pair["paired"] and pair["delta"] == 0  # three matched seeds, identical systems

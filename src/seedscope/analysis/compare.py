@@ -18,7 +18,7 @@ import pandas as pd
 from seedscope.analysis.aggregates import interquartile_mean_ci, probability_of_improvement
 from seedscope.analysis.aso import RELIABLE_RUNS, aso
 from seedscope.analysis.checks import check_scores
-from seedscope.analysis.seed_effects import analyze, task_defaults
+from seedscope.analysis.seed_effects import DEFAULT_PRIMARY, task_defaults
 from seedscope.analysis.differences import joint_bootstrap, mean_difference_ci
 from seedscope.analysis.planning import expected_max_performance, seeds_needed
 from seedscope.analysis.error_bars import minimum_detectable_difference, t_interval
@@ -30,7 +30,9 @@ from seedscope.analysis.significance import (
     wilcoxon_signed_rank,
 )
 from seedscope.errors import SeedscopeError
+from seedscope.metrics.macro import per_run_scores
 from seedscope.metrics.resampling import bootstrap_mean_ci, check_confidence, check_resamples
+from seedscope.predictions import AlignedRuns, align_runs
 from seedscope.serialize import json_ready
 
 
@@ -246,7 +248,7 @@ def _mcnemar_rows(frame_a: pd.DataFrame, frame_b: pd.DataFrame, matched: list[st
 
 
 def compare_sweeps(
-    tables: Mapping[str, pd.DataFrame],
+    tables: Mapping[str, pd.DataFrame | AlignedRuns],
     *,
     metric: str | None = None,
     n_boot: int = 10_000,
@@ -255,40 +257,41 @@ def compare_sweeps(
     seed: int = 0,
     power: float = 0.8,
 ) -> Comparison:
-    """Compare sweeps given as prediction tables (system name → long table of its S runs).
+    """Compare sweeps given as prediction tables or aligned runs (system name → its S runs).
 
-    Per-run metrics come from :func:`seedscope.analyze` (``metric`` defaults to the task's
+    Per-run metrics are those of :func:`seedscope.analyze` (``metric`` defaults to the task's
     primary metric — MCC for CoLA, Pearson for STS-B — or accuracy / Pearson for a table that
-    names no registry task); classification with gold
-    labels also gives per-example correctness for the joint bootstrap and McNemar.
+    names no registry task); classification with gold labels also gives per-example correctness
+    for the joint bootstrap and McNemar.
     """
-    check_confidence(confidence)  # a setting, not a fault of the first sweep analysed below
+    check_confidence(confidence)  # a setting, not a fault of the first sweep read below
     check_resamples(n_boot)
     check_resamples(n_permutations)
     per_run, per_example, notes = {}, {}, []
     chosen = metric
     for name, table in tables.items():
-        try:  # only per_run and the aligned arrays are used here, so analyze's own CI stays small
-            tasks = table["task"].dropna().unique() if "task" in table.columns else []
-            defaults = task_defaults(tasks[0] if len(tasks) == 1 else None, {})  # MCC for CoLA, Pearson for STS-B
-            result = analyze(table, n_boot=max(1, min(n_boot, 1000)), confidence=confidence, seed=seed, **defaults)
+        try:
+            if isinstance(table, AlignedRuns):
+                aligned, defaults = table, {}
+            else:
+                tasks = table["task"].dropna().unique() if "task" in table.columns else []
+                defaults = task_defaults(tasks[0] if len(tasks) == 1 else None, {})  # MCC for CoLA, Pearson for STS-B
+                aligned = align_runs(table, task_type=defaults.get("task_type"), source=f"sweep {name}")
+            scores = per_run_scores(aligned)
         except SeedscopeError as error:
             raise SeedscopeError(f"sweep {name}: {error}") from None
-        if result.per_run.shape[1] == 0:
+        if scores.shape[1] == 0:
             raise SeedscopeError(f"sweep {name} has no gold labels, so it has no per-run metric to compare")
-        chosen = chosen or result.primary_metric
-        if chosen not in result.per_run.columns:
-            raise SeedscopeError(
-                f"sweep {name} has no metric {chosen!r}; available: {', '.join(result.per_run.columns)}"
-            )
-        undefined = result.per_run.index[result.per_run[chosen].isna()]
+        chosen = chosen or defaults.get("primary_metric") or DEFAULT_PRIMARY[aligned.task_type]
+        if chosen not in scores.columns:
+            raise SeedscopeError(f"sweep {name} has no metric {chosen!r}; available: {', '.join(scores.columns)}")
+        undefined = scores.index[scores[chosen].isna()]
         if len(undefined):
             raise SeedscopeError(
                 f"sweep {name}: {chosen} is undefined for run(s) {', '.join(map(str, undefined[:5]))} "
                 "(e.g. constant predictions have no correlation); pick another --metric or drop those runs"
             )
-        per_run[name] = result.per_run[chosen]
-        aligned = result.aligned
+        per_run[name] = scores[chosen]
         if aligned.task_type == "classification" and aligned.has_labels and (aligned.labels >= 0).all():
             correct = (aligned.predictions == aligned.labels[None, :]).astype(float)
             per_example[name] = pd.DataFrame(correct, index=aligned.runs, columns=aligned.example_ids)

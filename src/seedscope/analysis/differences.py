@@ -14,6 +14,7 @@ import numpy as np
 from seedscope.analysis.checks import check_scores
 from seedscope.errors import SeedscopeError
 from seedscope.metrics.resampling import (
+    LARGE_N,
     bootstrap_mean_ci,
     check_confidence,
     check_resamples,
@@ -25,6 +26,7 @@ from seedscope.metrics.resampling import (
 
 #: values materialised per chunk of a resampling
 CHUNK_VALUES = 20_000_000
+
 
 
 def mean_difference_ci(
@@ -72,6 +74,45 @@ class JointBootstrap:
     paired_seeds: bool
 
 
+def _weights(rng, rows: int, size: int, on: bool) -> np.ndarray:
+    return resample_counts(rng, rows, size) if on else np.ones((rows, size))
+
+
+def _exact(a, b, rng, n_boot, seeds_on, examples_on, paired_seeds):
+    """Every example's count drawn (multinomial), chunk by chunk."""
+    n_examples = a.shape[1]
+    chunk = max(1, CHUNK_VALUES // max(1, n_examples))
+    theta_a, theta_b = np.empty(n_boot), np.empty(n_boot)
+    for start in range(0, n_boot, chunk):
+        rows = min(chunk, n_boot - start)
+        weight_a = _weights(rng, rows, a.shape[0], seeds_on)
+        weight_b = weight_a if seeds_on and paired_seeds else _weights(rng, rows, b.shape[0], seeds_on)
+        examples = _weights(rng, rows, n_examples, examples_on)
+        theta_a[start: start + rows] = ((weight_a @ a) * examples).sum(axis=1) / (a.shape[0] * n_examples)
+        theta_b[start: start + rows] = ((weight_b @ b) * examples).sum(axis=1) / (b.shape[0] * n_examples)
+    return theta_a, theta_b
+
+
+def _moment_matched(a, b, rng, n_boot, seeds_on, examples_on, paired_seeds):
+    """The examples' resampling as a normal draw with the multinomial's exact mean and covariance."""
+    n = a.shape[1]
+    both = np.vstack([a, b])
+    means = both.mean(axis=1)
+    gram = both @ both.T / n - np.outer(means, means)  # covariance over examples of every pair of runs
+    weight_a = _weights(rng, n_boot, a.shape[0], seeds_on) / a.shape[0]
+    weight_b = weight_a if seeds_on and paired_seeds else _weights(rng, n_boot, b.shape[0], seeds_on) / b.shape[0]
+    centre_a, centre_b = weight_a @ means[: a.shape[0]], weight_b @ means[a.shape[0]:]
+    k = a.shape[0]
+    var_a = np.einsum("ri,ij,rj->r", weight_a, gram[:k, :k], weight_a) / n
+    var_b = np.einsum("ri,ij,rj->r", weight_b, gram[k:, k:], weight_b) / n
+    cov = np.einsum("ri,ij,rj->r", weight_a, gram[:k, k:], weight_b) / n
+    z1, z2 = rng.standard_normal(n_boot), rng.standard_normal(n_boot)
+    sd_a = np.sqrt(np.clip(var_a, 0, None))
+    rho = np.divide(cov, sd_a, out=np.zeros_like(cov), where=sd_a > 0)  # b's loading on a's normal
+    rest = np.sqrt(np.clip(var_b - rho**2, 0, None))
+    return centre_a + sd_a * z1, centre_b + rho * z1 + rest * z2
+
+
 def joint_bootstrap(
     scores_a,
     scores_b,
@@ -89,6 +130,12 @@ def joint_bootstrap(
     items); ``paired_seeds`` also draws the same seed indices for both (matched seeds, S_A = S_B).
     ``resample`` = seeds / examples resamples only that axis; none gives every replicate the
     point estimate (a sanity check: degenerate intervals).
+
+    With N ≥ :data:`LARGE_N` examples, drawing every example's count (n_boot × N draws: 10⁹ for a
+    million examples) gives way to its limit: given the drawn seeds, the example-resampled
+    (θ_A, θ_B) has mean (v̄_A, v̄_B) and covariance cov_t(v_A, v_B) / N exactly (v = the drawn
+    seeds' mean per example), and with that many examples it is normal to any precision a
+    percentile interval shows; the moments come from S × S Gram matrices, O(S²·N) once.
     """
     a = np.asarray(scores_a, dtype=float)
     b = np.asarray(scores_b, dtype=float)
@@ -103,20 +150,10 @@ def joint_bootstrap(
     check_confidence(confidence)
     check_resamples(n_boot)
     rng = generator(seed)
-    n_examples = a.shape[1]
-    chunk = max(1, CHUNK_VALUES // max(1, n_examples))
-    theta_a, theta_b = np.empty(n_boot), np.empty(n_boot)
-    for start in range(0, n_boot, chunk):
-        rows = min(chunk, n_boot - start)
-        seeds_on = resample in ("both", "seeds")
-        weight_a = resample_counts(rng, rows, a.shape[0]) if seeds_on else np.ones((rows, a.shape[0]))
-        if not seeds_on:
-            weight_b = np.ones((rows, b.shape[0]))
-        else:
-            weight_b = weight_a if paired_seeds else resample_counts(rng, rows, b.shape[0])
-        examples = resample_counts(rng, rows, n_examples) if resample in ("both", "examples") else np.ones((rows, n_examples))
-        theta_a[start : start + rows] = ((weight_a @ a) * examples).sum(axis=1) / (a.shape[0] * n_examples)
-        theta_b[start : start + rows] = ((weight_b @ b) * examples).sum(axis=1) / (b.shape[0] * n_examples)
+    seeds_on = resample in ("both", "seeds")
+    examples_on = resample in ("both", "examples")
+    draw = _moment_matched if examples_on and a.shape[1] >= LARGE_N else _exact
+    theta_a, theta_b = draw(a, b, rng, n_boot, seeds_on, examples_on, paired_seeds)
     delta = theta_a - theta_b
     quantiles = lambda v: tuple(float(q) for q in percentile_interval(v, confidence))  # noqa: E731
     below, above = int((delta <= 0).sum()), int((delta >= 0).sum())

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+from scipy import special
 
 from seedscope.analysis.checks import check_scores
 from seedscope.errors import SeedscopeError
@@ -95,7 +95,7 @@ def t_interval(values, confidence: float = 0.95) -> tuple[float, float]:
     array = check_scores(values, "a t-interval", 2)
     alpha = check_confidence(confidence)
     mean = float(array.mean())
-    half = float(stats.t.ppf(1 - alpha, len(array) - 1) * array.std(ddof=1) / np.sqrt(len(array)))
+    half = float(special.stdtrit(len(array) - 1, 1 - alpha) * array.std(ddof=1) / np.sqrt(len(array)))
     return mean - half, mean + half
 
 
@@ -112,4 +112,4 @@ def minimum_detectable_difference(sd: float, n: int, *, confidence: float = 0.95
         raise SeedscopeError(f"a minimum detectable difference needs at least one observation, not {n}")
     if not np.isfinite(sd) or sd < 0:
         raise SeedscopeError(f"the standard deviation of a difference must be finite and non-negative, not {sd}")
-    return float((stats.norm.ppf(1 - alpha) + stats.norm.ppf(power)) * sd / np.sqrt(n))
+    return float((special.ndtri(1 - alpha) + special.ndtri(power)) * sd / np.sqrt(n))

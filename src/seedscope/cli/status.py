@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pandas as pd
 import typer
 from rich.table import Table
 
@@ -29,9 +28,11 @@ seedscope status runs/glue --failed
 STATUS_STYLE = {"done": "green", "failed": "red", "running": "yellow", "pending": "dim"}
 
 
-def _seeds(run: pd.Series) -> str:
+def _seeds(run) -> str:
     """The common seed, or every factor's seed when they differ."""
     from seedscope.plan.seeds import FACTORS
+
+    import pandas as pd
 
     if not pd.isna(run["seed"]):
         return str(run["seed"])
@@ -39,6 +40,8 @@ def _seeds(run: pd.Series) -> str:
 
 
 def _duration(seconds) -> str:
+    import pandas as pd
+
     if seconds is None or pd.isna(seconds):
         return ""
     minutes, secs = divmod(float(seconds), 60)
@@ -49,6 +52,8 @@ def status_command(
     directory: Path = typer.Argument(..., help="Experiment directory (the --out of a sweep)."),
     failed: bool = typer.Option(False, "--failed", help="Show only failed runs, with their full error."),
 ) -> None:
+    import pandas as pd
+
     from seedscope.store import ExperimentStore
 
     store = ExperimentStore.open(directory)

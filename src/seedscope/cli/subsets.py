@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
-import pandas as pd
 import typer
 
 from seedscope.cli.inputs import (
@@ -19,6 +18,9 @@ from seedscope.cli.inputs import (
 )
 from seedscope.cli.outputs import check_outputs, emit_sections, output_console, parse_int_list, tidy_sections
 from seedscope.errors import SeedscopeError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 SUBSETS_HELP = """Evaluation-subset seed variance: does the seed that picks the evaluation subset change the result?
 

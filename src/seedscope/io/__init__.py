@@ -155,6 +155,13 @@ def holds_run_scores(paths: Iterable[str | os.PathLike], format: str | None = No
     return False
 
 
+def _format_or_none(path: Path) -> str | None:
+    try:
+        return detect_format(path)
+    except SeedscopeError:
+        return None
+
+
 def _runs_by(value: str | None) -> str | None:
     if value is None or value.strip().lower() in ("file", "files"):
         return None if value is None else "file"
@@ -176,19 +183,36 @@ def holds_predictions(path: str | os.PathLike, format: str | None = None, *, sys
     return system_column not in columns and pick_column(columns, None, PREDICTION_NAMES, path) is not None
 
 
-def read_sweep(path: str | os.PathLike, *, format: str | None = None, **options) -> pd.DataFrame:
-    """One sweep's prediction table: a store, a long table, or a plain folder of per-run prediction files.
+def read_sweep(path: str | os.PathLike, *, format: str | None = None, **options) -> pd.DataFrame | AlignedRuns:
+    """One sweep: a store, a long table, a framework's logs, or a plain folder of per-run prediction files.
 
-    ``options`` are those of :func:`read_predictions` (``task``, ``run_column``, ``filter`` …).
+    A folder of plain per-run classification files comes back as aligned codes, read column by
+    column (:func:`read_aligned_runs`); everything else as a prediction table. ``options`` are
+    those of :func:`read_predictions` (``task``, ``run_column``, ``filter`` …).
     """
     path = Path(path)
     require_readable(path)
-    inputs = [path]
-    if path.is_dir() and format is None:
-        try:
-            detect_format(path)
-        except SeedscopeError:
-            inputs = sorted(p for p in path.iterdir() if p.suffix.lower() in TABLE_SUFFIXES)
-            if not inputs:
-                raise SeedscopeError(f"{path} holds no experiment store and no prediction files") from None
+    inputs = _sweep_inputs(path, format)
+    if len(inputs) > 1 or inputs[0] != path:
+        aligned = read_aligned_runs(inputs, format=format, **options)
+        if aligned is not None:
+            return aligned
     return read_predictions(inputs, format=format, **options)
+
+
+def _sweep_inputs(path: Path, format: str | None) -> list[Path]:
+    """The sweep's inputs: the path itself; a plain folder's prediction files; or, for a folder of run folders of
+    one format (``out/seed1/``, ``out/seed2/`` … of lm-eval), those folders, each one run."""
+    if not path.is_dir() or format is not None:
+        return [path]
+    try:
+        found = detect_format(path)
+        runs = sorted(d for d in path.iterdir() if d.is_dir())
+        if found != "store" and len(runs) >= 2 and all(_format_or_none(d) == found for d in runs):
+            return runs
+        return [path]
+    except SeedscopeError:
+        inputs = sorted(p for p in path.iterdir() if p.suffix.lower() in TABLE_SUFFIXES)
+        if not inputs:
+            raise SeedscopeError(f"{path} holds no experiment store and no prediction files") from None
+        return inputs

@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+from scipy import special
 
 from seedscope.metrics.micro import DENSE_CLASSES
 from seedscope.metrics.resampling import bootstrap_mean_ci
@@ -121,6 +121,8 @@ def regression_scores(predictions: np.ndarray, labels: np.ndarray) -> pd.DataFra
     pred, gold = predictions[:, keep], labels[keep]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # constant input: scipy warns and returns NaN
+        from scipy import stats  # only regression needs it (scipy.stats alone takes most of a second to import)
+
         pearson = [stats.pearsonr(row, gold).statistic for row in pred]
         spearman = [stats.spearmanr(row, gold).statistic for row in pred]
     return pd.DataFrame({"pearson": np.asarray(pearson, float), "spearman": np.asarray(spearman, float)})
@@ -184,7 +186,7 @@ def summarize_runs(
         cv = np.where(mean != 0, std_sample / np.abs(mean), np.nan)
     low, high = bootstrap_mean_ci(values, n_boot=n_boot, confidence=confidence, seed=seed)
     with np.errstate(invalid="ignore"):
-        half = stats.t.ppf((1 + confidence) / 2, n_runs - 1) * std_sample / np.sqrt(n_runs) if n_runs > 1 else np.nan
+        half = special.stdtrit(n_runs - 1, (1 + confidence) / 2) * std_sample / np.sqrt(n_runs) if n_runs > 1 else np.nan
     summary = pd.DataFrame(
         {
             "mean": mean,

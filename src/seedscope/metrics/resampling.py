@@ -37,6 +37,25 @@ def check_resamples(n_resamples: int) -> None:
         )
 
 
+#: from this many examples on, a resampling of examples whose statistic is a function of column means draws those
+#: means from their exact mean and covariance (the normal limit of the multinomial draw) instead of drawing every
+#: example: at a million examples the draw would cost n_resamples × 10⁶ indices for no visible difference
+LARGE_N = 10_000
+
+
+def normal_draws(mean: np.ndarray, covariance: np.ndarray, n_draws: int, rng: np.random.Generator) -> np.ndarray:
+    """``n_draws`` × C normal vectors with the given mean and (positive semi-definite) covariance."""
+    return rng.multivariate_normal(np.asarray(mean, float), np.asarray(covariance, float), size=n_draws, method="eigh")
+
+
+def resampled_column_means(values: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    """``n_boot`` × C column means of ``values`` (N × C) over bootstrap resamples of its rows, for N ≥ LARGE_N:
+    drawn from their exact mean (the column means) and covariance (the rows' population covariance ÷ N)."""
+    values = np.asarray(values, float)
+    covariance = np.atleast_2d(np.cov(values, rowvar=False, bias=True)) / len(values)
+    return normal_draws(values.mean(axis=0), covariance, n_boot, rng)
+
+
 def generator(seed) -> np.random.Generator:
     """A fresh generator for one resampling (``seed`` may be an int or a sequence of ints)."""
     return np.random.default_rng(seed)

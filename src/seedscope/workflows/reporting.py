@@ -15,13 +15,13 @@ import pandas as pd
 
 from seedscope.analysis.compare import compare_systems
 from seedscope.analysis.run_scores import analyze_run_scores
-from seedscope.analysis.seed_effects import Analysis
+from seedscope.analysis.seed_effects import Analysis, analyze
 from seedscope.analysis.subsets import SubsetVariance
 from seedscope.analysis.summary import TaskSummary, summarize_tasks
 from seedscope.errors import SeedscopeError
 from seedscope.factor_study.importance import FactorAnalysis, analyze_factors
 from seedscope.factor_study.scores import study_from_table
-from seedscope.io import attach_prompts, read_predictions, read_run_scores, task_texts
+from seedscope.io import attach_prompts, read_aligned_runs, read_predictions, read_run_scores, task_texts
 from seedscope.io.experiment import StoreContext, store_context
 from seedscope.report.build import Progress, Report, assemble, task_of
 from seedscope.report.scores import ScoreReport, assemble_scores
@@ -48,6 +48,10 @@ def _inputs(source, *, task: str | None, data_dir, intersect: bool, options: dic
         table = source
     else:
         paths = [Path(p) for p in ([source] if isinstance(source, (str, os.PathLike)) else list(source))]
+        # one plain file per run: aligned codes straight from pyarrow, as `analyze` reads them
+        aligned = None if intersect or task is not None else read_aligned_runs(paths, **read_options)
+        if aligned is not None:
+            return summarize_tasks({DEFAULT_TASK: analyze(aligned, **options)}), None, None
         table, _ = attach_prompts(read_predictions(paths, task=task, data_dir=data_dir, **read_options), paths)
         context = store_context(paths)
     factors = context.factor_scores

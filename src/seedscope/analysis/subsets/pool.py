@@ -12,7 +12,9 @@ from seedscope.analysis.significance import adjust_p_values, paired_swap_test
 from seedscope.analysis.subsets.scores import SYSTEM, ScorePool
 from seedscope.analysis.subsets.variance import pair_names
 from seedscope.errors import SeedscopeError
-from seedscope.metrics.resampling import check_confidence, check_resamples, generator
+from seedscope.metrics.resampling import (
+    LARGE_N, check_confidence, check_resamples, generator, percentile_interval, resampled_column_means,
+)
 
 #: values gathered per chunk when a resampling is materialised
 CHUNK_VALUES = 20_000_000
@@ -34,6 +36,8 @@ def full_pool_ci(
 
     The examples are resampled by position, so the ratio score's three columns move
     together. The same ``seed`` gives the same resamples for every system and the same interval.
+    From :data:`~seedscope.metrics.resampling.LARGE_N` examples on, the resampled column means
+    are drawn from their exact mean and covariance instead (percentile interval).
     """
     check_confidence(confidence)
     positions = np.arange(pool.n_examples)
@@ -50,7 +54,13 @@ def full_pool_ci(
         def statistic(index: np.ndarray, axis: int = -1) -> np.ndarray:
             return pool.theta(_mean_of_rows(values, index))
 
-        low, high = _bootstrap_interval(statistic, positions, n_boot, confidence, seed, method, values.shape[1])
+        if pool.n_examples >= LARGE_N:  # the resampled means from their exact moments (percentile interval)
+            check_resamples(n_boot)
+            with np.errstate(all="ignore"):
+                draws = pool.theta(resampled_column_means(values, n_boot, generator(seed)))
+            low, high = (float(v) for v in percentile_interval(draws, confidence))
+        else:
+            low, high = _bootstrap_interval(statistic, positions, n_boot, confidence, seed, method, values.shape[1])
         rows.append({"score": point, "ci_low": low, "ci_high": high})
     return pd.DataFrame(rows, index=pd.Index(pool.systems, name=SYSTEM))
 
@@ -85,7 +95,9 @@ def paired_pool_tests(
     Paired: one resample of example positions serves both systems (never two independent
     resamples). The permutation test swaps A's and B's per-example values on a random set of
     examples (scipy.stats.permutation_test, one-sample sign flips used as the swap mask;
-    exact enumeration when 2^N ≤ ``n_permutations``); two-sided p-value.
+    exact enumeration when 2^N ≤ ``n_permutations``); two-sided p-value. From
+    :data:`~seedscope.metrics.resampling.LARGE_N` examples on, both resamplings draw the column
+    means (the swapped sums) from their exact mean and covariance.
     """
     check_confidence(confidence)
     check_resamples(n_permutations)
@@ -102,7 +114,14 @@ def paired_pool_tests(
             return pool.theta(means[..., :width]) - pool.theta(means[..., width:])
 
         delta = float(pool.theta(values_a.mean(axis=0)) - pool.theta(values_b.mean(axis=0)))
-        low, high = _bootstrap_interval(difference, positions, n_boot, confidence, seed, "percentile", 2 * width)
+        if pool.n_examples >= LARGE_N:  # one draw of both systems' means: the pairing kept by their covariance
+            check_resamples(n_boot)
+            with np.errstate(all="ignore"):
+                means = resampled_column_means(both, n_boot, generator(seed))
+                draws = pool.theta(means[:, :width]) - pool.theta(means[:, width:])
+            low, high = (float(v) for v in percentile_interval(draws, confidence))
+        else:
+            low, high = _bootstrap_interval(difference, positions, n_boot, confidence, seed, "percentile", 2 * width)
         p_value = paired_swap_test(values_a, values_b, pool.theta, n_permutations=n_permutations, seed=seed)
         rows.append({"system_a": a, "system_b": b, "delta": delta, "ci_low": low, "ci_high": high, "p_value": p_value})
     columns = ["system_a", "system_b", "delta", "ci_low", "ci_high", "p_value"]

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from seedscope.errors import SeedscopeError
-from seedscope.predictions import align_runs
+from seedscope.predictions import AlignedRuns, align_runs
 
 SYSTEM, EXAMPLE_ID, SCORE = "system", "example_id", "score"
 
@@ -164,8 +164,8 @@ def score_pool(table: pd.DataFrame, score: str | ScoreSpec = "mean", source: str
     return ScorePool(systems, example_ids, values, spec)
 
 
-def correctness_scores(predictions: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
-    """A long score table (system, example_id, score) from each system's prediction table.
+def correctness_scores(predictions: Mapping[str, pd.DataFrame | AlignedRuns]) -> pd.DataFrame:
+    """A long score table (system, example_id, score) from each system's prediction table (or aligned runs).
 
     score = the share of the system's runs that get the example right (0/1 for one run), so θ
     = mean score on a subset is the system's accuracy there, averaged over its seeds. Needs
@@ -173,13 +173,16 @@ def correctness_scores(predictions: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     """
     frames = []
     for name, table in predictions.items():
-        if "task" in table.columns and table["task"].nunique() > 1:
+        if isinstance(table, AlignedRuns):
+            aligned = table
+        elif "task" in table.columns and table["task"].nunique() > 1:
             tasks = ", ".join(map(str, table["task"].unique()[:5]))
             raise SeedscopeError(f"system {name} holds several tasks ({tasks}); pick one with --task")
-        try:
-            aligned = align_runs(table.drop(columns=[c for c in ("task", "model") if c in table.columns]))
-        except SeedscopeError as error:
-            raise SeedscopeError(f"system {name}: {error}") from None
+        else:
+            try:
+                aligned = align_runs(table.drop(columns=[c for c in ("task", "model") if c in table.columns]))
+            except SeedscopeError as error:
+                raise SeedscopeError(f"system {name}: {error}") from None
         if aligned.task_type != "classification" or not aligned.has_labels or (aligned.labels < 0).any():
             raise SeedscopeError(
                 f"system {name}: per-example correctness needs class predictions with a gold label for every example; "
