@@ -68,19 +68,40 @@ def _chance(num_classes: Optional[int], chance: Optional[float]) -> Optional[flo
     return chance
 
 
-def show_analysis(result: FactorAnalysis, notes: list[str]) -> dict[str, pd.DataFrame]:
-    """Print the analysis; return the titled sections for Markdown."""
+def show_analysis(result: FactorAnalysis, notes: list[str], ranking: pd.DataFrame | None = None) -> dict[str, pd.DataFrame]:
+    """Print the analysis (and the pairwise ranking of the factors); return the titled sections for Markdown."""
     from seedscope.report.factor_tables import baseline_frame, golden_line, summary_frame, titles
     from seedscope.report.tables import to_rich
 
     summary, baselines = titles(result)
     console.print(to_rich(summary_frame(result, full=False), summary, digits=DIGITS))
     console.print(to_rich(baseline_frame(result), baselines, digits=DIGITS))
+    sections = {summary: summary_frame(result, full=True), baselines: baseline_frame(result)}
+    if ranking is not None and len(ranking):
+        title = (f"Ranking: IS(A) − IS(B), {result.settings['confidence']:.0%} interval paired over the mitigation "
+                 "runs both share (ranked when it excludes 0)")
+        shown = ranking.reset_index()
+        shown.index = [f"{a} − {b}" for a, b in zip(shown.pop("factor_a"), shown.pop("factor_b"))]
+        console.print(to_rich(shown, title, digits=DIGITS))
+        sections[title] = shown
     console.print(golden_line(result), highlight=False)
     missing = int(result.summary["n_missing"].sum())
     for note in notes + ([f"{missing} missing run(s); groups used the runs present"] if missing else []):
         console.print(f"[yellow]note:[/] {note}", highlight=False)
-    return {summary: summary_frame(result, full=True), baselines: baseline_frame(result)}
+    return sections
+
+
+def rank(study, factors, bootstrap: int, confidence: float, seed: int):
+    """The pairwise IS differences of the analysed factors (None with fewer than two)."""
+    from dataclasses import replace
+
+    from seedscope.factor_study.ranking import importance_differences
+
+    chosen = list(factors or study.grids)
+    if len(chosen) < 2:
+        return None
+    return importance_differences(replace(study, grids={f: study.grids[f] for f in chosen}), n_boot=bootstrap,
+                                  confidence=confidence, seed=seed)
 
 
 ANALYSIS_OPTIONS = {
@@ -132,7 +153,12 @@ def analyze_command(
     study, notes = load_study(source, metric=metric, chance=_chance(num_classes, chance), fmt=input_format)
     result = analyze_factors(study, factors=factor or None, n_boot=bootstrap, confidence=confidence, seed=seed,
                              allow_missing=allow_missing, allow_small_groups=allow_small_groups)
-    _write(result, show_analysis(result, notes), json_out, markdown_out)
+    ranking = rank(study, factor, bootstrap, confidence, seed)
+    _write(result, show_analysis(result, notes, ranking), json_out, markdown_out, _ranking_json(ranking))
+
+
+def _ranking_json(ranking) -> dict[str, Any]:
+    return {} if ranking is None else {"ranking": ranking.reset_index().to_dict("records")}
 
 
 def _write(result: FactorAnalysis, sections: dict[str, pd.DataFrame], json_out: Optional[Path],
@@ -243,7 +269,7 @@ def run_command(
     Add --plan-only to print the plan size and a cost estimate from one timed run.
     """
     from seedscope.report.tables import to_rich
-    from seedscope.workflows.factor_studies import FactorStudyConfig, run_factor_study
+    from seedscope.workflows.factor_studies import FactorStudyConfig, load_study, run_factor_study
     from seedscope.workflows.sweeping import check_executor, preflight
 
     check_outputs(json_out, markdown_out)
@@ -271,14 +297,16 @@ def run_command(
                                 data_dir=data_dir, ray_address=ray_address, gpus_per_run=gpus_per_run,
                                 cpus_per_run=cpus_per_run, max_retries=max_retries, progress=RunProgress())
     result, notes = done.analyze(n_boot=bootstrap, seed=seed)
-    sections = show_analysis(result, notes)
+    ranking = rank(load_study(out, metric=metric)[0], None, bootstrap, result.settings["confidence"], seed)
+    sections = show_analysis(result, notes, ranking)
     shown = done.runs_used.drop(columns="trace")
     console.print(to_rich(shown, "Runs per factor (reference: N = 10 × M = 100 = 1000)", digits=3))
     finished = int((done.store.runs()["status"] == "done").sum())
     console.print(f"wall time {done.wall_seconds:.0f} s; {finished} runs done in {out}", highlight=False)
     sections["Runs per factor"] = shown
     _write(result, sections, json_out, markdown_out,
-           {"runs": json.loads(done.runs_used.to_json(orient="index")), "wall_seconds": done.wall_seconds})
+           {"runs": json.loads(done.runs_used.to_json(orient="index")), "wall_seconds": done.wall_seconds,
+            **_ranking_json(ranking)})
 
 
 def _plan_only(plan, data_dir: Optional[Path]) -> None:

@@ -7,6 +7,7 @@ module                    owns
 ``scores``                a long score table → :class:`FactorStudy` (grids of scores)
 ``importance``            c, m, σ_GM, IS with its interval, the Random / Fixed baselines
 ``adaptive``              the adaptive run count (stop once IS, c and m have settled)
+``ranking``               IS(A) − IS(B) with an interval paired over shared mitigation runs
 ========================= ============================================================
 
 Every module here is pure (plans and tables in, results out): running a study — executors,
@@ -22,7 +23,7 @@ _EXPORTS = {
     "FactorStudyPlan": "plan", "factor_study_plan": "plan", "INVESTIGABLE_FACTORS": "plan",
     "FactorGrid": "importance", "FactorStudy": "importance", "FactorAnalysis": "importance",
     "analyze_factors": "importance", "study_from_table": "scores", "AdaptiveSchedule": "adaptive",
-    "simulate_adaptive": "adaptive",
+    "simulate_adaptive": "adaptive", "importance_differences": "ranking",
 }
 __all__ = sorted(_EXPORTS)
 
