@@ -224,7 +224,7 @@ def _joint(per_example, a, b, matched, paired, n_boot, confidence, seed, notes) 
     if per_example is None or a not in per_example or b not in per_example:
         return empty
     frame_a, frame_b = per_example[a], per_example[b]
-    if list(frame_a.columns) != list(frame_b.columns):
+    if not frame_a.columns.equals(frame_b.columns):
         notes.append(f"{a} vs {b}: evaluated on different example ids, so no joint bootstrap or McNemar test")
         return empty
     if paired:
@@ -238,7 +238,7 @@ def _joint(per_example, a, b, matched, paired, n_boot, confidence, seed, notes) 
 
 
 def _mcnemar_rows(frame_a: pd.DataFrame, frame_b: pd.DataFrame, matched: list[str], a: str, b: str) -> list[dict]:
-    if list(frame_a.columns) != list(frame_b.columns):
+    if not frame_a.columns.equals(frame_b.columns):
         return []
     return [
         {"system_a": a, "system_b": b, "run": run, **mcnemar(frame_a.loc[run].to_numpy() > 0, frame_b.loc[run].to_numpy() > 0)}
@@ -293,7 +293,7 @@ def compare_sweeps(
             )
         per_run[name] = scores[chosen]
         if aligned.task_type == "classification" and aligned.has_labels and (aligned.labels >= 0).all():
-            correct = (aligned.predictions == aligned.labels[None, :]).astype(float)
+            correct = aligned.predictions == aligned.labels[None, :]  # bool: 1 byte an entry, 8× less than float
             per_example[name] = pd.DataFrame(correct, index=aligned.runs, columns=aligned.example_ids)
     if len(per_example) < len(per_run) and per_example:
         notes.append("some sweeps lack per-example correctness (regression or missing labels): no joint bootstrap / McNemar for them")

@@ -78,7 +78,9 @@ def read_aligned(paths: list[Path], fmt: str, options: ReadOptions) -> AlignedRu
         if run is None:
             return None
         runs.append(run)
-    return _aligned(names, sorted_ids, runs)
+    aligned = _aligned(names, sorted_ids, runs)
+    pa.default_memory_pool().release_unused()  # hand the files' buffers back: only the codes stay
+    return aligned
 
 
 def _column_names(path: Path, fmt: str) -> list[str] | None:

@@ -136,17 +136,19 @@ def score_pool(table: pd.DataFrame, score: str | ScoreSpec = "mean", source: str
             raise SeedscopeError(f"{source}: missing column {column}; found {', '.join(map(str, table.columns))}")
     if table.empty:
         raise SeedscopeError(f"{source}: no rows")
-    table = table.assign(**{SYSTEM: table[SYSTEM].astype(str), EXAMPLE_ID: table[EXAMPLE_ID].astype(str)})
-    duplicated = table.duplicated([SYSTEM, EXAMPLE_ID])
-    if duplicated.any():
-        row = table.loc[duplicated].iloc[0]
-        raise SeedscopeError(f"{source}: system {row[SYSTEM]} scores example {row[EXAMPLE_ID]} more than once")
-    systems = list(dict.fromkeys(table[SYSTEM]))
-    ids = {name: set(group) for name, group in table.groupby(SYSTEM, sort=False)[EXAMPLE_ID]}
-    reference = ids[systems[0]]
-    for name in systems[1:]:
-        if ids[name] != reference:
-            lacking, extra = sorted(reference - ids[name]), sorted(ids[name] - reference)
+    system_codes, systems = pd.factorize(table[SYSTEM].astype(str))
+    example_codes, ids = pd.factorize(table[EXAMPLE_ID].astype(str))
+    systems = list(systems)
+    counts = np.bincount(system_codes.astype(np.int64) * len(ids) + example_codes,
+                         minlength=len(systems) * len(ids)).reshape(len(systems), len(ids))
+    if counts.max() > 1:
+        system, example = np.argwhere(counts > 1)[0]
+        raise SeedscopeError(f"{source}: system {systems[system]} scores example {ids[example]} more than once")
+    for index in range(1, len(systems)):
+        lacking = sorted(ids[(counts[0] == 1) & (counts[index] == 0)])
+        extra = sorted(ids[(counts[0] == 0) & (counts[index] == 1)])
+        if lacking or extra:
+            name = systems[index]
             detail = "; ".join(
                 f"{what} {len(found)} (e.g. {', '.join(found[:3])})"
                 for what, found in (("lacks", lacking), ("adds", extra))
@@ -155,12 +157,13 @@ def score_pool(table: pd.DataFrame, score: str | ScoreSpec = "mean", source: str
             raise SeedscopeError(
                 f"systems are scored on different example ids: {name} vs {systems[0]}: {name} {detail}"
             )
-    example_ids = np.array(sorted(reference), dtype=object)
+    order = np.asarray(ids.argsort())
+    rank = np.empty(len(ids), dtype=np.int64)
+    rank[order] = np.arange(len(ids))
+    example_ids = np.asarray(ids[order], dtype=object)
     values_by_row = spec.values(table, source)
-    row = pd.Index(systems).get_indexer(table[SYSTEM])
-    col = pd.Index(example_ids).get_indexer(table[EXAMPLE_ID])
     values = np.empty((len(systems), len(example_ids), values_by_row.shape[1]))
-    values[row, col] = values_by_row
+    values[system_codes, rank[example_codes]] = values_by_row
     return ScorePool(systems, example_ids, values, spec)
 
 
