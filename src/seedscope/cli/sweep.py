@@ -19,6 +19,7 @@ from seedscope.cli.run_options import (
     MAX_RETRIES_OPTION,
     PREDICT_OPTION,
     RAY_ADDRESS_OPTION,
+    METHOD_OPTION,
     RUNNER_OPTION,
     SET_OPTION,
     SHOTS_OPTION,
@@ -80,7 +81,7 @@ def print_analysis(store, console: Console) -> None:
     and, when the runs were calibrated, the seed spread with and without calibration."""
     from seedscope.analysis.summary import MIN_TASKS_FOR_CORRELATION, summarize_tasks
     from seedscope.report import tables
-    from seedscope.store.views import has_calibration, train_sizes
+    from seedscope.store.views import calibrated_models, train_sizes
 
     runs = store.runs()
     done = runs[runs["status"] == "done"]
@@ -105,12 +106,15 @@ def print_analysis(store, console: Console) -> None:
             continue  # no size could explain anything: fewer than 3 tasks, or no training sizes at all
         if len(labelled) >= next((n for prefix, n in wanted.items() if title.startswith(prefix)), 1):
             console.print(tables.to_rich(frame, title=title))
-    if has_calibration(store):
-        variants = {"uncalibrated": group_analyses(store.predictions(uncalibrated=True)), "calibrated": labelled}
+    calibrated = calibrated_models(store)
+    if calibrated:  # only the calibrated groups: the others' predictions are the same either way
+        variants = {name: group_analyses(table[table["model"].isin(calibrated)])
+                    for name, table in (("uncalibrated", store.predictions(uncalibrated=True)),
+                                        ("calibrated", store.predictions()))}
         console.print(variants_table(variants, "Contextual calibration: the seed spread without and with it"))
 
 
-def group_analyses(table) -> dict:
+def group_analyses(table, **options) -> dict:
     """Task (and model, when several) label → analysis, for every group with at least two finished runs."""
     from seedscope.analysis.seed_effects import analyze_groups
 
@@ -118,7 +122,7 @@ def group_analyses(table) -> dict:
     analysable = counts[counts >= 2].index
     if analysable.empty:
         return {}
-    results = analyze_groups(table[table.set_index(["task", "model"]).index.isin(analysable)])
+    results = analyze_groups(table[table.set_index(["task", "model"]).index.isin(analysable)], **options)
     several_models = len({model for _, model in results}) > 1
     return {(f"{task} ({model})" if several_models else str(task)): result for (task, model), result in results.items()}
 
@@ -141,7 +145,7 @@ def sweep_command(
     model: Optional[list[str]] = typer.Option(None, "--model", help="Hub id or local folder (repeat or comma-separate); all-minilm-l6-v2 and smollm2-135m-instruct are built in."),
     seeds: Optional[str] = typer.Option(None, "--seeds", help="Comma-separated seeds; default: the paper's 42,52,…,132."),
     runner: Runner = RUNNER_OPTION,
-    method: Optional[Method] = typer.Option(None, "--method", help="full fine-tuning or lora (default: the preset's, else full)."),
+    method: Optional[Method] = METHOD_OPTION,
     shots: Optional[int] = SHOTS_OPTION,
     prompt_format: Optional[list[str]] = FORMAT_OPTION,
     predict: Optional[Predict] = PREDICT_OPTION,

@@ -157,9 +157,12 @@ def run_prompts(store: "ExperimentStore", run_id: str) -> RunPrompts:
     return RunPrompts(run_id, prefix.decode("utf-8"), examples, labels)
 
 
-def has_calibration(store: "ExperimentStore") -> bool:
-    """Whether some done run of the store was calibrated (it then keeps its uncalibrated predictions too)."""
-    return bool(store.runs()["metrics"].map(lambda m: f"{UNCALIBRATED}accuracy" in m).any())
+def calibrated_models(store: "ExperimentStore") -> set[str]:
+    """The ``model`` labels (as :func:`predictions_table` names them) of the done runs that were calibrated
+    (they keep their uncalibrated predictions too); empty when none was."""
+    runs = store.runs()
+    calibrated = runs[(runs["status"] == "done") & runs["metrics"].map(lambda m: f"{UNCALIBRATED}accuracy" in m)]
+    return {_model_label(r.model_name, r.method, r.tag) for r in calibrated.itertuples()}
 
 
 def _calibration_variant(frame: pd.DataFrame, uncalibrated: bool) -> pd.DataFrame:
