@@ -39,7 +39,7 @@ from seedscope.runners.language_models import gguf_folder, load_language_model  
 from seedscope.runners.lm_scoring import generate, score_causal  # noqa: E402
 from seedscope.runners.lm_tokens import encode_requests  # noqa: E402
 from seedscope.tasks import get_task  # noqa: E402
-from seedscope.workflows.sweeping import demo_data_dir  # noqa: E402
+from seedscope.workflows.demos import demo_data_dir  # noqa: E402
 
 transformers.logging.set_verbosity_error()
 transformers.utils.logging.disable_progress_bar()

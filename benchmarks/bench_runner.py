@@ -27,7 +27,7 @@ from seedscope.config import load_preset  # noqa: E402
 from seedscope.plan.seeds import FactorSeeds  # noqa: E402
 from seedscope.plan import RunSpec  # noqa: E402
 from seedscope.runners import finetune  # noqa: E402
-from seedscope.workflows.sweeping import demo_data_dir, minilm_path  # noqa: E402
+from seedscope.workflows.demos import demo_data_dir, minilm_path  # noqa: E402
 from seedscope.tasks import get_task, load_examples  # noqa: E402
 
 transformers.logging.set_verbosity_error()

@@ -46,7 +46,7 @@ class SweepConfig(BaseModel):
     tasks: list[str] = Field(min_length=1)
     models: list[str] = Field(min_length=1)
     model_names: dict[str, str] = Field(default_factory=dict)
-    method: Literal["full", "lora", "icl"] = "full"
+    method: Literal["full", "lora", "icl", "protonet", "maml", "reptile"] = "full"
     seeds: list[int] = Field(default_factory=lambda: list(PAPER_SEEDS), min_length=1)
     hparams: dict[str, Any] = Field(default_factory=dict)
     task_hparams: dict[str, dict[str, Any]] = Field(default_factory=dict)

@@ -192,7 +192,7 @@ def test_task_types_and_model_kinds(request, data_dir, task, model, method, hpar
 
 @pytest.mark.slow
 def test_real_minilm_fine_tunes_for_a_few_steps(data_dir):
-    from seedscope.workflows.sweeping import minilm_path
+    from seedscope.workflows.demos import minilm_path
 
     result = _run(minilm_path(), data_dir, task="rte", max_steps=3, max_train_examples=24, max_eval_examples=16,
                   learning_rate=2e-5, max_seq_length=128)

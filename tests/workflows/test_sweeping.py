@@ -6,7 +6,8 @@ import pytest
 import yaml
 
 from seedscope.errors import SeedscopeError
-from seedscope.workflows.sweeping import as_config, demo_data_dir, sweep
+from seedscope.workflows.demos import demo_data_dir
+from seedscope.workflows.sweeping import as_config, sweep
 
 TINY = {"max_train_examples": 16, "max_eval_examples": 12, "max_steps": 2, "max_seq_length": 48}
 

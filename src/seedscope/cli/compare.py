@@ -113,14 +113,15 @@ def compare_command(
     else:
         for note in ignored_options(ctx, UNUSED_BY_PREDICTIONS):
             console.print(f"note: {note}", highlight=False)
-        if len(sweeps) < 2:
-            raise SeedscopeError("compare needs at least two sweeps (or one score table holding two or more systems)")
-        labels = _sweep_names(sweeps, names)
         options = dict(format=input_format, task=task, run_column=run_column, id_column=id_column,
                        prediction_column=prediction_column, label_column=label_column, filter=lm_eval_filter,
                        runs_by=runs_by)
         with console.status("reading sweeps…"):
-            tables_by_name = {label: read_sweep(path, **options) for label, path in zip(labels, sweeps)}
+            if len(sweeps) == 1:  # one store (or table) holding several models: each model is a system
+                tables_by_name = _systems_of_one_input(read_sweep(sweeps[0], **options), sweeps[0])
+            else:
+                labels = _sweep_names(sweeps, names)
+                tables_by_name = {label: read_sweep(path, **options) for label, path in zip(labels, sweeps)}
         with console.status("comparing…"):
             comparison = compare_sweeps(tables_by_name, metric=metric, **settings)
     sections = comparison_sections(comparison)
@@ -128,6 +129,18 @@ def compare_command(
                   latex_file, csv_file)
     for note in comparison.notes:
         console.print(f"note: {note}")
+
+
+def _systems_of_one_input(table, path: Path) -> dict:
+    """The models of one input as systems (a demo's store: fine-tuned and prompted), one task at a time."""
+    models = list(dict.fromkeys(table["model"])) if "model" in getattr(table, "columns", ()) else []
+    if len(models) < 2:
+        raise SeedscopeError(f"compare needs at least two sweeps, or one input holding two or more models; {path} "
+                             "holds one (or is one score table with one system)")
+    if "task" in table.columns and table["task"].nunique() > 1:
+        raise SeedscopeError(f"{path} holds several tasks ({', '.join(map(str, table['task'].unique()[:5]))}); "
+                             "pick one with --task")
+    return {model: rows.drop(columns="model") for model, rows in table.groupby("model", sort=False)}
 
 
 def _sweep_names(paths: list[Path], names: list[str] | None) -> list[str]:

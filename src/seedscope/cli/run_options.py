@@ -1,8 +1,9 @@
 """The options every command that runs models shares (``sweep``, ``demo``, ``factors run``), and their meaning.
 
 ``--runner icl`` (with ``--shots``, ``--format``, ``--predict``) prompts the model instead of
-fine-tuning it: :func:`runner_settings` turns these flags into the method and hyper-parameters
-of the run specs, refusing flags that belong to the other runner.
+fine-tuning it, and ``--runner meta`` (``--method protonet | maml | reptile``) meta-learns a small
+model over its frozen token states: :func:`runner_settings` turns these flags into the method and
+hyper-parameters of the run specs, refusing flags that belong to another runner.
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ from seedscope.errors import SeedscopeError
 class Method(str, Enum):
     full = "full"
     lora = "lora"
+    protonet = "protonet"
+    maml = "maml"
+    reptile = "reptile"
 
 
 class Executor(str, Enum):
@@ -30,6 +34,7 @@ class Executor(str, Enum):
 class Runner(str, Enum):
     finetune = "finetune"
     icl = "icl"
+    meta = "meta"
 
 
 class Predict(str, Enum):
@@ -81,7 +86,9 @@ DATA_DIR_OPTION = typer.Option(None, "--data-dir", help="Folder laid out like gl
 
 
 RUNNER_OPTION = typer.Option(
-    Runner.finetune, "--runner", help="finetune: train the model (full, or --method lora); icl: prompt it with demonstrations, train nothing.")
+    Runner.finetune, "--runner", help="finetune: train the model (full, or --method lora); icl: prompt it with demonstrations, train nothing; "
+    "meta: meta-learn a text CNN over its frozen token states (--method protonet, maml or reptile).")
+METHOD_OPTION = typer.Option(None, "--method", help="finetune: full (default) or lora; meta: protonet (default), maml or reptile.")
 SHOTS_OPTION = typer.Option(None, "--shots", min=0, help="icl: demonstrations per class (default 2).")
 FORMAT_OPTION = typer.Option(
     None, "--format", help="icl: prompt format minimal, instruction or chat; repeat it to make the format a randomness factor (the prompt_format seed picks one per run).")
@@ -90,14 +97,23 @@ PREDICT_OPTION = typer.Option(None, "--predict", help="icl: score the label word
 
 def runner_settings(runner: Runner, method: Optional[Method], shots: Optional[int], formats: Optional[list[str]],
                     predict: Optional[Predict]) -> tuple[Optional[str], dict[str, Any]]:
-    """(method, hyper-parameter overrides) of the chosen runner; a flag of the other runner is refused."""
+    """(method, hyper-parameter overrides) of the chosen runner; a flag of another runner is refused."""
+    from seedscope.plan.runs import META_METHODS, runner_of
+
     icl = {"shots": shots, "prompt_format": (formats[0] if len(formats) == 1 else formats) if formats else None,
            "predict": predict.value if predict else None}
     if runner == Runner.icl:
         if method is not None:
-            raise SeedscopeError("--method chooses how to fine-tune; with --runner icl nothing is trained")
+            raise SeedscopeError("--method chooses how to fine-tune or meta-learn; with --runner icl nothing is trained")
         return "icl", {key: value for key, value in icl.items() if value is not None}
     given = [flag for flag, value in zip(("--shots", "--format", "--predict"), icl.values()) if value is not None]
     if given:
         raise SeedscopeError(f"{given[0]} is an in-context-learning option; add --runner icl")
+    if method is not None and runner_of(method.value) != runner.value:
+        wanted = ", ".join(META_METHODS) if runner == Runner.meta else "full, lora"
+        hint = "" if runner == Runner.meta else f" (or add --runner {runner_of(method.value)})"
+        raise SeedscopeError(f"--method {method.value} is not a {runner.value} method; with --runner {runner.value} "
+                             f"choose {wanted}{hint}")
+    if runner == Runner.meta:
+        return (method.value if method else META_METHODS[0]), {}
     return (method.value if method else None), {}

@@ -28,6 +28,7 @@ MITIGATION = "mitigation"
 INVESTIGABLE_FACTORS: dict[str, tuple[str, ...]] = {
     "finetune": ("data_split", "label_choice", "data_order", "model_init"),
     "icl": ("data_split", "label_choice", "sample_choice", "sample_order", "prompt_format"),
+    "meta": ("data_split", "label_choice", "sample_order", "sample_choice", "model_init"),
 }
 
 _TAG = re.compile(r"^(?P<experiment>[a-z_]+)\.m(?P<mitigation>\d+)(?:\.i(?P<investigation>\d+))?$")

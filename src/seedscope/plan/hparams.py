@@ -2,8 +2,9 @@
 
 Fine-tuning (``full``, ``lora``) reads :class:`FinetuneSettings`, whose names follow
 ``transformers.TrainingArguments`` / ``run_glue.py`` so that a paper's settings table reads
-straight into a preset; in-context learning (``icl``) reads :class:`ICLSettings`. Both share
-the data settings (:class:`DataSettings`). Unknown keys are an error: a typo in a preset must
+straight into a preset; in-context learning (``icl``) reads :class:`ICLSettings`; meta-learning
+(``protonet``, ``maml``, ``reptile``) reads :class:`MetaSettings`. All share the data settings
+(:class:`DataSettings`). Unknown keys are an error: a typo in a preset must
 not silently fall back to a default.
 """
 
@@ -119,6 +120,37 @@ class ICLSettings(DataSettings):
         return [self.prompt_format] if isinstance(self.prompt_format, str) else list(self.prompt_format)
 
 
-def settings_class(method: str) -> type[FinetuneSettings] | type[ICLSettings]:
-    """The settings a method reads: in-context learning's, or fine-tuning's."""
-    return ICLSettings if method == "icl" else FinetuneSettings
+class MetaSettings(DataSettings):
+    """Hyper-parameters of one meta-learning run (ProtoNet, MAML, Reptile), after the reference's.
+
+    A text CNN (``filters`` per kernel size) reads the frozen encoder's token states (the first
+    ``max_seq_length`` tokens) and is trained on ``episodes`` N-way episodes of ``shots``
+    support and ``queries`` query examples per class; at evaluation it adapts on ``shots``
+    labelled examples per class (the ``sample_choice`` seed's pick) and predicts every test
+    example. MAML and Reptile adapt with ``inner_steps`` SGD steps of ``inner_learning_rate``
+    (``eval_inner_steps`` at evaluation); MAML's outer step is Adam on the adapted query loss
+    (``first_order`` drops the second derivatives), Reptile's moves the weights
+    ``outer_step_size`` of the way to the adapted ones.
+    """
+
+    shots: int = Field(5, ge=1, description="support examples per class (training episodes and evaluation)")
+    queries: int = Field(15, ge=1, description="query examples per class in a training episode")
+    episodes: int = Field(300, ge=1, description="meta-training episodes")
+    meta_learning_rate: float = Field(1e-3, gt=0, description="Adam's learning rate for ProtoNet and MAML's outer step")
+    inner_learning_rate: float = Field(0.1, gt=0)
+    inner_steps: int = Field(3, ge=1)
+    eval_inner_steps: int = Field(10, ge=1)
+    first_order: bool = Field(False, description="MAML without second derivatives (FOMAML)")
+    outer_step_size: float = Field(0.5, gt=0, le=1, description="Reptile: how far the weights move to the adapted ones")
+    filters: int = Field(64, ge=1, description="text CNN filters per kernel size")
+    kernel_sizes: list[int] = Field([3, 4, 5], min_length=1)
+    dropout: float = Field(0.1, ge=0, lt=1)
+    max_seq_length: int = Field(64, ge=8)
+    encoder_batch_size: int = Field(64, ge=1, description="sentences per forward pass of the frozen encoder")
+
+
+def settings_class(method: str) -> type[FinetuneSettings] | type[ICLSettings] | type[MetaSettings]:
+    """The settings a method reads: in-context learning's, meta-learning's or fine-tuning's."""
+    from seedscope.plan.runs import runner_of
+
+    return {"icl": ICLSettings, "meta": MetaSettings}.get(runner_of(method), FinetuneSettings)

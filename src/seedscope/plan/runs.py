@@ -18,8 +18,11 @@ from typing import Any, Iterable, Mapping, Sequence
 from seedscope.errors import SeedscopeError
 from seedscope.plan.seeds import FactorSeeds, check_seed
 
-#: how a run adapts the model: full fine-tuning, LoRA, or in-context learning (prompting, no training)
-METHODS: tuple[str, ...] = ("full", "lora", "icl")
+#: how a run adapts the model: full fine-tuning, LoRA, in-context learning (prompting, no training)
+#: or meta-learning (episodic training of a small model over the frozen encoder)
+METHODS: tuple[str, ...] = ("full", "lora", "icl", "protonet", "maml", "reptile")
+#: the meta-learning methods
+META_METHODS: tuple[str, ...] = ("protonet", "maml", "reptile")
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -28,6 +31,11 @@ def model_short_name(model: str) -> str:
     """A file-name-safe short name for a hub id or local path: its last path component."""
     tail = str(model).rstrip("/\\").replace("\\", "/").rsplit("/", 1)[-1]
     return _UNSAFE.sub("-", tail).strip("-").lower() or "model"
+
+
+def runner_of(method: str) -> str:
+    """Which runner carries a method out: ``finetune``, ``icl`` or ``meta``."""
+    return "meta" if method in META_METHODS else "icl" if method == "icl" else "finetune"
 
 
 def check_method(method: str) -> str:

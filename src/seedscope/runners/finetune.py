@@ -27,6 +27,7 @@ from seedscope.predictions import EXAMPLE_ID, LABEL, PREDICTION, PROB_PREFIX, RU
 from seedscope.runners.data import run_examples
 from seedscope.runners.environment import describe_environment, deterministic_mode
 from seedscope.runners.features import collator, encode, feature_length
+from seedscope.runners.language_models import model_folder
 from seedscope.runners.models import load_model, load_model_config, load_tokenizer, model_kind
 from seedscope.runners.result import RunResult
 from seedscope.plan.hparams import FinetuneSettings
@@ -78,15 +79,16 @@ def run(spec: RunSpec, data_dir: str | os.PathLike | None = None, *, on_step: St
     settings = FinetuneSettings.from_hparams(spec.hparams)
     task = get_task(spec.task)
     precision = resolve_precision(settings.precision)
-    kind = model_kind(load_model_config(spec.model, settings.trust_remote_code), task)
+    folder = model_folder(spec.model)  # a GGUF file (the packaged SmolLM2) is converted once
+    kind = model_kind(load_model_config(folder, settings.trust_remote_code), task)
     train, dev = run_examples(task, settings, spec.seeds, data_dir)
-    tokenizer = load_tokenizer(spec.model, settings.trust_remote_code)
+    tokenizer = load_tokenizer(folder, settings.trust_remote_code)
     regression = task.task_type == "regression"
     train_features = encode(train, kind, tokenizer, settings.max_seq_length, regression)
     eval_features = encode(dev, kind, tokenizer, settings.max_seq_length, regression)
     with deterministic_mode(settings.deterministic), tempfile.TemporaryDirectory(prefix="seedscope-") as scratch:
         spec.seeds.seed_global("model_init")
-        model = load_model(spec.model, kind, task, settings, spec.method, tokenizer)
+        model = load_model(folder, kind, task, settings, spec.method, tokenizer)
         trainer = SeededTrainer(
             model=model,
             args=training_arguments(settings, spec, precision, scratch),
@@ -109,6 +111,7 @@ def run(spec: RunSpec, data_dir: str | os.PathLike | None = None, *, on_step: St
             "precision": precision,
             "model_kind": kind,
             "method": spec.method,
+            "model_folder": folder,
             "seeds": spec.seeds.to_dict(),
         }
         steps = trainer.state.global_step

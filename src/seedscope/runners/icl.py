@@ -22,7 +22,6 @@ from __future__ import annotations
 import os
 import re
 import time
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -87,15 +86,14 @@ def answer_to_label(text: str, prompt: TaskPrompt, choices=None) -> int | None:
 
 def check(spec: RunSpec, data_dir: str | os.PathLike | None = None) -> None:
     """Everything that can be wrong before a sweep starts: settings, verbaliser, model, chat template, shots."""
-    from seedscope.runners.language_models import gguf_folder, lm_kind
+    from seedscope.runners.language_models import lm_kind, model_folder
     from seedscope.runners.models import load_model_config, load_tokenizer
 
     settings = ICLSettings.from_hparams(spec.hparams)
     task = get_task(spec.task)
     prompt = get_task_prompt(task)
     check_calibration(settings, prompt, task)
-    source = Path(spec.model)
-    folder = str(gguf_folder(source)) if source.suffix == ".gguf" and source.is_file() else spec.model
+    folder = model_folder(spec.model)
     config = load_model_config(folder, settings.trust_remote_code)
     lm_kind(config)
     tokenizer = load_tokenizer(folder, settings.trust_remote_code)

@@ -20,7 +20,7 @@ from typing import Literal
 import torch
 
 from seedscope.errors import SeedscopeError
-from seedscope.runners.models import _load, load_model_config, load_tokenizer
+from seedscope.runners.models import from_pretrained_checked, load_model_config, load_tokenizer
 
 LMKind = Literal["causal", "seq2seq"]
 CACHE_ENV = "SEEDSCOPE_CACHE"
@@ -47,8 +47,8 @@ def gguf_folder(path: Path) -> Path:
         raise SeedscopeError(f"{path.name} is a GGUF file; reading it needs the gguf package: pip install gguf") from None
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    tokenizer = _load("tokenizer", AutoTokenizer.from_pretrained, str(path.parent), gguf_file=path.name)
-    loaded = _load("weights", AutoModelForCausalLM.from_pretrained, str(path.parent), gguf_file=path.name,
+    tokenizer = from_pretrained_checked("tokenizer", AutoTokenizer.from_pretrained, str(path.parent), gguf_file=path.name)
+    loaded = from_pretrained_checked("weights", AutoModelForCausalLM.from_pretrained, str(path.parent), gguf_file=path.name,
                    dtype=torch.float32)
     config = loaded.config
     if hasattr(config, "quantization_config"):  # the weights are dequantised: a plain folder, loadable anywhere
@@ -64,6 +64,12 @@ def gguf_folder(path: Path) -> Path:
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return target
+
+
+def model_folder(model: str) -> str:
+    """Where a model is read from: a GGUF file's converted folder (made on first use), anything else as given."""
+    source = Path(model)
+    return str(gguf_folder(source)) if source.suffix == ".gguf" and source.is_file() else model
 
 
 def lm_kind(config) -> LMKind:
@@ -82,11 +88,10 @@ def load_language_model(model: str, precision: str, trust_remote_code: bool = Fa
     """(model in eval mode, tokenizer, kind, folder it was read from) for prompting."""
     from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM
 
-    source = Path(model)
-    folder = str(gguf_folder(source)) if source.suffix == ".gguf" and source.is_file() else model
+    folder = model_folder(model)
     kind = lm_kind(load_model_config(folder, trust_remote_code))
     loader = AutoModelForSeq2SeqLM if kind == "seq2seq" else AutoModelForCausalLM
-    network = _load("weights", loader.from_pretrained, folder, dtype=DTYPES[precision],
+    network = from_pretrained_checked("weights", loader.from_pretrained, folder, dtype=DTYPES[precision],
                     trust_remote_code=trust_remote_code)
     tokenizer = load_tokenizer(folder, trust_remote_code)
     if torch.cuda.is_available():

@@ -26,7 +26,7 @@ def _offline_hint() -> str:
     return " (offline mode is on, so only local folders and the Hugging Face cache are searched)" if constants.HF_HUB_OFFLINE else ""
 
 
-def _load(what: str, loader, model: str, **kwargs):
+def from_pretrained_checked(what: str, loader, model: str, **kwargs):
     """Call a ``from_pretrained`` and turn "not found" into one clear sentence."""
     try:
         return loader(model, **kwargs)
@@ -48,14 +48,14 @@ def load_model_config(model: str, trust_remote_code: bool = False):
     """The checkpoint's Hugging Face config (architecture, labels), from the hub or a local folder."""
     from transformers import AutoConfig
 
-    return _load("config.json", AutoConfig.from_pretrained, model, trust_remote_code=trust_remote_code)
+    return from_pretrained_checked("config.json", AutoConfig.from_pretrained, model, trust_remote_code=trust_remote_code)
 
 
 def load_tokenizer(model: str, trust_remote_code: bool = False):
     """The checkpoint's tokenizer, with a pad token (decoder-only tokenizers often lack one)."""
     from transformers import AutoTokenizer
 
-    tokenizer = _load("tokenizer", AutoTokenizer.from_pretrained, model, trust_remote_code=trust_remote_code)
+    tokenizer = from_pretrained_checked("tokenizer", AutoTokenizer.from_pretrained, model, trust_remote_code=trust_remote_code)
     if tokenizer.pad_token is None:
         if tokenizer.eos_token is None and tokenizer.unk_token is None:
             raise SeedscopeError(f"model {model!r}: its tokenizer has no pad, end-of-sequence or unknown token to pad with")
@@ -85,7 +85,9 @@ def model_kind(config, task: TaskSpec) -> Kind:
 def load_model(model: str, kind: Kind, task: TaskSpec, settings: FinetuneSettings, method: str, tokenizer):
     """A fresh model for ``task``; the new head (and LoRA adapter) draw from the global RNG.
 
-    The caller seeds the global RNG with the ``model_init`` seed right before this call.
+    The caller seeds the global RNG with the ``model_init`` seed right before this call. Under
+    LoRA the frozen base weights of a local checkpoint are one shared copy per process
+    (:mod:`seedscope.runners.base_weights`); full fine-tuning gets its own copy.
     """
     import transformers
 
@@ -93,16 +95,22 @@ def load_model(model: str, kind: Kind, task: TaskSpec, settings: FinetuneSetting
 
     # fp32 master weights whatever the checkpoint's dtype: bf16/fp16 is the Trainer's autocast
     common = {"trust_remote_code": settings.trust_remote_code, "dtype": torch.float32}
+    labels = {}
     if kind == "sequence":
         labels = {"num_labels": task.num_labels}
         if task.task_type == "classification":
             labels["id2label"] = dict(enumerate(task.label_names))
             labels["label2id"] = {name: i for i, name in enumerate(task.label_names)}
-        network = _load("weights", transformers.AutoModelForSequenceClassification.from_pretrained, model, **common, **labels)
-    elif kind == "choice_head":
-        network = _load("weights", transformers.AutoModelForMultipleChoice.from_pretrained, model, **common)
-    else:
-        network = _load("weights", transformers.AutoModelForCausalLM.from_pretrained, model, **common)
+    auto = {"sequence": transformers.AutoModelForSequenceClassification,
+            "choice_head": transformers.AutoModelForMultipleChoice}.get(kind, transformers.AutoModelForCausalLM)
+    network = None
+    if method == "lora" and not settings.trust_remote_code:  # the base stays frozen: share one copy per process
+        from seedscope.runners.base_weights import shared_base_model
+
+        config = from_pretrained_checked("config.json", transformers.AutoConfig.from_pretrained, model, **labels)
+        network = shared_base_model(auto, model, config, HEAD_MODULES)
+    if network is None:
+        network = from_pretrained_checked("weights", auto.from_pretrained, model, **common, **labels)
     if getattr(network.config, "pad_token_id", None) is None:
         network.config.pad_token_id = tokenizer.pad_token_id
     if method == "lora":

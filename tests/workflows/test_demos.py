@@ -1,0 +1,62 @@
+"""The demos' plans, and the LoRA-vs-prompting store they leave: one model, two systems."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from seedscope.errors import SeedscopeError
+from seedscope.plan import seed_sweep
+from seedscope.workflows.demos import DEMOS, demo_plan
+from seedscope.workflows.sweeping import sweep
+
+
+def test_the_lora_demo_fine_tunes_and_prompts_on_the_same_examples(tmp_path):
+    config, specs = demo_plan("lora", seeds=None, out=tmp_path / "d", data_dir=None)
+    methods = {spec.method for spec in specs}
+    assert methods == {"lora", "icl"} and len(specs) == 10 and len({s.run_id for s in specs}) == 10
+    lora = next(s for s in specs if s.method == "lora").hparams
+    icl = next(s for s in specs if s.method == "icl").hparams
+    assert lora["max_eval_examples"] == icl["max_eval_examples"] == 200
+    assert lora["max_train_examples"] == icl["max_train_examples"]  # demonstrations from the same training rows
+    assert lora["lora_target_modules"] == ["q_proj", "v_proj"] and lora["lora_r"] == 8
+    assert set(DEMOS) >= {"finetune", "icl", "lora"}
+    with pytest.raises(SeedscopeError, match="unknown demo 'x'"):
+        demo_plan("x", seeds=None, out=tmp_path, data_dir=None)
+
+
+def test_a_store_of_two_adaptations_is_compared_and_shown_side_by_side(tmp_path, tiny_chat_llama, data_dir, cli):
+    from rich.console import Console
+
+    from seedscope.cli.demo import show_adaptations
+
+    common = {"max_train_examples": 32, "max_eval_examples": 12}
+    specs = seed_sweep(["sst2"], [str(tiny_chat_llama)], [1, 2], "lora",
+                       {**common, "num_train_epochs": 1, "lora_r": 4, "learning_rate": 1e-3, "max_seq_length": 48})
+    specs += seed_sweep(["sst2"], [str(tiny_chat_llama)], [1, 2], "icl", {**common, "shots": 1})
+    store = sweep({"tasks": ["sst2"], "models": [str(tiny_chat_llama)]}, out=tmp_path / "s", data_dir=data_dir, specs=specs)
+    console = Console(record=True, width=200)
+    show_adaptations(store, console)
+    shown = console.export_text()
+    assert "sst2 / LoRA fine-tuning" in shown and "sst2 / prompting (in-context)" in shown
+    out = tmp_path / "c.json"
+    code, _, err = cli(["compare", str(store.path), "--n-boot", "100", "--n-permutations", "50", "--json", str(out)])
+    assert code == 0, err
+    pair = json.loads(out.read_text())["pairs"][0]
+    assert {pair["system_a"], pair["system_b"]} == {"tiny-chat-llama0-lora", "tiny-chat-llama0-icl"}
+    assert pair["n_matched"] == 2 and pair["paired"]
+
+
+def test_the_meta_demo_runs_each_method_on_the_same_tasks_and_seeds_and_studies_each(tmp_path):
+    from seedscope.plan.runs import META_METHODS
+    from seedscope.workflows.demos import meta_studies
+
+    _, specs = demo_plan("meta", seeds=None, out=tmp_path / "m", data_dir=None)
+    assert {spec.method for spec in specs} == set(META_METHODS) and len(specs) == 3 * 2 * 5
+    assert {spec.task for spec in specs} == {"sst2", "mrpc"} and len({s.run_id for s in specs}) == 30
+    studies = meta_studies(tmp_path / "m")
+    assert [s.method for s in studies.values()] == list(META_METHODS)
+    plan = next(iter(studies.values())).plan
+    assert set(plan.factors) == {"data_split", "label_choice", "sample_order", "sample_choice", "model_init"}
+    assert len(plan.specs) == 2 + 5 * 2 * 2 and all(s.method == "protonet" for s in plan.specs)
