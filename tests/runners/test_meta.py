@@ -141,3 +141,14 @@ def test_the_factor_study_refuses_factors_without_meaning_here():
         factor_study_plan("sst2", "m", ["data_order"], 2, 2, 2, "maml", runner="meta")
     plan = factor_study_plan("sst2", "m", ["sample_order", "model_init"], 2, 2, 2, "maml", runner="meta")
     assert {spec.method for spec in plan.specs} == {"maml"}
+
+
+def test_runs_that_draw_other_examples_share_one_encoding(monkeypatch, tiny_bert, data_dir):
+    calls = []
+    encode = token_states._encoded.__wrapped__
+    monkeypatch.setattr(token_states, "_encoded",
+                        token_states.functools.lru_cache(maxsize=2)(lambda *a: calls.append(1) or encode(*a)))
+    settings = {"resplit": True, "num_labelled": 40}
+    meta_run(tiny_bert, data_dir, "protonet", **settings)
+    meta_run(tiny_bert, data_dir, "protonet", seeds=FactorSeeds.tied(3).replace(data_split=8, label_choice=9), **settings)
+    assert len(calls) == 1  # other pools and test sets, drawn from the same rows: encoded once

@@ -26,12 +26,7 @@ def run_examples(
     task: TaskSpec, settings: DataSettings, seeds: FactorSeeds, data_dir: str | os.PathLike | None
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The (train, eval) example frames of one run."""
-    train = load_examples(task, "train", data_dir)
-    dev = load_examples(task, "validation", data_dir)
-    if settings.max_train_examples:
-        train = train.head(settings.max_train_examples)
-    if settings.max_eval_examples:
-        dev = dev.head(settings.max_eval_examples)
+    train, dev = candidate_examples(task, settings, data_dir)
     if settings.resplit:
         pool = pd.concat(
             [train.assign(example_id="train-" + train["example_id"]), dev.assign(example_id="dev-" + dev["example_id"])],
@@ -43,6 +38,18 @@ def run_examples(
     if train.empty or dev.empty:
         raise SeedscopeError(f"{task.name}: the run has no {'training' if train.empty else 'evaluation'} examples")
     return train.reset_index(drop=True), dev.reset_index(drop=True)
+
+
+def candidate_examples(task: TaskSpec, settings: DataSettings,
+                       data_dir: str | os.PathLike | None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The (train, eval) rows every run of these settings draws from, whatever its seeds: the fixed subsets."""
+    train = load_examples(task, "train", data_dir)
+    dev = load_examples(task, "validation", data_dir)
+    if settings.max_train_examples:
+        train = train.head(settings.max_train_examples)
+    if settings.max_eval_examples:
+        dev = dev.head(settings.max_eval_examples)
+    return train, dev
 
 
 def _strata(task: TaskSpec, frame: pd.DataFrame) -> np.ndarray | None:

@@ -2,8 +2,9 @@
 
 The reference's meta-learners are a small text CNN over a frozen BERT's token representations.
 The encoder never trains, so each sentence's token states are the same in every run: they are
-computed once per process for all the sentences a run can touch (its training pool and its
-test examples) and kept, so a sweep or factor study pays for the encoder once per task. The
+computed once per process for all the sentences any run of the same data settings can touch
+(the runner passes the rows every seed draws from) and kept, so a sweep or factor study pays for
+the encoder once per task. The
 sentences are encoded in a fixed order (by length, then text) and batch layout, so a run's
 states — and its predictions — do not depend on which runs came before it in the process.
 """
@@ -57,12 +58,14 @@ def _encoded(folder: str, texts: tuple[Text, ...], max_length: int, batch_size: 
 
 
 def token_states(folder: str, frames: Sequence[pd.DataFrame], max_length: int, batch_size: int = 64,
-                 trust_remote_code: bool = False) -> list[torch.Tensor]:
+                 trust_remote_code: bool = False, *, encode_with: Sequence[pd.DataFrame] = ()) -> list[torch.Tensor]:
     """For each frame, its examples' token states as one zero-padded [examples, tokens, hidden] tensor.
 
-    All frames' sentences are encoded together (once per process for the same set of sentences).
+    The sentences of ``frames`` and ``encode_with`` are encoded together, once per process for the
+    same set of sentences: pass the rows every run draws from, so runs that draw differently share it.
     """
     per_frame = [example_texts(frame) for frame in frames]
-    everything = tuple(sorted({text for texts in per_frame for text in texts}, key=lambda t: (t[0], t[1] or "")))
+    known = {text for frame in encode_with for text in example_texts(frame)}
+    everything = tuple(sorted(known.union(*per_frame), key=lambda t: (t[0], t[1] or "")))
     encoded = _encoded(folder, everything, max_length, batch_size, trust_remote_code)
     return [torch.nn.utils.rnn.pad_sequence([encoded[text] for text in texts], batch_first=True) for texts in per_frame]
