@@ -35,6 +35,9 @@ def preflight(specs: list[RunSpec], data_dir: str | os.PathLike | None) -> None:
     from seedscope.runners.language_models import model_folder
     from seedscope.runners.models import check_method, load_model_config, model_kind
 
+    for spec in specs:  # what a runner cannot do at all, before any data is read
+        if runner_of(spec.method) == "meta":
+            meta.check_task(get_task(spec.task))
     for task in dict.fromkeys(spec.task for spec in specs):
         for split in ("train", "validation"):
             load_examples(task, split, data_dir)
