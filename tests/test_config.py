@@ -26,7 +26,8 @@ def test_paper_seeds():
 
 
 def test_presets_are_listed():
-    assert list_presets() == ["cpu-small", "llama-3.2-3b-lora", "roberta-large-paper", "smollm2-icl"]
+    assert list_presets() == ["cpu-small", "llama-3.2-3b-lora", "minilm-meta-cpu", "roberta-large-paper", "smollm2-icl",
+                              "smollm2-lora-cpu"]
 
 
 def test_roberta_large_preset_is_table_5():
@@ -64,6 +65,21 @@ def test_cpu_preset_uses_the_packaged_minilm():
     assert settings.max_seq_length == 64 and not settings.pad_to_max_length and settings.max_train_examples
 
 
+def test_the_cpu_lora_preset_keeps_table_6s_adapter():
+    config = load_preset("smollm2-lora-cpu")
+    settings = config.settings_for("sst2")
+    assert config.method == "lora" and config.models == ["smollm2-135m-instruct"] and len(config.seeds) == 5
+    assert (settings.lora_r, settings.lora_alpha, settings.lora_dropout) == (8, 16, 0.1)
+    assert settings.lora_target_modules == ["q_proj", "v_proj"] and settings.lr_scheduler_type == "linear"
+
+
+def test_the_meta_preset_uses_the_references_episodes():
+    config = load_preset("minilm-meta-cpu")
+    settings = config.settings_for("sst2")
+    assert config.method == "protonet" and config.tasks == ["sst2", "mrpc"]
+    assert (settings.shots, settings.queries) == (5, 15) and settings.kernel_sizes == [3, 4, 5]
+
+
 def test_file_builds_on_a_preset_and_overrides_merge(tmp_path):
     path = tmp_path / "mine.yaml"
     path.write_text("preset: roberta-large-paper\ntasks: [rte, cb]\nhparams: {warmup_ratio: 0.06}\n"
@@ -95,7 +111,7 @@ def test_plain_config_defaults_to_the_paper_seeds(tmp_path):
         ("tasks: [rte]\nmodels: [m]\nseeds: [-1]\n", r"c.yaml: seeds: seed must lie between 0 and"),
         ("tasks: [sst3]\nmodels: [m]\n", r"c.yaml: tasks: unknown task 'sst3'; did you mean sst2"),
         ("tasks: [rte, glue-rte]\nmodels: [m]\n", r"c.yaml: tasks: task glue-rte is listed twice"),
-        ("tasks: [rte]\nmodels: [m]\nmethod: qlora\n", r"c.yaml: method: Input should be 'full', 'lora' or 'icl'"),
+        ("tasks: [rte]\nmodels: [m]\nmethod: qlora\n", r"c.yaml: method: Input should be 'full', 'lora', 'icl', 'protonet', 'maml' or 'reptile'"),
         ("tasks: [rte]\nmodels: [m]\nmodel_names: {n: short}\n", r"c.yaml: model_names: 'n' is not one of the models \(m\)"),
         ("tasks: [rte]\nmodels: [m]\nhparams: {lr: 0.1}\n", r"c.yaml: hparams: unknown hyper-parameter 'lr'"),
         ("tasks: [rte]\nmodels: [m]\nhparams: {learning_rate: fast}\n",
@@ -127,7 +143,7 @@ def test_override_mistakes_name_the_command_line():
 def test_missing_files_and_presets(tmp_path):
     with pytest.raises(SeedscopeError, match=r"config file .*nope.yaml not found"):
         load_config(tmp_path / "nope.yaml")
-    with pytest.raises(SeedscopeError, match=r"unknown preset 'bert'.*presets: cpu-small, llama-3.2-3b-lora, roberta-large-paper"):
+    with pytest.raises(SeedscopeError, match=r"unknown preset 'bert'.*presets: cpu-small, llama-3.2-3b-lora, minilm-meta-cpu, roberta-large-paper"):
         load_preset("bert")
 
 
