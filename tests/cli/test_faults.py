@@ -34,8 +34,10 @@ def _args(model, out, data_dir) -> list[str]:
 
 def _start(args: list[str]) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "HF_HUB_OFFLINE": "1", "COLUMNS": "200"}
+    # Ctrl-C as a user's terminal delivers it, even when the tests themselves run in the background (a
+    # background job starts with SIGINT ignored, and a child would inherit that and never be interrupted)
     return subprocess.Popen([sys.executable, "-m", "seedscope", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env)
+                            text=True, env=env, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
 def _statuses(out: Path) -> dict[str, str]:
