@@ -28,7 +28,6 @@ from seedscope.metrics.resampling import (
 CHUNK_VALUES = 20_000_000
 
 
-
 def mean_difference_ci(
     scores_a, scores_b, *, paired: bool, n_boot: int = 10_000, confidence: float = 0.95, seed: int = 0
 ) -> dict[str, float]:

@@ -83,28 +83,32 @@ def demo_command(
         run_meta_studies(out, data_dir, console)
 
 
+def analyses_by_method(store, **options) -> dict[str, dict]:
+    """Method → (task → analysis) for a store holding one model adapted several ways (the ``model`` label of a
+    method's runs ends in ``-<method>``)."""
+    from seedscope.cli.sweep import group_analyses
+
+    table = store.predictions()
+    return {method: group_analyses(group, **options)
+            for method, group in table.groupby(table["model"].str.rsplit("-", n=1).str[-1], sort=False)}
+
+
 def show_adaptations(store, console: Console) -> None:
     """Fine-tuned with LoRA and prompted, one model on the same test sentences: the seed effects side by side."""
-    from seedscope.cli.sweep import group_analyses, variants_table
+    from seedscope.cli.sweep import variants_table
 
-    by_method = {"LoRA fine-tuning": {}, "prompting (in-context)": {}}
-    for label, analysis in group_analyses(store.predictions()).items():
-        task, _, model = label.partition(" (")
-        variant = "LoRA fine-tuning" if model.rstrip(")").endswith("-lora") else "prompting (in-context)"
-        by_method[variant][task] = analysis
-    console.print(variants_table({k: v for k, v in by_method.items() if v},
-                                 "One model, two ways to adapt it: the seed effects side by side"))
+    names = {"lora": "LoRA fine-tuning", "icl": "prompting (in-context)"}
+    by_method = {names[method]: analyses for method, analyses in analyses_by_method(store).items()}
+    console.print(variants_table(by_method, "One model, two ways to adapt it: the seed effects side by side"))
     console.print(f"compare them seed by seed: seedscope compare {store.path}", highlight=False)
 
 
 def show_meta_methods(store, console: Console) -> None:
     """ProtoNet, MAML and Reptile on each task: the seed effects side by side, in macro-F1."""
-    from seedscope.cli.sweep import group_analyses, variants_table
+    from seedscope.cli.sweep import variants_table
 
-    table = store.predictions()
-    by_method = {method: group_analyses(group, primary_metric="f1_macro")
-                 for method, group in table.groupby(table["model"].str.rsplit("-", n=1).str[-1], sort=False)}
-    console.print(variants_table(by_method, "Three meta-learners, five seeds each: the seed effects side by side"))
+    console.print(variants_table(analyses_by_method(store, primary_metric="f1_macro"),
+                                 "Three meta-learners, five seeds each: the seed effects side by side"))
 
 
 def run_meta_studies(out: Path, data_dir: Optional[Path], console: Console) -> None:

@@ -270,7 +270,7 @@ def run_command(
     Add --plan-only to print the plan size and a cost estimate from one timed run.
     """
     from seedscope.report.tables import to_rich
-    from seedscope.workflows.factor_studies import FactorStudyConfig, load_study, run_factor_study
+    from seedscope.workflows.factor_studies import FactorStudyConfig, run_factor_study
     from seedscope.workflows.sweeping import check_executor, preflight
 
     check_outputs(json_out, markdown_out)
@@ -298,7 +298,7 @@ def run_command(
                                 data_dir=data_dir, ray_address=ray_address, gpus_per_run=gpus_per_run,
                                 cpus_per_run=cpus_per_run, max_retries=max_retries, progress=RunProgress())
     result, notes = done.analyze(n_boot=bootstrap, seed=seed)
-    ranking = rank(load_study(out, metric=metric)[0], None, bootstrap, result.settings["confidence"], seed)
+    ranking = rank(done.study[0], None, bootstrap, result.settings["confidence"], seed)
     sections = show_analysis(result, notes, ranking)
     shown = done.runs_used.drop(columns="trace")
     console.print(to_rich(shown, "Runs per factor (reference: N = 10 × M = 100 = 1000)", digits=3))

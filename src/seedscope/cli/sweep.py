@@ -88,7 +88,8 @@ def print_analysis(store, console: Console) -> None:
     if done.empty:
         console.print("no run finished, so there is nothing to analyse")
         return
-    labelled = group_analyses(store.predictions())
+    predictions = store.predictions()
+    labelled = group_analyses(predictions)
     if not labelled:
         console.print("every task has fewer than two finished runs, so there are no seed effects to show")
         return
@@ -110,7 +111,7 @@ def print_analysis(store, console: Console) -> None:
     if calibrated:  # only the calibrated groups: the others' predictions are the same either way
         variants = {name: group_analyses(table[table["model"].isin(calibrated)])
                     for name, table in (("uncalibrated", store.predictions(uncalibrated=True)),
-                                        ("calibrated", store.predictions()))}
+                                        ("calibrated", predictions))}
         console.print(variants_table(variants, "Contextual calibration: the seed spread without and with it"))
 
 

@@ -54,6 +54,8 @@ READERS: dict[str, Callable[[list[Path], ReadOptions], list[Source]]] = {
     "run-glue": read_run_glue,
     "store": read_store,
 }
+#: the formats whose per-example verdicts come in several metrics, of which ``metric`` picks one
+METRIC_FORMATS = ("inspect", "helm", "lighteval")
 
 
 def read_predictions(
@@ -110,7 +112,7 @@ def read_predictions(
     fmt = common_format(paths, format)
     sources = READERS[fmt](paths, options)
     table = merge_sources(sources, task_type)
-    if metric is not None and fmt not in ("inspect", "helm", "lighteval"):
+    if metric is not None and fmt not in METRIC_FORMATS:
         table.attrs["notes"].append(f"--metric picks an inspect_ai scorer, a HELM stat or a score table's column; {fmt} "
                                     "predictions have neither, so it is ignored")
     return table

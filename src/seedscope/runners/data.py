@@ -26,7 +26,13 @@ def run_examples(
     task: TaskSpec, settings: DataSettings, seeds: FactorSeeds, data_dir: str | os.PathLike | None
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The (train, eval) example frames of one run."""
-    train, dev = candidate_examples(task, settings, data_dir)
+    return select_examples(task, settings, seeds, *candidate_examples(task, settings, data_dir))
+
+
+def select_examples(
+    task: TaskSpec, settings: DataSettings, seeds: FactorSeeds, train: pd.DataFrame, dev: pd.DataFrame
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The run's (train, eval) frames drawn from the candidate rows by its data seeds."""
     if settings.resplit:
         pool = pd.concat(
             [train.assign(example_id="train-" + train["example_id"]), dev.assign(example_id="dev-" + dev["example_id"])],

@@ -30,7 +30,7 @@ from seedscope.errors import SeedscopeError
 from seedscope.plan import RunSpec
 from seedscope.plan.hparams import MetaSettings
 from seedscope.predictions import EXAMPLE_ID
-from seedscope.runners.data import candidate_examples, run_examples
+from seedscope.runners.data import candidate_examples, run_examples, select_examples
 from seedscope.runners.environment import describe_environment
 from seedscope.runners.episodes import episode_stream, support_set
 from seedscope.runners.finetune import prediction_table, run_metrics
@@ -76,12 +76,13 @@ def run(spec: RunSpec, data_dir: str | os.PathLike | None = None, *, on_step: St
     task = get_task(spec.task)
     check_task(task)
     classes = task.num_labels
-    pool, tests = run_examples(task, settings, spec.seeds, data_dir)
+    candidates = candidate_examples(task, settings, data_dir)
+    pool, tests = select_examples(task, settings, spec.seeds, *candidates)
     folder = model_folder(spec.model)
     # every sentence any seed could draw is encoded together: the same set, so one encoding, for all runs
     pool_states, test_states = token_states(folder, [pool, tests], settings.max_seq_length, settings.encoder_batch_size,
                                             settings.trust_remote_code,
-                                            encode_with=candidate_examples(task, settings, data_dir))
+                                            encode_with=candidates)
     labels = pool["label"].astype(int).to_numpy()
     episodes = list(episode_stream(labels, classes, settings.shots, settings.queries, settings.episodes,
                                    spec.seeds.numpy("sample_order"), task.label_names))

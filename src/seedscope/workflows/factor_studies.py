@@ -156,9 +156,14 @@ class FactorStudyRun:
     wall_seconds: float
     metric: str | None = None
 
+    @cached_property
+    def study(self) -> tuple[FactorStudy, list[str]]:
+        """The stored runs as a study, and notes to show (read once)."""
+        return load_study(self.store.path, metric=self.metric)
+
     def analyze(self, **options) -> tuple[FactorAnalysis, list[str]]:
         """The importance analysis of the stored runs (missing runs and small groups allowed) and notes."""
-        study, notes = load_study(self.store.path, metric=self.metric)
+        study, notes = self.study
         options = {"allow_missing": True, "allow_small_groups": True, **options}
         return analyze_factors(study, **options), notes
 

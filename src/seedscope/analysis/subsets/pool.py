@@ -29,6 +29,15 @@ def _batch(pool_size: int, width: int) -> int:
     return max(1, CHUNK_VALUES // max(1, pool_size * width))
 
 
+def _moment_interval(statistic, values: np.ndarray, n_boot: int, confidence: float, seed) -> tuple[float, float]:
+    """Percentile interval of ``statistic`` of the column means, the resampled means drawn from their exact moments."""
+    check_resamples(n_boot)
+    with np.errstate(all="ignore"):
+        draws = statistic(resampled_column_means(values, n_boot, generator(seed)))
+    low, high = percentile_interval(draws, confidence)
+    return float(low), float(high)
+
+
 def full_pool_ci(
     pool: ScorePool, *, n_boot: int = 2000, confidence: float = 0.95, seed: int = 0, method: str = "percentile"
 ) -> pd.DataFrame:
@@ -55,10 +64,7 @@ def full_pool_ci(
             return pool.theta(_mean_of_rows(values, index))
 
         if pool.n_examples >= LARGE_N:  # the resampled means from their exact moments (percentile interval)
-            check_resamples(n_boot)
-            with np.errstate(all="ignore"):
-                draws = pool.theta(resampled_column_means(values, n_boot, generator(seed)))
-            low, high = (float(v) for v in percentile_interval(draws, confidence))
+            low, high = _moment_interval(pool.theta, values, n_boot, confidence, seed)
         else:
             low, high = _bootstrap_interval(statistic, positions, n_boot, confidence, seed, method, values.shape[1])
         rows.append({"score": point, "ci_low": low, "ci_high": high})
@@ -115,11 +121,8 @@ def paired_pool_tests(
 
         delta = float(pool.theta(values_a.mean(axis=0)) - pool.theta(values_b.mean(axis=0)))
         if pool.n_examples >= LARGE_N:  # one draw of both systems' means: the pairing kept by their covariance
-            check_resamples(n_boot)
-            with np.errstate(all="ignore"):
-                means = resampled_column_means(both, n_boot, generator(seed))
-                draws = pool.theta(means[:, :width]) - pool.theta(means[:, width:])
-            low, high = (float(v) for v in percentile_interval(draws, confidence))
+            low, high = _moment_interval(lambda means: pool.theta(means[:, :width]) - pool.theta(means[:, width:]),
+                                         both, n_boot, confidence, seed)
         else:
             low, high = _bootstrap_interval(difference, positions, n_boot, confidence, seed, "percentile", 2 * width)
         p_value = paired_swap_test(values_a, values_b, pool.theta, n_permutations=n_permutations, seed=seed)
