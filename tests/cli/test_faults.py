@@ -34,10 +34,12 @@ def _args(model, out, data_dir) -> list[str]:
 
 def _start(args: list[str]) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "HF_HUB_OFFLINE": "1", "COLUMNS": "200"}
-    # Ctrl-C as a user's terminal delivers it, even when the tests themselves run in the background (a
-    # background job starts with SIGINT ignored, and a child would inherit that and never be interrupted)
+    # Ctrl-C as a user's terminal delivers it, even when the tests themselves run as a background job: such a
+    # job starts with SIGINT ignored, and the sweep would inherit that and never be interrupted
+    ignored = signal.getsignal(signal.SIGINT) == signal.SIG_IGN
     return subprocess.Popen([sys.executable, "-m", "seedscope", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                            text=True, env=env,
+                            preexec_fn=(lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)) if ignored else None)
 
 
 def _statuses(out: Path) -> dict[str, str]:
