@@ -1,12 +1,22 @@
-"""User-facing errors.
+"""User-facing errors and warnings.
 
 Every mistake a user can make (a missing file, an unknown task, mismatched example ids …)
 raises :class:`SeedscopeError` with one sentence that names the problem. The CLI turns it
-into that sentence on stderr and exit status 2; the Python API lets it propagate.
+into that sentence on stderr and exit status 2; the Python API lets it propagate. It is a
+:class:`ValueError`, so code that already catches bad values catches it too.
+
+A finding that does not stop the work (duplicate rows dropped, percentages rescaled, an option
+that does not apply …) is a :class:`SeedscopeWarning`, raised through :mod:`warnings`. The CLI
+prints each one as a note; in Python a user can filter them by class or turn them into
+errors::
+
+    import warnings
+    from seedscope.errors import DuplicateRowsWarning
+    warnings.simplefilter("error", DuplicateRowsWarning)
 """
 
 
-class SeedscopeError(Exception):
+class SeedscopeError(ValueError):
     """A problem with the user's input or configuration, explained in one message."""
 
 
@@ -15,3 +25,31 @@ class Interrupted(Exception):
 
     The CLI prints it and exits with status 130, as a shell does for an interrupted program.
     """
+
+
+class SeedscopeWarning(UserWarning):
+    """A non-fatal finding about the input or the result, worth a note to the user."""
+
+
+class DuplicateRowsWarning(SeedscopeWarning):
+    """Rows (or records) that repeat exactly were counted once."""
+
+
+class RescaledValuesWarning(SeedscopeWarning):
+    """Values were read on another scale (``85.3%`` as 0.853), or look as if they need ``--scale``."""
+
+
+class DegenerateRunWarning(SeedscopeWarning):
+    """A run (or group of runs) too small or too uniform for some statistic, which is left out."""
+
+
+class IgnoredOptionWarning(SeedscopeWarning):
+    """An option that does not apply to this input was ignored."""
+
+
+class UnstableEstimateWarning(SeedscopeWarning):
+    """An estimate rests on too few seeds, resamples or examples to be trusted."""
+
+
+class ReadingChoiceWarning(SeedscopeWarning):
+    """A choice made while reading a file (the lm-eval filter used, the column taken as the run)."""
