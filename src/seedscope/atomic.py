@@ -3,13 +3,18 @@
 Write to a temporary file in the same directory, fsync it, then rename over the target.
 Several outputs that belong together (a report's HTML, tables folder and figures folder) are
 staged first and moved into place only once all of them are written.
+
+Temporary files and folders are created as :func:`open` and :func:`os.mkdir` create new ones
+(mode 0666 / 0777 less the user's umask), not with :mod:`tempfile`'s private 0600 / 0700: the
+renamed result is a new file, and a store, report or table shared with a team or served by a
+web server must be readable as the user's other files are.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
-import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -19,10 +24,8 @@ from typing import Iterator
 def atomic_path(target: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path beside ``target``; on success it replaces ``target``."""
     target = Path(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    fd, tmp_path = _new_temporary(target, _create_file)
     os.close(fd)
-    tmp_path = Path(tmp)
     try:
         yield tmp_path
         with open(tmp_path, "rb+") as handle:
@@ -31,6 +34,23 @@ def atomic_path(target: str | os.PathLike) -> Iterator[Path]:
         _fsync_dir(target.parent)
     finally:
         tmp_path.unlink(missing_ok=True)
+
+
+def _create_file(path: Path) -> int:
+    """A new file (never an existing one, never through a link), mode 0666 less the umask, as ``open()`` makes."""
+    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+                   | getattr(os, "O_CLOEXEC", 0), 0o666)
+
+
+def _new_temporary(target: Path, create):
+    """``create(path)`` for a fresh ``.<target name>.<random>.tmp`` beside ``target``: (its result, the path)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    while True:
+        path = target.parent / f".{target.name}.{secrets.token_hex(4)}.tmp"
+        try:
+            return create(path), path
+        except FileExistsError:  # another writer drew the same name: draw again
+            continue
 
 
 def atomic_write_text(target: str | os.PathLike, text: str) -> None:
@@ -50,21 +70,17 @@ def _fsync_dir(folder: Path) -> None:
 
 def staged_dir(target: str | os.PathLike) -> Path:
     """A new empty staging folder beside ``target``; fill it, then :func:`move_into_place`."""
-    target = Path(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    return _new_temporary(Path(target), lambda path: os.mkdir(path, 0o777))[1]
 
 
 def staged_file(target: str | os.PathLike, data: bytes) -> Path:
     """``data`` in a durable temporary file beside ``target`` (fsync'd); then :func:`move_into_place`."""
-    target = Path(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    fd, path = _new_temporary(Path(target), _create_file)
     with os.fdopen(fd, "wb") as handle:
         handle.write(data)
         handle.flush()
         os.fsync(handle.fileno())
-    return Path(name)
+    return path
 
 
 def move_into_place(staged: Path, target: str | os.PathLike) -> None:

@@ -13,9 +13,11 @@ from seedscope.errors import SeedscopeError
 #: exit status when the store has integrity problems (2 stays "bad input", as for every command)
 PROBLEMS_FOUND = 1
 
-HELP = """Check an experiment directory: SQLite's integrity check of the catalog, and for every
-finished run that its prediction file is present, readable, holds the recorded number of rows
-and has the SHA-256 recorded when the run finished (a changed or swapped file is caught);
+HELP = """Check an experiment directory: SQLite's integrity check of the catalog, that every run's
+entry (plan, seeds, timings, metrics, environment) can be read, and for every finished run that
+its catalog row records a checksum and that its prediction file is present, readable, holds the
+recorded number of rows and has the SHA-256 recorded when the run finished (a changed or
+swapped file is caught);
 files of runs that never finished, files no run owns and temporary files of interrupted writes
 are listed too. Exit status 0 when sound, 1 when a problem is found (2: not a directory to check).
 

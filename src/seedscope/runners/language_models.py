@@ -13,12 +13,12 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Literal
 
 import torch
 
+from seedscope.atomic import staged_dir
 from seedscope.errors import SeedscopeError
 from seedscope.runners.models import from_pretrained_checked, load_model_config, load_tokenizer
 
@@ -55,8 +55,7 @@ def gguf_folder(path: Path) -> Path:
         del config.quantization_config
     model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     model.load_state_dict(loaded.state_dict())
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    staging = staged_dir(target)  # a folder others may read, as the user's umask allows
     try:
         model.save_pretrained(staging)
         tokenizer.save_pretrained(staging)

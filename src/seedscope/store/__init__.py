@@ -27,7 +27,7 @@ from seedscope.errors import SeedscopeError
 from seedscope.predictions import RUN, validate_table
 from seedscope.store import views
 from seedscope.store.catalog import CATALOG, STATUSES, Catalog, as_json, canonical, plan_hash
-from seedscope.store.files import PREDICTIONS, prediction_path, with_label_names, write_table
+from seedscope.store.files import PREDICTIONS, prediction_path, sha256, with_label_names, write_table
 from seedscope.store.integrity import REDO, Problem, temporaries, verify
 
 __all__ = ["CATALOG", "PREDICTIONS", "STATUSES", "ExperimentStore", "Problem", "plan_hash"]
@@ -181,6 +181,7 @@ class ExperimentStore:
         A prompted run's ``prompt_prefix`` is kept in its prediction file (see :func:`views.run_prompts`).
         """
         task = self.catalog.task_of(run_id)
+        self._record_checksums()
         table = validate_table(predictions, f"predictions of run {run_id}").assign(**{RUN: run_id})
         table = with_label_names(table, task)
         digest = write_table(self.prediction_path(run_id), table, prompt_prefix)
@@ -190,9 +191,21 @@ class ExperimentStore:
 
     def record_failure(self, run_id: str, error: str, timings: Mapping[str, Any] | None = None) -> None:
         """The run raised: keep its error text; its predictions file, if a killed attempt left one, goes."""
+        self._record_checksums()
         self.catalog.finish(run_id, "failed", timings, error=str(error), metrics=None, environment_json=None,
                             n_predictions=None, sha256=None)
         self.prediction_path(run_id).unlink(missing_ok=True)
+
+    def _record_checksums(self) -> None:
+        """A store written before checksums (schema 1) gains them at its first write: every done run whose
+        file is sound (:func:`verify`) gets its file's SHA-256, so a done run without one is a problem."""
+        if self.catalog.has_checksums():
+            return
+        broken = {problem.run_id for problem in verify(self, full=False)}
+        self.catalog.add_checksums({
+            run_id: sha256(self.prediction_path(run_id).read_bytes())
+            for run_id, (status, _, _) in self.catalog.checksums().items() if status == "done" and run_id not in broken
+        })
 
     # ---- reading (see seedscope.store.views) ----------------------------------------------
 

@@ -50,6 +50,8 @@ CREATE TABLE runs (
 );
 """
 _RUN_KEYS = ("run_id", "task", "model", "method", "seeds")
+#: a run row's JSON cells: each holds a JSON object (a NULL result cell, of a run not done, reads as {})
+JSON_CELLS = ("seeds_json", "timings_json", "metrics_json", "environment_json")
 #: what a run row forgets when it is made pending again
 _RESET = ("started_at", "finished_at", "duration_s", "timings_json", "metrics_json", "environment_json",
           "n_predictions", "error", "sha256")
@@ -75,6 +77,29 @@ def as_json(value: Any) -> str | None:
 
 def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def parse_cell(column: str, text: Any) -> tuple[dict, str | None]:
+    """A run's JSON cell as a dict, and what is wrong with it (None when sound; the dict is then empty).
+
+    Seeds must be integers and metrics numbers (or null), as seedscope writes them; a cell
+    changed by hand or by a damaged disk is caught here rather than crashing a reader later.
+    """
+    if text is None:
+        return {}, ("is NULL" if column == "seeds_json" else None)
+    if not isinstance(text, str):
+        return {}, f"holds a {type(text).__name__}, not JSON text"
+    try:
+        value = json.loads(text)
+    except ValueError as error:
+        return {}, f"is not JSON ({error})"
+    if not isinstance(value, dict):
+        return {}, f"is a JSON {type(value).__name__}, not an object"
+    wanted = {"seeds_json": (int,), "metrics_json": (int, float, type(None))}.get(column)
+    wrong = [key for key, item in value.items() if wanted and not isinstance(item, wanted)]
+    if wrong:
+        return {}, f"holds {wrong[0]!r}: {value[wrong[0]]!r}, not {'an integer' if column == 'seeds_json' else 'a number'}"
+    return value, None
 
 
 def check_plan(plan: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -202,7 +227,16 @@ class Catalog:
     # ---- plan -------------------------------------------------------------------------------
 
     def plan(self) -> dict[str, Any]:
-        return json.loads(self.query("SELECT plan_json FROM plan")[0][0])
+        """The stored plan; a damaged one is an error naming the catalog (it cannot be repaired from elsewhere)."""
+        text = self.query("SELECT plan_json FROM plan")[0][0]
+        try:
+            plan = json.loads(text)
+            check_plan(plan)
+        except (TypeError, ValueError) as error:
+            raise SeedscopeError(f"the catalog {self.path} is damaged: its plan cannot be read ({error}); "
+                                 "restore catalog.sqlite from a backup (the prediction files of finished runs are "
+                                 "still in its predictions/ folder)") from error
+        return plan
 
     def plan_hash(self) -> str:
         return self.query("SELECT plan_hash FROM plan")[0][0]
@@ -218,10 +252,13 @@ class Catalog:
         return self.query("SELECT run_id, status, n_predictions FROM runs ORDER BY position")
 
     def reset(self, run_ids: list[str]) -> None:
-        """Make these runs pending again, forgetting their last attempt (not its count)."""
+        """Make these runs pending again, forgetting their last attempt (not its count); their seeds are
+        written again from the plan (which repairs a damaged ``seeds_json``)."""
+        seeds = {run["run_id"]: as_json(run["seeds"]) for run in self.plan()["runs"]}
         with self.transaction() as db:
             cleared = ", ".join(f"{column} = NULL" for column in _RESET)
-            db.executemany(f"UPDATE runs SET status = 'pending', {cleared} WHERE run_id = ?", [(r,) for r in run_ids])
+            db.executemany(f"UPDATE runs SET status = 'pending', seeds_json = ?, {cleared} WHERE run_id = ?",
+                           [(seeds[r], r) for r in run_ids])
 
     def mark_running(self, run_id: str) -> None:
         """A run has started (its start time and attempt count are recorded)."""
@@ -237,7 +274,7 @@ class Catalog:
         """Set a run's final state (done or failed) and its duration, in one transaction."""
         finished = now()
         if not self.has_checksums():
-            self._add_checksums()
+            self.add_checksums({})
         with self.transaction() as db:
             started = self._require(db, run_id)[1]
             duration = (timings or {}).get("total_seconds")
@@ -250,11 +287,15 @@ class Catalog:
                 (status, finished, duration, as_json(dict(timings or {})), metrics, *columns.values(), run_id),
             )
 
-    def _add_checksums(self) -> None:
-        """Bring a schema-1 catalog to schema 2 (runs written before keep a NULL checksum)."""
+    def add_checksums(self, digests: Mapping[str, str]) -> None:
+        """Bring a schema-1 catalog to schema 2, recording ``digests`` (run_id → SHA-256 of its sound file).
+
+        A done run left without a checksum is then a problem :func:`seedscope.store.integrity.verify` reports.
+        """
         with self.transaction() as db:
             if "sha256" not in {row[1] for row in db.execute("PRAGMA table_info(runs)")}:
                 db.execute("ALTER TABLE runs ADD COLUMN sha256 TEXT")
+                db.executemany("UPDATE runs SET sha256 = ? WHERE run_id = ?", [(d, r) for r, d in digests.items()])
                 db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
 
     def checksums(self) -> dict[str, tuple[str, int | None, str | None]]:
@@ -262,6 +303,25 @@ class Catalog:
         checksum = "sha256" if self.has_checksums() else "NULL"
         rows = self.query(f"SELECT run_id, status, n_predictions, {checksum} FROM runs ORDER BY position")
         return {run_id: (status, n, digest) for run_id, status, n, digest in rows}
+
+    def cell(self, run_id: str, column: str, text: Any) -> dict:
+        """A run's JSON cell as a dict, or an error naming the run, the cell and what repairs it."""
+        value, fault = parse_cell(column, text)
+        if fault is not None:
+            raise SeedscopeError(
+                f"run {run_id} is damaged in the catalog {self.path}: its {column} {fault}; `seedscope verify "
+                f"{self.path.parent}` lists every problem, and rerunning its sweep with --resume redoes the run"
+            )
+        return value
+
+    def damaged_cells(self) -> list[tuple[str, str, str]]:
+        """(run_id, column, what is wrong) of every run's JSON cell that cannot be read (see :func:`parse_cell`)."""
+        rows = self.query(f"SELECT run_id, {', '.join(JSON_CELLS)} FROM runs ORDER BY position")
+        found = []
+        for run_id, *cells in rows:
+            found += [(run_id, column, fault) for column, text in zip(JSON_CELLS, cells)
+                      if (fault := parse_cell(column, text)[1]) is not None]
+        return found
 
     def run_rows(self) -> list[tuple]:
         """Every run row in plan order (the columns :func:`seedscope.store.views.runs_frame` reads)."""

@@ -64,7 +64,11 @@ def read_arrow(path: Path, run_id: str, columns: list[str] | None = None, *, che
     """:func:`read_table` as an Arrow table, with the file's metadata (a prompted run's prefix)."""
     if not path.is_file():
         raise SeedscopeError(f"run {run_id} is done in the catalog but {path} is missing (rerun with --resume)")
-    data = path.read_bytes()
+    try:
+        data = path.read_bytes()
+    except OSError as error:  # no read permission, an I/O error
+        raise SeedscopeError(f"{path} cannot be read ({error.strerror or error}); `seedscope verify "
+                             f"{path.parent.parent}` lists every problem, and --resume redoes such runs") from error
     if checksum is not None and sha256(data) != checksum:
         raise SeedscopeError(
             f"{path} is not the file run {run_id} wrote (its SHA-256 differs from the one recorded); it was changed "

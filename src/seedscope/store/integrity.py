@@ -1,7 +1,9 @@
 """Verifying an experiment store: the catalog against SQLite's own check, every run's file against the catalog.
 
 Each problem has a kind, and ``--resume`` repairs every kind (:data:`REPAIRS`): a finished run
-whose file is missing, unreadable, short, altered or another run's is redone; a file left by a
+whose file is missing, unreadable, short, altered or another run's, or whose catalog row lacks
+its checksum, is redone, and so is a run whose JSON cells (seeds, timings, metrics,
+environment) cannot be read; a file left by a
 run that never finished goes; temporary files of interrupted writes go; files that no run of
 the plan owns are moved aside to ``DIR/orphans/``. A damaged catalog cannot be repaired
 automatically: it is reported, and the prediction files stay.
@@ -27,6 +29,8 @@ if TYPE_CHECKING:
 #: what ``--resume`` does about each kind of problem
 REPAIRS = {
     "catalog": "none: restore catalog.sqlite from a backup (the prediction files are kept)",
+    "entry": "the run is redone (its seeds written again from the plan)",
+    "unrecorded": "the run is redone",
     "missing": "the run is redone",
     "unreadable": "the run is redone",
     "short": "the run is redone",
@@ -37,7 +41,7 @@ REPAIRS = {
     "orphan": "the file is moved to orphans/",
 }
 #: kinds after which a done run must be redone
-REDO = ("missing", "unreadable", "short", "altered", "wrong-run")
+REDO = ("entry", "unrecorded", "missing", "unreadable", "short", "altered", "wrong-run")
 #: the temporary catalog a killed ``create`` leaves beside where catalog.sqlite would be
 TEMPORARY_CATALOG_GLOB = f".{CATALOG}.*.tmp"
 
@@ -61,21 +65,27 @@ def verify(store: "ExperimentStore", *, full: bool = True) -> list[Problem]:
 
     A finished run's file must exist, be readable Parquet, hold the catalog's number of rows and
     have the SHA-256 recorded when the run finished (stores written before checksums were
-    recorded are checked by the run column their files carry instead).
+    recorded are checked by the run column their files carry instead). Every run's JSON cells
+    must parse, and the plan too. A damaged catalog is one problem, never an exception.
     """
     try:
         damage = store.catalog.integrity(full=full)
-        runs = store.catalog.checksums()
+        if not damage:
+            store.catalog.plan()
+            runs = store.catalog.checksums()
+            recorded = store.catalog.has_checksums()
+            entries = store.catalog.damaged_cells()
     except SeedscopeError as error:
         return [Problem("catalog", str(error), store.path / CATALOG)] + temporaries(store.path)
     if damage:
         return [Problem("catalog", f"the catalog {store.path / CATALOG} is damaged: {'; '.join(damage[:3])}",
                         store.path / CATALOG)] + temporaries(store.path)
-    problems = []
+    problems = [Problem("entry", f"run {run_id}'s {column} in the catalog {fault}", store.path / CATALOG, run_id)
+                for run_id, column, fault in entries]
     for run_id, (status, n_predictions, digest) in runs.items():
         path = store.prediction_path(run_id)
         if status == "done":
-            problems += _check_file(path, run_id, n_predictions, digest)
+            problems += _check_file(path, run_id, n_predictions, digest, recorded)
         elif path.is_file():
             problems.append(Problem("unfinished", f"{path} exists but run {run_id} is {status} (a write that did not "
                                     "finish)", path, run_id))
@@ -91,14 +101,25 @@ def temporaries(root: Path) -> list[Problem]:
     return [Problem("temporary", f"{path} is a temporary file left by an interrupted write", path) for path in found]
 
 
-def _check_file(path: Path, run_id: str, n_predictions: int | None, digest: str | None) -> list[Problem]:
+def _check_file(path: Path, run_id: str, n_predictions, digest, recorded: bool) -> list[Problem]:
+    """The problem of a done run's file; ``recorded``: the catalog keeps checksums (schema 2), so one is due."""
     if not path.is_file():
         return [Problem("missing", f"run {run_id} is done in the catalog but {path} is missing", path, run_id)]
-    data = path.read_bytes()
+    try:
+        data = path.read_bytes()
+    except OSError as error:  # no read permission, an I/O error
+        return [Problem("unreadable", f"{path} cannot be read ({error.strerror or error})", path, run_id)]
     try:
         table = pq.read_table(io.BytesIO(data))
     except Exception as error:  # pyarrow raises several types for a damaged file
         return [Problem("unreadable", f"{path} cannot be read ({type(error).__name__}: {error})", path, run_id)]
+    faults = [] if isinstance(n_predictions, int) else [
+        "no row count" if n_predictions is None else f"a row count {n_predictions!r} that is not a number"]
+    if recorded and not _is_sha256(digest):
+        faults.append("no checksum (NULL)" if digest is None else f"a checksum {digest!r} that is not a SHA-256")
+    if faults:
+        return [Problem("unrecorded", f"run {run_id} is done but the catalog records {' and '.join(faults)} for "
+                        f"{path}, so the file cannot be checked", path, run_id)]
     if table.num_rows != n_predictions:
         return [Problem("short", f"{path} holds {table.num_rows} predictions, the catalog says {n_predictions}",
                         path, run_id)]
@@ -108,3 +129,7 @@ def _check_file(path: Path, run_id: str, n_predictions: int | None, digest: str 
     if digest is None and RUN in table.column_names and set(table.column(RUN).to_pylist()) != {run_id}:
         return [Problem("wrong-run", f"{path} holds the predictions of another run than {run_id}", path, run_id)]
     return []
+
+
+def _is_sha256(value) -> bool:
+    return isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)

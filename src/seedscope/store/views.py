@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -30,11 +29,12 @@ def runs_frame(store: "ExperimentStore") -> pd.DataFrame:
     timings (dicts), n_predictions, error.
     """
     records = []
+    cell = store.catalog.cell  # a damaged JSON cell: one error naming the run (and `seedscope verify`)
     for (run_id, task, model, model_name, method, tag, seeds_json, status, attempts, started, finished,
          duration, timings_json, metrics_json, n_predictions, error) in store.catalog.run_rows():
-        stored = json.loads(seeds_json)
+        stored = cell(run_id, "seeds_json", seeds_json)
         seeds = {f: stored[f] for f in FACTORS if f in stored} | stored  # factor order of DESIGN.md
-        metrics = json.loads(metrics_json) if metrics_json else {}
+        metrics = cell(run_id, "metrics_json", metrics_json)
         spec = find_task(task)
         metric = spec.primary_metric if spec else None
         distinct = set(seeds.values())
@@ -43,7 +43,7 @@ def runs_frame(store: "ExperimentStore") -> pd.DataFrame:
             "tag": tag, "seed": distinct.pop() if len(distinct) == 1 else None, **seeds,
             "status": status, "attempts": attempts, "started_at": started, "finished_at": finished,
             "duration_s": duration, "primary_metric": metric, "primary_value": metrics.get(metric),
-            "metrics": metrics, "timings": json.loads(timings_json) if timings_json else {},
+            "metrics": metrics, "timings": cell(run_id, "timings_json", timings_json),
             "n_predictions": n_predictions, "error": error,
         })
     frame = pd.DataFrame.from_records(records)
@@ -56,7 +56,7 @@ def environment_frame(store: "ExperimentStore") -> pd.DataFrame:
     rows = store.catalog.environments()
     if not rows:
         return pd.DataFrame({"run_id": pd.Series(dtype=str)})
-    flat = pd.json_normalize([json.loads(env) for _, env in rows])
+    flat = pd.json_normalize([store.catalog.cell(run_id, "environment_json", env) for run_id, env in rows])
     flat.insert(0, "run_id", [run_id for run_id, _ in rows])
     return flat
 
@@ -100,10 +100,10 @@ def predictions_table(store: "ExperimentStore", task: str | None = None, model: 
         runs = runs[(runs["model"] == model) | (runs["model_name"] == model) | (runs["label"] == model)]
     if runs.empty:
         raise SeedscopeError(f"{store.path} has no finished run" + _filter_text(task, model))
-    checksums = store.catalog.checksums()
+    checksum = _checksums(store)
     frames = []
     for run in runs.itertuples():
-        frame = read_table(store.prediction_path(run.run_id), run.run_id, checksum=checksums[run.run_id][2])
+        frame = read_table(store.prediction_path(run.run_id), run.run_id, checksum=checksum(run.run_id))
         frame = frame.drop(columns=["task", "model", QUERY, CONTINUATIONS], errors="ignore")  # prompts: run_prompts
         frame = _calibration_variant(frame, uncalibrated)
         frame[RUN] = run.run_id if pd.isna(run.seed) else str(run.seed)
@@ -144,7 +144,7 @@ def run_prompts(store: "ExperimentStore", run_id: str) -> RunPrompts:
     run = runs.loc[run_id]
     if run["status"] != "done":
         raise SeedscopeError(f"run {run_id} is {run['status']}, so it has no predictions (and no prompts) yet")
-    table = read_arrow(store.prediction_path(run_id), run_id, checksum=store.catalog.checksums()[run_id][2])
+    table = read_arrow(store.prediction_path(run_id), run_id, checksum=_checksums(store)(run_id))
     prefix = (table.schema.metadata or {}).get(PROMPT_PREFIX_KEY)
     if prefix is None or QUERY not in table.column_names:
         raise SeedscopeError(f"run {run_id} is a {run['method']} run: only prompted runs (--runner icl) keep their "
@@ -221,6 +221,24 @@ def factor_score_table(store: "ExperimentStore", metric: str | None = None) -> t
         | ({f"done without {metric}": int(valueless.sum())} if valueless.any() else {}),
     }
     return table.reset_index(drop=True), info
+
+
+def _checksums(store: "ExperimentStore"):
+    """run_id → the SHA-256 its file must have (None for a store written before checksums); a done run
+    without one in a store that keeps them is an error: its file cannot be checked."""
+    digests = {run_id: digest for run_id, (_, _, digest) in store.catalog.checksums().items()}
+    recorded = store.catalog.has_checksums()
+
+    def checksum(run_id: str) -> str | None:
+        if recorded and digests[run_id] is None:
+            raise SeedscopeError(
+                f"run {run_id} is done but the catalog {store.catalog.path} records no checksum for its file, so the "
+                f"file cannot be checked; `seedscope verify {store.path}` lists every problem, and rerunning its "
+                "sweep with --resume redoes the run"
+            )
+        return digests[run_id]
+
+    return checksum
 
 
 def _canonical_task(name: str) -> str:
