@@ -70,3 +70,17 @@ def test_status_of_a_name_too_long(tmp_path, capsys):
         main(["status", str(tmp_path / ("x" * 300))])
     assert exit_info.value.code == 2
     assert "cannot be read (File name too long)" in capsys.readouterr().err
+
+
+def test_status_of_a_store_with_a_damaged_run_entry(store, capsys):
+    done = store.runs()["run_id"].iloc[0]
+    with sqlite3.connect(store.path / "catalog.sqlite") as db:
+        db.execute("UPDATE runs SET metrics_json = '{\"mcc\": 0.4' WHERE run_id = ?", (done,))
+    with pytest.raises(SystemExit) as exit_info:
+        main(["status", str(store.path)])
+    assert exit_info.value.code == 2
+    captured = capsys.readouterr()
+    err = " ".join(captured.err.split())
+    assert f"run {done} is damaged in the catalog" in err and "its metrics_json is not JSON" in err
+    assert f"`seedscope verify {store.path}` lists every problem" in err and "--resume redoes the run" in err
+    assert "Traceback" not in captured.out + captured.err and len(captured.err.strip().splitlines()) <= 3

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -139,3 +140,129 @@ def test_a_store_written_before_checksums(tmp_path):
     old.mark_running(third)
     old.record_success(third, pd.read_parquet(a).assign(run="x"), {"accuracy": 0.5})
     assert old.catalog.has_checksums() and old.catalog.checksums()[third][2] is not None
+    assert [(p.kind, p.run_id) for p in old.verify()] == [("wrong-run", first), ("wrong-run", second)]
+
+
+def test_a_store_written_before_checksums_gains_them_for_its_sound_files(tmp_path):
+    """Its first write records every sound done file's checksum, so that from then on a done run without one is a
+    problem (and the files are checked as every newer store's are)."""
+    store = _store(tmp_path, done=2)
+    digests = {run_id: digest for run_id, (_, _, digest) in store.catalog.checksums().items()}
+    with sqlite3.connect(store.path / CATALOG) as db:
+        db.execute("ALTER TABLE runs DROP COLUMN sha256")
+        db.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+    old = ExperimentStore.open(store.path)
+    first, second, third = old.runs()["run_id"]
+    old.mark_running(third)
+    old.record_failure(third, "out of memory")
+    assert {run_id: digest for run_id, (_, _, digest) in old.catalog.checksums().items()} == digests
+    assert old.verify() == []
+
+
+def _set_cell(store: ExperimentStore, run_id: str, column: str, value, table: str = "runs") -> None:
+    with sqlite3.connect(store.path / CATALOG) as db:
+        db.execute(f"UPDATE {table} SET {column} = ?" + (" WHERE run_id = ?" if table == "runs" else ""),
+                   (value, run_id) if table == "runs" else (value,))
+
+
+@pytest.mark.parametrize("column", ["sha256", "n_predictions"])
+def test_a_done_run_whose_catalog_row_lacks_its_checksum(tmp_path, cli, column):
+    store = _store(tmp_path)
+    first = store.runs()["run_id"].iloc[0]
+    _set_cell(store, first, column, None)
+    assert [(p.kind, p.run_id) for p in store.verify()] == [("unrecorded", first)]
+    code, out, _ = cli(["verify", str(store.path)])
+    assert code == 1 and "unrecorded" in out and "sound" not in out
+    if column == "sha256":  # a reader cannot check the file either: it refuses rather than trusting it
+        code, _, err = cli(["analyze", str(store.path)])
+        assert code == 2 and f"run {first} is done but the catalog" in err and "seedscope verify" in err
+        assert "Traceback" not in err
+    resumed = ExperimentStore.create(store.path, _plan(), resume=True)
+    assert resumed.runs()["status"].tolist() == ["pending", "done", "done"] and resumed.verify() == []
+
+
+def test_a_checksum_that_is_not_one(tmp_path):
+    store = _store(tmp_path)
+    first = store.runs()["run_id"].iloc[0]
+    _set_cell(store, first, "sha256", "abc")
+    [problem] = store.verify()
+    assert (problem.kind, problem.run_id) == ("unrecorded", first) and "'abc' that is not a SHA-256" in problem.message
+
+
+# (column, damaged text, the commands that read the cell and must refuse with exit 2)
+DAMAGED_CELLS = [
+    ("metrics_json", '{"accuracy": 0.5', ["status", "analyze"]),
+    ("metrics_json", '[0.5]', ["status", "analyze"]),
+    ("metrics_json", '{"accuracy": "high"}', ["status", "analyze"]),
+    ("seeds_json", 'not json', ["status", "analyze"]),
+    ("seeds_json", '{"data_order": "x"}', ["status", "analyze"]),
+    ("timings_json", '{"total_seconds": ', ["status", "analyze"]),
+    ("environment_json", '"cpu"', ["report"]),
+]
+
+
+@pytest.mark.parametrize(("column", "text", "readers"), DAMAGED_CELLS)
+def test_a_damaged_catalog_cell_is_found_named_and_repaired(tmp_path, cli, column, text, readers):
+    store = _store(tmp_path)
+    second = store.runs()["run_id"].iloc[1]
+    _set_cell(store, second, column, text)
+    [problem] = store.verify()
+    assert (problem.kind, problem.run_id) == ("entry", second) and column in problem.message
+    code, out, err = cli(["verify", str(store.path)])
+    assert code == 1 and "entry" in out and "Traceback" not in out + err
+    for reader in readers:
+        args = [reader, str(store.path)] + (["--html", str(tmp_path / "r.html")] if reader == "report" else [])
+        code, out, err = cli(args)
+        assert code == 2 and "Traceback" not in out + err, (reader, err)
+        message = " ".join(err.split())
+        assert f"run {second} is damaged in the catalog" in message and column in message, (reader, err)
+        assert f"seedscope verify {store.path}" in message and "--resume" in message
+    if "status" not in readers:  # status reads no environment: it lists the problem under its table
+        code, out, _ = cli(["status", str(store.path)])
+        assert code == 1 and f"run {second}'s {column}" in " ".join(out.split())
+    resumed = ExperimentStore.create(store.path, _plan(), resume=True)
+    assert resumed.verify() == [] and resumed.runs()["status"].tolist() == ["done", "pending", "done"]
+    assert resumed.runs()["seed"].tolist() == [42, 52, 62]
+
+
+def test_a_damaged_plan_is_a_catalog_problem(tmp_path, cli):
+    store = _store(tmp_path)
+    _set_cell(store, None, "plan_json", '{"runs": [', table="plan")
+    [problem, *_] = store.verify()
+    assert problem.kind == "catalog" and "its plan cannot be read" in problem.message
+    code, out, err = cli(["verify", str(store.path)])
+    assert code == 1 and "catalog" in out and "Traceback" not in out + err
+
+
+def test_an_unreadable_prediction_file(tmp_path, cli, monkeypatch):
+    """A file without read permission is a problem for verify and one clear error for readers. (Root reads every
+    file, so as root the check runs with the effective user nobody, on a store in a folder that user may enter.)"""
+    import os
+    import shutil
+    import tempfile
+
+    as_root = os.geteuid() == 0
+    folder = Path(tempfile.mkdtemp()) if as_root else tmp_path
+    try:
+        folder.chmod(0o755)
+        store = _store(folder)
+        for path in [store.path, *store.path.rglob("*")]:
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        first = store.runs()["run_id"].iloc[0]
+        store.prediction_path(first).chmod(0)
+        if as_root:
+            os.seteuid(65534)
+        try:
+            problems = [(p.kind, p.run_id, "Permission denied" in p.message) for p in store.verify()]
+            verified = cli(["verify", str(store.path)])
+            analyzed = cli(["analyze", str(store.path)])
+        finally:
+            if as_root:
+                os.seteuid(0)
+    finally:
+        if as_root:
+            shutil.rmtree(folder)
+    assert problems == [("unreadable", first, True)]
+    assert verified[0] == 1 and "unreadable" in verified[1]
+    code, _, err = analyzed
+    assert code == 2 and "cannot be read (Permission denied)" in err and "Traceback" not in err

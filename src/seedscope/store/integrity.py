@@ -113,6 +113,8 @@ def _check_file(path: Path, run_id: str, n_predictions, digest, recorded: bool) 
         table = pq.read_table(io.BytesIO(data))
     except Exception as error:  # pyarrow raises several types for a damaged file
         return [Problem("unreadable", f"{path} cannot be read ({type(error).__name__}: {error})", path, run_id)]
+    if digest is None and RUN in table.column_names and set(table.column(RUN).to_pylist()) != {run_id}:
+        return [Problem("wrong-run", f"{path} holds the predictions of another run than {run_id}", path, run_id)]
     faults = [] if isinstance(n_predictions, int) else [
         "no row count" if n_predictions is None else f"a row count {n_predictions!r} that is not a number"]
     if recorded and not _is_sha256(digest):
@@ -126,8 +128,6 @@ def _check_file(path: Path, run_id: str, n_predictions, digest, recorded: bool) 
     if digest is not None and sha256(data) != digest:
         return [Problem("altered", f"{path} is not the file run {run_id} wrote (its SHA-256 differs from the one "
                         "recorded): it was changed or swapped", path, run_id)]
-    if digest is None and RUN in table.column_names and set(table.column(RUN).to_pylist()) != {run_id}:
-        return [Problem("wrong-run", f"{path} holds the predictions of another run than {run_id}", path, run_id)]
     return []
 
 
