@@ -9,6 +9,7 @@ for every pair of systems.
 from __future__ import annotations
 
 import itertools
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -29,8 +30,9 @@ from seedscope.analysis.significance import (
     paired_permutation_test,
     wilcoxon_signed_rank,
 )
-from seedscope.errors import SeedscopeError
+from seedscope.errors import DegenerateRunWarning, SeedscopeError
 from seedscope.metrics.macro import per_run_scores
+from seedscope.notes import noted
 from seedscope.metrics.resampling import bootstrap_mean_ci, check_confidence, check_resamples
 from seedscope.predictions import AlignedRuns, align_runs
 from seedscope.serialize import json_ready
@@ -49,6 +51,7 @@ class Comparison:
     scores exist, the joint seed × example bootstrap; p-values also Holm- and
     Bonferroni-adjusted over the pairs. ``mcnemar``: per pair and matched seed. ``expected_max``:
     expected best score of n runs per system. ``seeds_needed``: CI widths of mean and VAR by S.
+    ``notes``: the texts of the :class:`~seedscope.errors.SeedscopeWarning` s raised while comparing.
     """
 
     metric: str
@@ -86,6 +89,7 @@ class Comparison:
         }
 
 
+@noted
 def compare_systems(
     per_run: Mapping[str, pd.Series],
     per_example: Mapping[str, pd.DataFrame] | None = None,
@@ -121,7 +125,6 @@ def compare_systems(
     check_resamples(n_permutations)
     if not 0 < power < 1:
         raise SeedscopeError(f"power must lie strictly between 0 and 1, not {power}")
-    notes: list[str] = []
     system_rows = []
     for name in names:
         values = series[name].to_numpy()
@@ -173,12 +176,12 @@ def compare_systems(
             spread, count = float(np.std(matched_a.to_numpy() - matched_b.to_numpy(), ddof=1)), len(matched)
         else:
             row["p_permutation"] = row["p_wilcoxon"] = np.nan
-            notes.append(f"{a} vs {b}: fewer than 2 matched seeds (same run/seed names), so no paired permutation "
-                         "or Wilcoxon test")
+            warnings.warn(f"{a} vs {b}: fewer than 2 matched seeds (same run/seed names), so no paired permutation "
+                          "or Wilcoxon test", DegenerateRunWarning, stacklevel=2)
             spread = float(np.sqrt(series[a].var(ddof=1) + series[b].var(ddof=1)))
             count = min(len(series[a]), len(series[b]))
         row["mdd"] = minimum_detectable_difference(spread, count, confidence=confidence, power=power)
-        row.update(_joint(per_example, a, b, matched, is_paired, n_boot, confidence, seed, notes))
+        row.update(_joint(per_example, a, b, matched, is_paired, n_boot, confidence, seed))
         if per_example is not None and a in per_example and b in per_example:
             mcnemar_rows += _mcnemar_rows(per_example[a], per_example[b], matched, a, b)
         pair_rows.append({"system_a": a, "system_b": b, **row})
@@ -206,7 +209,7 @@ def compare_systems(
     needed = needed[["system"] + [c for c in needed.columns if c != "system"]]
     settings = {"n_boot": n_boot, "n_permutations": n_permutations, "confidence": confidence, "seed": seed,
                 "aso_threshold": aso_threshold, "alpha": 2 * alpha, "power": power}
-    return Comparison(metric, systems, pair_frame, mcnemar_frame, expected, needed, series, settings, notes)
+    return Comparison(metric, systems, pair_frame, mcnemar_frame, expected, needed, series, settings)
 
 
 def _aso_verdict(forward: float, backward: float, threshold: float, a: str, b: str, n_runs: int) -> str:
@@ -219,13 +222,14 @@ def _aso_verdict(forward: float, backward: float, threshold: float, a: str, b: s
     return "no almost stochastic order"
 
 
-def _joint(per_example, a, b, matched, paired, n_boot, confidence, seed, notes) -> dict[str, float]:
+def _joint(per_example, a, b, matched, paired, n_boot, confidence, seed) -> dict[str, float]:
     empty = {"joint_delta": np.nan, "joint_ci_low": np.nan, "joint_ci_high": np.nan, "p_joint": np.nan}
     if per_example is None or a not in per_example or b not in per_example:
         return empty
     frame_a, frame_b = per_example[a], per_example[b]
     if not frame_a.columns.equals(frame_b.columns):
-        notes.append(f"{a} vs {b}: evaluated on different example ids, so no joint bootstrap or McNemar test")
+        warnings.warn(f"{a} vs {b}: evaluated on different example ids, so no joint bootstrap or McNemar test",
+                      DegenerateRunWarning, stacklevel=3)
         return empty
     if paired:
         frame_a, frame_b = frame_a.loc[matched], frame_b.loc[matched]
@@ -247,6 +251,7 @@ def _mcnemar_rows(frame_a: pd.DataFrame, frame_b: pd.DataFrame, matched: list[st
     ]
 
 
+@noted
 def compare_sweeps(
     tables: Mapping[str, pd.DataFrame | AlignedRuns],
     *,
@@ -267,7 +272,7 @@ def compare_sweeps(
     check_confidence(confidence)  # a setting, not a fault of the first sweep read below
     check_resamples(n_boot)
     check_resamples(n_permutations)
-    per_run, per_example, notes = {}, {}, []
+    per_run, per_example = {}, {}
     chosen = metric
     for name, table in tables.items():
         try:
@@ -296,8 +301,9 @@ def compare_sweeps(
             correct = aligned.predictions == aligned.labels[None, :]  # bool: 1 byte an entry, 8× less than float
             per_example[name] = pd.DataFrame(correct, index=aligned.runs, columns=aligned.example_ids)
     if len(per_example) < len(per_run) and per_example:
-        notes.append("some sweeps lack per-example correctness (regression or missing labels): no joint bootstrap / McNemar for them")
-    comparison = compare_systems(
+        warnings.warn("some sweeps lack per-example correctness (regression or missing labels): no joint bootstrap / "
+                      "McNemar for them", DegenerateRunWarning, stacklevel=2)
+    return compare_systems(
         per_run,
         per_example or None,
         metric=chosen,
@@ -307,5 +313,3 @@ def compare_sweeps(
         seed=seed,
         power=power,
     )
-    comparison.notes = notes + comparison.notes
-    return comparison

@@ -15,6 +15,7 @@ from rich.console import Console
 
 from seedscope.cli import analyze, compare, demo, factors, report, show_prompt, status, subsets, sweep, verify
 from seedscope.errors import Interrupted, SeedscopeError
+from seedscope.notes import recorded
 
 app = typer.Typer(
     name="seedscope",
@@ -40,9 +41,14 @@ INTERRUPTED = 130
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point of the console script."""
+    """Entry point of the console script.
+
+    Commands print the library's notes (:class:`~seedscope.errors.SeedscopeWarning` s) their own way, so none is
+    shown again as a Python warning.
+    """
     try:
-        code = app(args=argv, standalone_mode=False)
+        with recorded(shown=False):
+            code = app(args=argv, standalone_mode=False)
     except Interrupted as stopped:
         err_console.print(f"[bold yellow]{stopped}[/]", highlight=False, soft_wrap=True)
         sys.exit(INTERRUPTED)

@@ -5,11 +5,13 @@ option given that the input at hand cannot use (never silently accepted)."""
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Mapping
 
 import typer
 
-from seedscope.errors import SeedscopeError
+from seedscope.errors import IgnoredOptionWarning, SeedscopeError
+from seedscope.notes import recorded
 
 RUN_COLUMN_OPTION = typer.Option(
     None, "--run-column", "--seed-column", help="Column naming the run or seed (long tables); default: auto-detected (run, seed, run_id …)."
@@ -56,11 +58,13 @@ def check_power(power: float) -> float:
 
 
 def ignored_options(ctx: typer.Context, unused: Mapping[str, str]) -> list[str]:
-    """One note per option given on the command line that this input cannot use (``unused``: parameter → why)."""
+    """One note (an :class:`~seedscope.errors.IgnoredOptionWarning`) per option given on the command line that this
+    input cannot use (``unused``: parameter → why)."""
     flags = {param.name: param.opts[0] for param in ctx.command.params if getattr(param, "opts", None)}
-    notes = []
-    for name, why in unused.items():
-        source = ctx.get_parameter_source(name)
-        if source is not None and source.name == "COMMANDLINE":
-            notes.append(f"{flags.get(name, name)} does not apply to {why}; ignored")
+    with recorded() as notes:
+        for name, why in unused.items():
+            source = ctx.get_parameter_source(name)
+            if source is not None and source.name == "COMMANDLINE":
+                warnings.warn(f"{flags.get(name, name)} does not apply to {why}; ignored", IgnoredOptionWarning,
+                              stacklevel=2)
     return notes

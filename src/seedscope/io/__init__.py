@@ -14,12 +14,14 @@ One registry (:data:`READERS`) maps each prediction format to its reader; score 
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 from typing import Callable, Iterable
 
 import pandas as pd
 
-from seedscope.errors import SeedscopeError
+from seedscope.errors import IgnoredOptionWarning, SeedscopeError
+from seedscope.notes import recorded
 from seedscope.predictions import AlignedRuns
 from seedscope.io.checks import merge_sources
 from seedscope.io.columnar import read_aligned
@@ -87,7 +89,8 @@ def read_predictions(
     ``runs_by="file"`` reads every lm-eval samples file as one run of one task; ``metric`` picks an
     inspect_ai log's scorer (default: its first), a HELM per-instance stat (default: exact_match)
     or a lighteval metric (default: the choices' argmax for multiple choice, else the first metric).
-    Messages about choices made (such as the lm-eval filter used) are in ``table.attrs["notes"]``.
+    Choices made (such as the lm-eval filter used) are said as :class:`~seedscope.errors.SeedscopeWarning` s
+    (:mod:`warnings`), and their texts are kept in ``table.attrs["notes"]``.
     """
     paths = [Path(paths)] if isinstance(paths, (str, os.PathLike)) else [Path(p) for p in paths]
     if not paths:
@@ -110,11 +113,12 @@ def read_predictions(
         metric=metric,
     )
     fmt = common_format(paths, format)
-    sources = READERS[fmt](paths, options)
-    table = merge_sources(sources, task_type)
-    if metric is not None and fmt not in METRIC_FORMATS:
-        table.attrs["notes"].append(f"--metric picks an inspect_ai scorer, a HELM stat or a score table's column; {fmt} "
-                                    "predictions have neither, so it is ignored")
+    with recorded() as notes:
+        table = merge_sources(READERS[fmt](paths, options), task_type)
+        if metric is not None and fmt not in METRIC_FORMATS:
+            warnings.warn(f"--metric picks an inspect_ai scorer, a HELM stat or a score table's column; {fmt} "
+                          "predictions have neither, so it is ignored", IgnoredOptionWarning, stacklevel=2)
+    table.attrs["notes"] = notes
     return table
 
 

@@ -18,7 +18,7 @@ GROUP_COLUMNS = ("task", "model")
 
 
 def merge_sources(sources: list[Source], task_type: str | None = None) -> pd.DataFrame:
-    """One long prediction table from checked sources, in input order; notes go to ``attrs``."""
+    """One long prediction table from checked sources, in input order."""
     regression = _regression(sources, task_type)
     owner: dict[tuple, Source] = {}
     frames = []
@@ -39,7 +39,6 @@ def merge_sources(sources: list[Source], task_type: str | None = None) -> pd.Dat
     ordered = [RUN, EXAMPLE_ID, PREDICTION] + [LABEL] * (LABEL in table.columns)
     ordered += prob_columns(table) + [c for c in PASSTHROUGH_COLUMNS if c in table.columns]
     table = table[ordered]
-    table.attrs["notes"] = list(dict.fromkeys(note for source in sources for note in source.notes))
     # what a format says of its values (an inspect_ai numeric scorer's whole numbers are still scores)
     table.attrs["regression_tasks"] = sorted({str(task) for source, is_regression in zip(sources, regression)
                                               if is_regression and source.regression

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -55,7 +55,6 @@ class Source:
     frame: pd.DataFrame
     unit: str = "line"
     regression: bool | None = None
-    notes: list[str] = field(default_factory=list)
 
     def where(self, line) -> str:
         """``<path> line <n>``: where a value sits, for an error message."""

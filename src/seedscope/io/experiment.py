@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
-from seedscope.errors import SeedscopeError
+from seedscope.errors import ReadingChoiceWarning, SeedscopeError
 from seedscope.io.common import LINE, ReadOptions, Source
+from seedscope.notes import recorded
 from seedscope.predictions import EXAMPLE_ID, TEXT
 from seedscope.store import ExperimentStore, views
 from seedscope.tasks import find_task
@@ -68,12 +70,18 @@ def attach_prompts(table: pd.DataFrame, paths: list[Path]) -> tuple[pd.DataFrame
 
     The part after the shared demonstrations comes from the first done prompted run of each task
     (every run of one format gives the same); a table that already has text, or no prompted store
-    run, is kept as it is. Returns the table and notes saying which run the prompts come from.
+    run, is kept as it is. Returns the table and notes saying which run the prompts come from (each also a
+    :class:`~seedscope.errors.ReadingChoiceWarning`).
     """
+    with recorded() as notes:
+        return _with_prompts(table, paths), notes
+
+
+def _with_prompts(table: pd.DataFrame, paths: list[Path]) -> pd.DataFrame:
     stores = [ExperimentStore.open(p) for p in paths if ExperimentStore.is_store(p)]
     if TEXT in table.columns or "task" not in table.columns or not stores:
-        return table, []
-    frames, notes = [], []
+        return table
+    frames = []
     for store in stores:
         runs = store.runs()
         prompted = runs[(runs["status"] == "done") & (runs["method"] == "icl")]
@@ -82,10 +90,10 @@ def attach_prompts(table: pd.DataFrame, paths: list[Path]) -> tuple[pd.DataFrame
             prompts = views.run_prompts(store, run_id)
             own = [record["context"][len(prompts.prefix.rstrip()):].strip() for record in prompts.records()]
             frames.append(pd.DataFrame({"task": task, EXAMPLE_ID: prompts.examples[EXAMPLE_ID].astype(str), TEXT: own}))
-            notes.append(f"{task}: the examples show their own part of the prompt as run {run_id} scored it; "
-                         f"`seedscope show-prompt {store.path} --run {run_id} --example ID` prints a whole prompt")
+            warnings.warn(f"{task}: the examples show their own part of the prompt as run {run_id} scored it; "
+                          f"`seedscope show-prompt {store.path} --run {run_id} --example ID` prints a whole prompt",
+                          ReadingChoiceWarning, stacklevel=3)
     if not frames:
-        return table, []
-    merged = table.astype({EXAMPLE_ID: str}).merge(pd.concat(frames, ignore_index=True), on=["task", EXAMPLE_ID],
-                                                    how="left")
-    return merged, notes
+        return table
+    return table.astype({EXAMPLE_ID: str}).merge(pd.concat(frames, ignore_index=True), on=["task", EXAMPLE_ID],
+                                                 how="left")

@@ -16,11 +16,12 @@ stat gives per-example scores, whose mean per run is the run's metric.
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 import pandas as pd
 
-from seedscope.errors import SeedscopeError
+from seedscope.errors import ReadingChoiceWarning, SeedscopeError
 from seedscope.io.common import LINE, ReadOptions, Source, read_text, run_names, scored_prediction
 from seedscope.predictions import EXAMPLE_ID, LABEL, PREDICTION, RUN
 
@@ -100,10 +101,11 @@ def _source(folder: Path, name: str, metric: str | None) -> Source:
     task = scenario.get("name") or str(spec.get("name", folder.name)).split(":")[0]
     model = (spec.get("adapter_spec") or {}).get("model", "")
     kept = [RUN, EXAMPLE_ID, PREDICTION, *([LABEL] if classes else [])]
-    notes = [f"HELM run {folder.name}: per-instance stat {chosen}" + (f", {len(trials)} train trials read as runs"
-                                                                        if len(trials) > 1 else "")]
+    warnings.warn(f"HELM run {folder.name}: per-instance stat {chosen}" + (f", {len(trials)} train trials read as runs"
+                                                                             if len(trials) > 1 else ""),
+                  ReadingChoiceWarning, stacklevel=2)
     return Source(folder / STATE, frame[kept + [LINE]].assign(task=task, model=model), unit="request",
-                  regression=not classes, notes=notes)
+                  regression=not classes)
 
 
 def _completion(state: dict) -> str:

@@ -23,12 +23,13 @@ from __future__ import annotations
 
 import json
 import re
+import warnings
 import zipfile
 from pathlib import Path
 
 import pandas as pd
 
-from seedscope.errors import SeedscopeError
+from seedscope.errors import ReadingChoiceWarning, SeedscopeError
 from seedscope.io.common import LINE, ReadOptions, Source, read_text, scored_prediction
 from seedscope.io.lm_eval import distinguishing_names
 from seedscope.predictions import EXAMPLE_ID, LABEL, PREDICTION, RUN
@@ -150,12 +151,14 @@ def _source(path: Path, header: dict, samples: list[dict], scorer: str | None, p
         frame[PREDICTION] = [scored_prediction(value == "C", None if value == "N" else answer, target)
                              for _, _, _, value, answer, target in rows]
     frame = frame.assign(task=header.get("task") or path.stem, model=header.get("model") or "")
-    notes = [f"inspect_ai log {path.name}: scorer {chosen}" + (f" of {', '.join(available)} (pick one with --metric)"
-                                                               if len(available) > 1 else "")]
+    warnings.warn(f"inspect_ai log {path.name}: scorer {chosen}" + (f" of {', '.join(available)} (pick one with --metric)"
+                                                                    if len(available) > 1 else ""),
+                  ReadingChoiceWarning, stacklevel=2)
     if header.get("status") not in (None, "success"):
-        notes.append(f"inspect_ai log {path.name} has status {header.get('status')}: only its logged samples are read")
+        warnings.warn(f"inspect_ai log {path.name} has status {header.get('status')}: only its logged samples are read",
+                      ReadingChoiceWarning, stacklevel=2)
     kept = [RUN, EXAMPLE_ID, PREDICTION, *([LABEL] if LABEL in frame.columns else []), "task", "model", LINE]
-    return Source(path, frame[kept], unit="sample", regression=numbers, notes=notes)
+    return Source(path, frame[kept], unit="sample", regression=numbers)
 
 
 def _target(target) -> str | None:

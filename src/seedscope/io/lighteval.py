@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import math
 import re
+import warnings
 from pathlib import Path
 
 import pandas as pd
 
-from seedscope.errors import SeedscopeError
+from seedscope.errors import ReadingChoiceWarning, SeedscopeError
 from seedscope.io.common import LINE, ReadOptions, Source, run_names, scored_prediction
 from seedscope.predictions import EXAMPLE_ID, LABEL, PREDICTION, PROB_PREFIX, RUN
 
@@ -82,7 +83,8 @@ def _source(path: Path, run: str, metric: str | None) -> Source:
     match = STEM.match(path.stem)
     frame["task"] = doc.get("task_name") or (match["task"] if match else path.stem)
     used = "the argmax of the choices' log-likelihoods (acc)" if choice else f"metric {chosen}"
-    return Source(path, frame, unit="row", regression=numbers, notes=[f"lighteval details {path.name}: {used}"])
+    warnings.warn(f"lighteval details {path.name}: {used}", ReadingChoiceWarning, stacklevel=2)
+    return Source(path, frame, unit="row", regression=numbers)
 
 
 def _gold(doc: dict) -> int:

@@ -19,13 +19,14 @@ import json
 import math
 import os
 import re
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from seedscope.errors import SeedscopeError
+from seedscope.errors import ReadingChoiceWarning, SeedscopeError
 from seedscope.io.common import LINE, ReadOptions, Source, json_records, read_text, run_folders, run_names
 from seedscope.predictions import EXAMPLE_ID, LABEL, PREDICTION, PROB_PREFIX, RUN
 
@@ -101,9 +102,8 @@ def _read_files_as_runs(paths: list[Path], options: ReadOptions) -> list[Source]
     task = options.task or (tasks.pop() if len(tasks) == 1 else None)
     sources = [_read_file(file, name, task, options) for file, name in zip(files, names)]
     if task is None:
-        sources[0].source.notes.append(
-            f"lm-eval: {len(files)} samples files read as runs of one task; name the task with --task"
-        )
+        warnings.warn(f"lm-eval: {len(files)} samples files read as runs of one task; name the task with --task",
+                      ReadingChoiceWarning, stacklevel=2)
     if options.filter is not None and not any(s.used == options.filter for s in sources):
         found = sorted({f for s in sources for f in s.filters})
         raise SeedscopeError(f"no input has the lm-eval filter {options.filter!r} (filters found: {', '.join(found)})")
@@ -218,8 +218,9 @@ def _read_file(path: Path, run: str, task: str | None, options: ReadOptions) -> 
     filters = list(by_filter)
     chosen = _choose_filter(filters, options.filter, task, path)
     if len(filters) > 1 and options.filter is None:
-        source.notes.append(
-            f"lm-eval task {task}: filters {', '.join(filters)}; using {chosen!r} (pick another with filter= / --filter)"
+        warnings.warn(
+            f"lm-eval task {task}: filters {', '.join(filters)}; using {chosen!r} (pick another with filter= / --filter)",
+            ReadingChoiceWarning, stacklevel=2,
         )
     rows = [_row(record, source.where(number)) + (number,) for number, record in by_filter[chosen]]
     source.frame = _frame(rows, run, task)

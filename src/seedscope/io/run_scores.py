@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -29,10 +30,11 @@ from typing import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from seedscope.errors import SeedscopeError
+from seedscope.errors import DuplicateRowsWarning, ReadingChoiceWarning, RescaledValuesWarning, SeedscopeError
 from seedscope.io.common import LINE, ReadOptions, as_ids, pick_column, require_readable, run_names
 from seedscope.io.detect import TABLE_SUFFIXES
 from seedscope.io.tabular import ID_NAMES, PREDICTION_NAMES, load_table, read_delimited
+from seedscope.notes import recorded
 
 SYSTEM, RUN, TASK = "system", "run", "task"
 #: private column: the file a row came from (for messages naming two lines of two files)
@@ -65,7 +67,8 @@ class RunScores:
     """Per-run scores: ``table`` has columns system, run, (task,) and one column per metric.
 
     ``paired``: runs were named by a run / seed column, so equal names across systems are
-    matched seeds; ``notes`` say what was inferred or skipped.
+    matched seeds; ``notes`` say what was inferred or skipped (the texts of the
+    :class:`~seedscope.errors.SeedscopeWarning` s raised while reading).
     """
 
     table: pd.DataFrame
@@ -158,8 +161,6 @@ def read_run_scores(
     systems of files that hold one system each (default: the file names); ``scale`` multiplies
     every score (``0.01`` turns percentages written without ``%`` into fractions).
     """
-    from seedscope.io.scores import table_format
-
     paths = [Path(paths)] if isinstance(paths, (str, os.PathLike)) else [Path(p) for p in paths]
     if not paths:
         raise SeedscopeError("no input given: name at least one score table")
@@ -167,19 +168,29 @@ def read_run_scores(
         raise SeedscopeError(f"--scale must be a positive number (0.01 turns percentages into fractions), not {scale}")
     metrics = [metric] if isinstance(metric, str) else (list(metric) if metric else None)
     file_names = run_names(paths, tuple(names) if names else None)
-    frames, notes, paired = [], [], []
+    with recorded() as notes:
+        scores = _read(paths, file_names, fmt, run_column, metrics, system_columns, task, scale)
+    scores.notes = notes
+    return scores
+
+
+def _read(paths, file_names, fmt, run_column, metrics, system_columns, task, scale) -> RunScores:
+    from seedscope.io.scores import table_format
+
+    frames, paired = [], []
     for path, name in zip(paths, file_names):
         require_readable(path)
         if path.is_dir():
             raise SeedscopeError(f"{path} is a folder; pass the score tables themselves")
         raw, _ = load_table(path, table_format(path, fmt), ReadOptions(run_column=run_column))
-        notes += raw.attrs.get("notes", [])
-        frame, has_runs = _read_one(raw, path, name, run_column, metrics, system_columns, notes)
+        frame, has_runs = _read_one(raw, path, name, run_column, metrics, system_columns)
+        if scale is None or scale == 1:  # with --scale the values are converted: nothing to say
+            _check_rates(frame, path)
         frames.append(frame.assign(**{SOURCE: str(path)}))
         paired.append(has_runs)
     table = pd.concat(frames, ignore_index=True)
     metric_columns = [c for c in table.columns if c not in (SYSTEM, RUN, TASK, LINE, SOURCE)]
-    table = _scaled(table, metric_columns, scale, notes)
+    table = _scaled(table, metric_columns, scale)
     if task is not None:
         if TASK not in table.columns:
             table[TASK] = task
@@ -187,22 +198,21 @@ def read_run_scores(
             raise SeedscopeError(f"no runs of task {task!r} (tasks in the tables: {', '.join(map(str, table[TASK].unique()))})")
         table = table[table[TASK] == task].reset_index(drop=True)
     keys = [c for c in (TASK, SYSTEM, RUN) if c in table.columns]
-    table = _without_repeats(table, keys, metric_columns, notes)
-    return RunScores(table[keys + metric_columns].reset_index(drop=True), metric_columns, all(paired),
-                     list(dict.fromkeys(notes)))
+    table = _without_repeats(table, keys, metric_columns)
+    return RunScores(table[keys + metric_columns].reset_index(drop=True), metric_columns, all(paired))
 
 
-def _read_one(raw: pd.DataFrame, path: Path, name: str, run_column, metrics, system_columns, notes) -> tuple[pd.DataFrame, bool]:
-    raw = _without_summary_rows(raw, path, notes)
+def _read_one(raw: pd.DataFrame, path: Path, name: str, run_column, metrics, system_columns) -> tuple[pd.DataFrame, bool]:
+    raw = _without_summary_rows(raw, path)
     columns = [c for c in raw.columns if c != LINE]
-    run = _run_column(raw, columns, run_column, path, notes)
+    run = _run_column(raw, columns, run_column, path)
     task = pick_column(columns, None, TASK_NAMES, path)
     rest = [c for c in columns if c not in (run, task)]
     for column in rest:
         raw[column], percent = _percentages(raw[column], raw[LINE], path, column)
         if percent:
-            notes.append(f"{path}: {column} was read as percentages ({percent} → {_fraction(percent)}); every number "
-                         "seedscope shows is a fraction")
+            warnings.warn(f"{path}: {column} was read as percentages ({percent} → {_fraction(percent)}); every "
+                          "number seedscope shows is a fraction", RescaledValuesWarning, stacklevel=2)
     numeric = [c for c in rest if is_metric_name(c) or _is_numeric(raw[c])]
     text = [c for c in rest if c not in numeric]
     if metrics is not None:
@@ -214,21 +224,20 @@ def _read_one(raw: pd.DataFrame, path: Path, name: str, run_column, metrics, sys
                     and c not in (system_columns or ())]
         scores = [c for c in numeric if c not in settings and c not in (system_columns or ())]
         if settings:
-            notes.append(f"{path}: {', '.join(map(str, settings))} hold(s) one value in every row: read as a setting, "
-                         "not a metric")
+            warnings.warn(f"{path}: {', '.join(map(str, settings))} hold(s) one value in every row: read as a "
+                          "setting, not a metric", ReadingChoiceWarning, stacklevel=2)
     else:
         scores = []
     if scores:
-        frame = _long(raw, path, name, run, task, scores, text, system_columns, notes)
+        frame = _long(raw, path, name, run, task, scores, text, system_columns)
     else:
-        frame = _wide(raw, path, run, task, numeric or rest, notes)
+        frame = _wide(raw, path, run, task, numeric or rest)
     for column in [c for c in frame.columns if c not in (SYSTEM, RUN, TASK, LINE)]:
         frame[column] = _numbers(frame, column, path)
-    _check_rates(frame, path, notes)
     return frame, run is not None
 
 
-def _run_column(raw: pd.DataFrame, columns: list, given: str | None, path: Path, notes: list[str]) -> str | None:
+def _run_column(raw: pd.DataFrame, columns: list, given: str | None, path: Path) -> str | None:
     """The run / seed column: named (``--run-column``), by its name, or by values such as ``Run 0``."""
     named = pick_column(columns, given, RUN_NAMES, path)
     if named is not None:
@@ -236,7 +245,8 @@ def _run_column(raw: pd.DataFrame, columns: list, given: str | None, path: Path,
     for column in columns:
         values = raw[column].dropna().astype(str).str.strip()
         if len(values) and not pd.api.types.is_numeric_dtype(raw[column]) and values.str.fullmatch(RUN_VALUE).all():
-            notes.append(f"{path}: runs named by {column} (values such as {values.iloc[0]!r})")
+            warnings.warn(f"{path}: runs named by {column} (values such as {values.iloc[0]!r})", ReadingChoiceWarning,
+                          stacklevel=2)
             return column
     return None
 
@@ -270,31 +280,32 @@ def _is_numeric(values: pd.Series) -> bool:
     return pd.api.types.is_numeric_dtype(values) or _mostly_numbers(values)
 
 
-def _check_rates(frame: pd.DataFrame, path: Path, notes: list[str]) -> None:
+def _check_rates(frame: pd.DataFrame, path: Path) -> None:
     """A rate column (accuracy, F1 …) with every value in (1, 100] looks like percentages: say so, never rescale."""
     for column in [c for c in frame.columns if c not in (SYSTEM, RUN, TASK, LINE)]:
         name = _bare(column if column != "score" else "")
         values = frame[column]
         if name in RATE_NAMES and len(values) and ((values > 1) & (values <= 100)).all():
-            notes.append(f"{path}: {column} looks like percentages (values {values.min():g} … {values.max():g}); every "
-                         "number seedscope shows is a fraction: pass --scale 0.01 to convert")
+            warnings.warn(f"{path}: {column} looks like percentages (values {values.min():g} … {values.max():g}); "
+                          "every number seedscope shows is a fraction: pass --scale 0.01 to convert",
+                          RescaledValuesWarning, stacklevel=2)
 
 
-def _scaled(table: pd.DataFrame, metrics: list, scale: float | None, notes: list[str]) -> pd.DataFrame:
+def _scaled(table: pd.DataFrame, metrics: list, scale: float | None) -> pd.DataFrame:
     if scale is None or scale == 1:
         return table
-    notes[:] = [n for n in notes if "looks like percentages" not in n]
-    notes.append(f"every score was multiplied by {scale:g} (--scale)")
+    warnings.warn(f"every score was multiplied by {scale:g} (--scale)", RescaledValuesWarning, stacklevel=2)
     return table.assign(**{column: table[column] * scale for column in metrics})
 
 
-def _without_repeats(table: pd.DataFrame, keys: list[str], metrics: list, notes: list[str]) -> pd.DataFrame:
+def _without_repeats(table: pd.DataFrame, keys: list[str], metrics: list) -> pd.DataFrame:
     """A row repeated verbatim (same run, same scores) counts once, with a note; rows that share a run but
     disagree are an error naming both lines."""
     exact = table.duplicated(keys + metrics)
     if exact.any():
         where = ", ".join(f"{Path(s).name} line {int(line)}" for s, line in zip(table.loc[exact, SOURCE], table.loc[exact, LINE]))
-        notes.append(f"dropped {int(exact.sum())} exact duplicate row(s) ({where}): each run counted once")
+        warnings.warn(f"dropped {int(exact.sum())} exact duplicate row(s) ({where}): each run counted once",
+                      DuplicateRowsWarning, stacklevel=2)
         table = table[~exact]
     clash = table.duplicated(keys, keep=False)
     if clash.any():
@@ -309,13 +320,13 @@ def _without_repeats(table: pd.DataFrame, keys: list[str], metrics: list, notes:
     return table
 
 
-def _without_summary_rows(raw: pd.DataFrame, path: Path, notes: list[str]) -> pd.DataFrame:
+def _without_summary_rows(raw: pd.DataFrame, path: Path) -> pd.DataFrame:
     """Drop spreadsheet summary rows (a cell reading Mean, Standard deviation …; empty rows are gone already)."""
     labels = raw.drop(columns=LINE).apply(_summary_label, axis=1)
     summary = labels.notna().to_numpy()
     if summary.any():
         named = ", ".join(f"{label} (line {line})" for label, line in zip(labels[summary], raw.loc[summary, LINE]))
-        notes.append(f"{path}: skipped summary row(s) {named}: they are not runs")
+        warnings.warn(f"{path}: skipped summary row(s) {named}: they are not runs", ReadingChoiceWarning, stacklevel=2)
     kept = raw[~summary].reset_index(drop=True)
     if kept.empty:
         raise SeedscopeError(f"{path} holds no runs (only empty or summary rows)")
@@ -329,7 +340,7 @@ def _summary_label(row: pd.Series) -> str | None:
     return None
 
 
-def _long(raw, path, name, run, task, scores, text, system_columns, notes) -> pd.DataFrame:
+def _long(raw, path, name, run, task, scores, text, system_columns) -> pd.DataFrame:
     if system_columns:
         for column in system_columns:
             pick_column(list(raw.columns), column, (), path)
@@ -342,7 +353,8 @@ def _long(raw, path, name, run, task, scores, text, system_columns, notes) -> pd
         frame.insert(0, SYSTEM, parts.iloc[:, 0] if len(varying) == 1 else
                      parts.apply(lambda row: ", ".join(f"{c}={v}" for c, v in row.items()), axis=1))
         if not system_columns:
-            notes.append(f"{path}: systems told apart by {', '.join(map(str, varying))} (name others with --system-column)")
+            warnings.warn(f"{path}: systems told apart by {', '.join(map(str, varying))} (name others with "
+                          "--system-column)", ReadingChoiceWarning, stacklevel=2)
     else:
         frame.insert(0, SYSTEM, name)
     frame.insert(1, RUN, _runs(raw, run, path))
@@ -352,7 +364,7 @@ def _long(raw, path, name, run, task, scores, text, system_columns, notes) -> pd
     return frame
 
 
-def _wide(raw, path, run, task, rest, notes) -> pd.DataFrame:
+def _wide(raw, path, run, task, rest) -> pd.DataFrame:
     """One numeric column per system; each row one run of every system."""
     systems = [c for c in rest if _is_numeric(raw[c])]
     if not systems:
@@ -360,7 +372,8 @@ def _wide(raw, path, run, task, rest, notes) -> pd.DataFrame:
             f"{path}: found no score column (no column named like a metric, such as acc, f1 or mcc, and no numeric "
             f"column; available: {', '.join(map(str, rest))}); name it with --metric"
         )
-    notes.append(f"{path}: a wide table, one system per column ({', '.join(map(str, systems))})")
+    warnings.warn(f"{path}: a wide table, one system per column ({', '.join(map(str, systems))})", ReadingChoiceWarning,
+                  stacklevel=2)
     long = raw.assign(**{RUN: _runs(raw, run, path)}).melt(
         id_vars=[RUN, LINE, *([task] if task else [])], value_vars=systems, var_name=SYSTEM, value_name="score"
     )

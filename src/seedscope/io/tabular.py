@@ -10,12 +10,13 @@ explicit ``{column: class}`` mapping, or one list-valued column (classes 0â€¦Câˆ
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from seedscope.errors import SeedscopeError
+from seedscope.errors import ReadingChoiceWarning, SeedscopeError
 from seedscope.io.delimited import Dialect, sniff
 from seedscope.io.common import (
     LINE,
@@ -57,7 +58,7 @@ def _read_one(path: Path, fmt: str, name: str, options: ReadOptions) -> Source:
     label_column = pick_column(columns, options.label_column, LABEL_NAMES, path)
     run_column = pick_column(columns, options.run_column, RUN_NAMES, path)
     cluster_column = pick_column(columns, options.cluster_column, (), path) if options.cluster_column else None
-    source = Source(path, pd.DataFrame(), unit, notes=list(raw.attrs.get("notes", [])))
+    source = Source(path, pd.DataFrame(), unit)
     if run_column is not None and raw[run_column].isna().any():
         raise SeedscopeError(f"{source.where(raw.loc[raw[run_column].isna(), LINE].iloc[0])}: the run is empty")
     frame = pd.DataFrame(
@@ -130,7 +131,6 @@ def load_table(path: Path, fmt: str, options: ReadOptions) -> tuple[pd.DataFrame
     """
     if fmt not in SEPARATORS and fmt != "parquet":
         return _load_json(path)
-    notes: list[str] = []
     if fmt == "parquet":
         try:
             raw = pd.read_parquet(path)
@@ -140,13 +140,13 @@ def load_table(path: Path, fmt: str, options: ReadOptions) -> tuple[pd.DataFrame
     else:
         dialect = sniff(path, fmt)
         raw = _load_delimited(path, dialect, options, fmt)
-        notes += [dialect.note] if dialect.note else []
+        if dialect.note:
+            warnings.warn(dialect.note, ReadingChoiceWarning, stacklevel=2)
         unit, first_line = "line", 2
     raw[LINE] = range(first_line, first_line + len(raw))
     raw = raw[raw.drop(columns=LINE).notna().any(axis=1)].reset_index(drop=True)
     if raw.empty:
         raise SeedscopeError(f"{path} has column names but no rows")
-    raw.attrs["notes"] = notes
     return raw, unit
 
 

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import warnings
 
 import numpy as np
 import pandas as pd
 
-from seedscope.errors import SeedscopeError
+from seedscope.errors import ReadingChoiceWarning, SeedscopeError
+from seedscope.notes import recorded
 from seedscope.predictions import EXAMPLE_ID, TEXT
 from seedscope.tasks import DATA_DIR_ENV, find_task, load_examples
 
@@ -34,30 +36,34 @@ def attach_texts(table: pd.DataFrame, data_dir=None, *, task: str | None = None)
     """Add a ``text`` column (``text ‖ text_pair`` for pair tasks) so unstable examples show text.
 
     The task comes from the table's ``task`` column or ``task``; the files from ``data_dir``
-    or ``$SEEDSCOPE_DATA_DIR``. Returns the table and notes on what could not be attached; a
-    table that already has text is kept.
+    or ``$SEEDSCOPE_DATA_DIR``. Returns the table and notes on what could not be attached (each
+    also a :class:`~seedscope.errors.ReadingChoiceWarning`); a table that already has text is kept.
     """
+    with recorded() as notes:
+        return _with_texts(table, data_dir, task), notes
+
+
+def _with_texts(table: pd.DataFrame, data_dir, task: str | None) -> pd.DataFrame:
     if TEXT in table.columns:
-        return table, []
+        return table
     data_dir = data_dir or os.environ.get(DATA_DIR_ENV)
     tasks = table["task"].dropna().unique().tolist() if "task" in table.columns else [task] if task else []
     if data_dir is None or not tasks:
-        return table, []
-    texts, notes = [], []
+        return table
+    texts = []
     for name in tasks:
         if find_task(name) is None:
             continue
         try:
             examples = load_examples(name, "validation", data_dir=data_dir)
         except SeedscopeError as error:
-            notes.append(f"no example texts for {name}: {error}")
+            warnings.warn(f"no example texts for {name}: {error}", ReadingChoiceWarning, stacklevel=3)
             continue
         pair = examples["text_pair"].fillna("") if "text_pair" in examples.columns else ""
         text = examples["text"].astype(str) + np.where(pair == "", "", " ‖ " + pair.astype(str))
         frame = pd.DataFrame({EXAMPLE_ID: examples[EXAMPLE_ID].astype(str), TEXT: text})
         texts.append(frame.assign(task=name) if "task" in table.columns else frame)
     if not texts:
-        return table, notes
+        return table
     keys = [EXAMPLE_ID, "task"] if "task" in table.columns else [EXAMPLE_ID]
-    merged = table.astype({EXAMPLE_ID: str}).merge(pd.concat(texts), on=keys, how="left")
-    return merged, notes
+    return table.astype({EXAMPLE_ID: str}).merge(pd.concat(texts), on=keys, how="left")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -26,7 +27,8 @@ from seedscope.factor_study.importance import FactorAnalysis, FactorStudy, analy
 from seedscope.factor_study.plan import GOLDEN, INVESTIGABLE_FACTORS, MITIGATION, FactorStudyPlan, factor_study_plan
 from seedscope.factor_study.scores import study_from_table
 from seedscope.io import read_score_table
-from seedscope.errors import SeedscopeError
+from seedscope.errors import DegenerateRunWarning, ReadingChoiceWarning, SeedscopeError
+from seedscope.notes import recorded
 from seedscope.plan import RunSpec, model_short_name
 from seedscope.plan.runs import runner_of
 from seedscope.store import ExperimentStore
@@ -205,13 +207,19 @@ def run_factor_study(
 def load_study(source: str | os.PathLike, *, metric: str | None = None,
                chance: float | None = None, fmt: str | None = None) -> tuple[FactorStudy, list[str]]:
     """A factor study from a long score table file (``fmt``: csv, tsv, jsonl or parquet when its
-    suffix does not tell) or a ``factors run`` experiment directory, and notes to show."""
-    if ExperimentStore.is_store(source):
-        table, info = factor_score_table(ExperimentStore.open(source), metric)
-        notes = [f"{info['task']} / {info['model']}: score = {info['metric']} (fractions)"]
-        if info["not_done"]:
-            counts = ", ".join(f"{n} {status}" for status, n in info["not_done"].items())
-            notes.append(f"study runs not done ({counts}): inside an analysed group they are missing runs")
-        chance = info["chance"] if chance is None else chance
-        return study_from_table(table, metric=info["metric"], chance=chance), notes
-    return study_from_table(read_score_table(Path(source), fmt=fmt), metric=metric or "score", chance=chance), []
+    suffix does not tell) or a ``factors run`` experiment directory, and notes to show (the texts of the
+    :class:`~seedscope.errors.SeedscopeWarning` s raised)."""
+    with recorded() as notes:
+        if ExperimentStore.is_store(source):
+            table, info = factor_score_table(ExperimentStore.open(source), metric)
+            warnings.warn(f"{info['task']} / {info['model']}: score = {info['metric']} (fractions)",
+                          ReadingChoiceWarning, stacklevel=2)
+            if info["not_done"]:
+                counts = ", ".join(f"{n} {status}" for status, n in info["not_done"].items())
+                warnings.warn(f"study runs not done ({counts}): inside an analysed group they are missing runs",
+                              DegenerateRunWarning, stacklevel=2)
+            chance = info["chance"] if chance is None else chance
+            study = study_from_table(table, metric=info["metric"], chance=chance)
+        else:
+            study = study_from_table(read_score_table(Path(source), fmt=fmt), metric=metric or "score", chance=chance)
+    return study, notes

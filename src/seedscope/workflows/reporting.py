@@ -8,6 +8,7 @@ The workflow of ``seedscope report`` as one Python call: :mod:`seedscope.io` rea
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -18,7 +19,7 @@ from seedscope.analysis.run_scores import analyze_run_scores
 from seedscope.analysis.seed_effects import Analysis, analyze
 from seedscope.analysis.subsets import SubsetVariance
 from seedscope.analysis.summary import TaskSummary, summarize_tasks
-from seedscope.errors import SeedscopeError
+from seedscope.errors import ReadingChoiceWarning, SeedscopeError
 from seedscope.factor_study.importance import FactorAnalysis, analyze_factors
 from seedscope.factor_study.scores import study_from_table
 from seedscope.io import attach_prompts, read_aligned_runs, read_predictions, read_run_scores, task_texts
@@ -146,6 +147,7 @@ def build_score_report(
                                      confidence=confidence, seed=seed)
     elif len(scores.tasks) > 1:
         notes.append("several tasks: systems are compared within one task only (pick one with --task)")
+        warnings.warn(notes[-1], ReadingChoiceWarning, stacklevel=2)
     report = assemble_scores(summaries, comparison, confidence=confidence, notes=notes, title=title)
     write_outputs(report, html=html, latex_dir=latex_dir, figures_dir=figures_dir, fig_format=fig_format)
     return report
