@@ -177,7 +177,7 @@ def compare_systems(
         else:
             row["p_permutation"] = row["p_wilcoxon"] = np.nan
             warnings.warn(f"{a} vs {b}: fewer than 2 matched seeds (same run/seed names), so no paired permutation "
-                          "or Wilcoxon test", DegenerateRunWarning, stacklevel=2)
+                          "or Wilcoxon test", DegenerateRunWarning, stacklevel=3)
             spread = float(np.sqrt(series[a].var(ddof=1) + series[b].var(ddof=1)))
             count = min(len(series[a]), len(series[b]))
         row["mdd"] = minimum_detectable_difference(spread, count, confidence=confidence, power=power)
@@ -229,7 +229,7 @@ def _joint(per_example, a, b, matched, paired, n_boot, confidence, seed) -> dict
     frame_a, frame_b = per_example[a], per_example[b]
     if not frame_a.columns.equals(frame_b.columns):
         warnings.warn(f"{a} vs {b}: evaluated on different example ids, so no joint bootstrap or McNemar test",
-                      DegenerateRunWarning, stacklevel=3)
+                      DegenerateRunWarning, stacklevel=4)
         return empty
     if paired:
         frame_a, frame_b = frame_a.loc[matched], frame_b.loc[matched]
@@ -302,7 +302,7 @@ def compare_sweeps(
             per_example[name] = pd.DataFrame(correct, index=aligned.runs, columns=aligned.example_ids)
     if len(per_example) < len(per_run) and per_example:
         warnings.warn("some sweeps lack per-example correctness (regression or missing labels): no joint bootstrap / "
-                      "McNemar for them", DegenerateRunWarning, stacklevel=2)
+                      "McNemar for them", DegenerateRunWarning, stacklevel=3)
     return compare_systems(
         per_run,
         per_example or None,

@@ -34,7 +34,7 @@ from seedscope.errors import DuplicateRowsWarning, ReadingChoiceWarning, Rescale
 from seedscope.io.common import LINE, ReadOptions, as_ids, pick_column, require_readable, run_names
 from seedscope.io.detect import TABLE_SUFFIXES
 from seedscope.io.tabular import ID_NAMES, PREDICTION_NAMES, load_table, read_delimited
-from seedscope.notes import recorded
+from seedscope.notes import noted
 
 SYSTEM, RUN, TASK = "system", "run", "task"
 #: private column: the file a row came from (for messages naming two lines of two files)
@@ -67,8 +67,7 @@ class RunScores:
     """Per-run scores: ``table`` has columns system, run, (task,) and one column per metric.
 
     ``paired``: runs were named by a run / seed column, so equal names across systems are
-    matched seeds; ``notes`` say what was inferred or skipped (the texts of the
-    :class:`~seedscope.errors.SeedscopeWarning` s raised while reading).
+    matched seeds; ``notes`` say what was inferred or skipped (the warnings raised while reading).
     """
 
     table: pd.DataFrame
@@ -143,6 +142,7 @@ def read_head(path: Path, fmt: str) -> pd.DataFrame:
     return raw.head(50)
 
 
+@noted
 def read_run_scores(
     paths: str | os.PathLike | Iterable[str | os.PathLike],
     *,
@@ -161,6 +161,8 @@ def read_run_scores(
     systems of files that hold one system each (default: the file names); ``scale`` multiplies
     every score (``0.01`` turns percentages written without ``%`` into fractions).
     """
+    from seedscope.io.scores import table_format
+
     paths = [Path(paths)] if isinstance(paths, (str, os.PathLike)) else [Path(p) for p in paths]
     if not paths:
         raise SeedscopeError("no input given: name at least one score table")
@@ -168,15 +170,6 @@ def read_run_scores(
         raise SeedscopeError(f"--scale must be a positive number (0.01 turns percentages into fractions), not {scale}")
     metrics = [metric] if isinstance(metric, str) else (list(metric) if metric else None)
     file_names = run_names(paths, tuple(names) if names else None)
-    with recorded() as notes:
-        scores = _read(paths, file_names, fmt, run_column, metrics, system_columns, task, scale)
-    scores.notes = notes
-    return scores
-
-
-def _read(paths, file_names, fmt, run_column, metrics, system_columns, task, scale) -> RunScores:
-    from seedscope.io.scores import table_format
-
     frames, paired = [], []
     for path, name in zip(paths, file_names):
         require_readable(path)
@@ -184,7 +177,7 @@ def _read(paths, file_names, fmt, run_column, metrics, system_columns, task, sca
             raise SeedscopeError(f"{path} is a folder; pass the score tables themselves")
         raw, _ = load_table(path, table_format(path, fmt), ReadOptions(run_column=run_column))
         frame, has_runs = _read_one(raw, path, name, run_column, metrics, system_columns)
-        if scale is None or scale == 1:  # with --scale the values are converted: nothing to say
+        if scale in (None, 1):  # with --scale the values are converted: nothing to say
             _check_rates(frame, path)
         frames.append(frame.assign(**{SOURCE: str(path)}))
         paired.append(has_runs)
@@ -245,8 +238,7 @@ def _run_column(raw: pd.DataFrame, columns: list, given: str | None, path: Path)
     for column in columns:
         values = raw[column].dropna().astype(str).str.strip()
         if len(values) and not pd.api.types.is_numeric_dtype(raw[column]) and values.str.fullmatch(RUN_VALUE).all():
-            warnings.warn(f"{path}: runs named by {column} (values such as {values.iloc[0]!r})", ReadingChoiceWarning,
-                          stacklevel=2)
+            warnings.warn(f"{path}: runs named by {column} (values such as {values.iloc[0]!r})", ReadingChoiceWarning)
             return column
     return None
 
@@ -304,8 +296,7 @@ def _without_repeats(table: pd.DataFrame, keys: list[str], metrics: list) -> pd.
     exact = table.duplicated(keys + metrics)
     if exact.any():
         where = ", ".join(f"{Path(s).name} line {int(line)}" for s, line in zip(table.loc[exact, SOURCE], table.loc[exact, LINE]))
-        warnings.warn(f"dropped {int(exact.sum())} exact duplicate row(s) ({where}): each run counted once",
-                      DuplicateRowsWarning, stacklevel=2)
+        warnings.warn(f"dropped {int(exact.sum())} exact duplicate row(s) ({where}): each run counted once", DuplicateRowsWarning)
         table = table[~exact]
     clash = table.duplicated(keys, keep=False)
     if clash.any():
@@ -372,8 +363,7 @@ def _wide(raw, path, run, task, rest) -> pd.DataFrame:
             f"{path}: found no score column (no column named like a metric, such as acc, f1 or mcc, and no numeric "
             f"column; available: {', '.join(map(str, rest))}); name it with --metric"
         )
-    warnings.warn(f"{path}: a wide table, one system per column ({', '.join(map(str, systems))})", ReadingChoiceWarning,
-                  stacklevel=2)
+    warnings.warn(f"{path}: a wide table, one system per column ({', '.join(map(str, systems))})", ReadingChoiceWarning)
     long = raw.assign(**{RUN: _runs(raw, run, path)}).melt(
         id_vars=[RUN, LINE, *([task] if task else [])], value_vars=systems, var_name=SYSTEM, value_name="score"
     )
