@@ -95,3 +95,12 @@ def test_compare_uses_the_tasks_primary_metric(synthetic_predictions):
     comparison = compare_sweeps({"a": a, "b": b}, n_boot=50, n_permutations=50)
     assert comparison.metric == "mcc"
     assert "too few runs for an ASO verdict" in comparison.pairs["aso_verdict"].iloc[0]  # 3 runs < 5
+
+
+def test_a_comparison_left_without_a_test_warns_and_keeps_the_note():
+    from seedscope.errors import DegenerateRunWarning
+
+    unmatched = {"A": pd.Series([0.8, 0.82, 0.81], index=["1", "2", "3"]), "B": pd.Series([0.7, 0.72], index=["4", "5"])}
+    with pytest.warns(DegenerateRunWarning, match="A vs B: fewer than 2 matched seeds") as shown:
+        comparison = compare_systems(unmatched, n_boot=200)
+    assert comparison.notes == [str(w.message) for w in shown if issubclass(w.category, DegenerateRunWarning)][:1]
