@@ -78,3 +78,10 @@ def test_an_option_that_does_not_apply_is_an_ignored_option_warning(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SeedscopeWarning)
         assert read_predictions([path], metric="acc").attrs["notes"] == []
+
+
+def test_the_lm_eval_filter_used_is_a_reading_choice(lm, tmp_path):
+    records = [lm.generation(1, "18", 18), lm.generation(1, "18", 18, filter="flexible-extract")]
+    path = lm.jsonl(tmp_path / f"samples_gsm8k_{lm.stamp}.jsonl", records)
+    with pytest.warns(ReadingChoiceWarning, match="lm-eval task gsm8k: filters strict-match, flexible-extract"):
+        read_predictions([path])
