@@ -172,3 +172,15 @@ def test_store_metric_and_errors(tmp_path):
     with pytest.raises(SeedscopeError, match="holds no factor-study runs"):
         factor_score_table(plain)
     assert (chance_level("mcc", 2), chance_level("accuracy", 4), chance_level("accuracy", None)) == (0.0, 0.25, None)
+
+
+def test_loading_a_study_store_warns_of_runs_not_done(tmp_path):
+    """The notes ``factors analyze`` prints are warnings in Python: runs not done are a degenerate-run warning."""
+    from seedscope.errors import DegenerateRunWarning, ReadingChoiceWarning
+    from seedscope.workflows.factor_studies import load_study
+
+    store = study_store(tmp_path, fail={"data_order.m4.i3"})
+    with pytest.warns(DegenerateRunWarning, match=r"study runs not done \(1 failed\)") as shown:
+        _, notes = load_study(store.path)
+    assert any(w.category is ReadingChoiceWarning and "score = accuracy (fractions)" in str(w.message) for w in shown)
+    assert notes == [str(w.message) for w in shown if issubclass(w.category, (DegenerateRunWarning, ReadingChoiceWarning))]
