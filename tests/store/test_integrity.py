@@ -187,6 +187,8 @@ def test_a_checksum_that_is_not_one(tmp_path):
     _set_cell(store, first, "sha256", "abc")
     [problem] = store.verify()
     assert (problem.kind, problem.run_id) == ("unrecorded", first) and "'abc' that is not a SHA-256" in problem.message
+    with pytest.raises(SeedscopeError, match=f"run {first} is done but the catalog .* records no valid checksum"):
+        store.predictions()
 
 
 # (column, damaged text, the commands that read the cell and must refuse with exit 2)
@@ -198,6 +200,9 @@ DAMAGED_CELLS = [
     ("seeds_json", '{"data_order": "x"}', ["status", "analyze"]),
     ("timings_json", '{"total_seconds": ', ["status", "analyze"]),
     ("environment_json", '"cpu"', ["report"]),
+    ("n_predictions", "abc", ["status", "analyze"]),
+    ("attempts", "many", ["status", "analyze"]),
+    ("duration_s", "long", ["status", "analyze"]),
 ]
 
 
@@ -225,11 +230,16 @@ def test_a_damaged_catalog_cell_is_found_named_and_repaired(tmp_path, cli, colum
     assert resumed.runs()["seed"].tolist() == [42, 52, 62]
 
 
-def test_a_damaged_plan_is_a_catalog_problem(tmp_path, cli):
+@pytest.mark.parametrize(("table", "column", "text", "message"), [
+    ("plan", "plan_json", '{"runs": [', "its plan cannot be read"),
+    ("plan", "plan_json", '{"runs": 3}', "its plan cannot be read"),
+    ("meta", "value", "x", "is not a readable seedscope catalog"),
+])
+def test_a_damaged_plan_or_schema_is_a_catalog_problem(tmp_path, cli, table, column, text, message):
     store = _store(tmp_path)
-    _set_cell(store, None, "plan_json", '{"runs": [', table="plan")
+    _set_cell(store, None, column, text, table=table)
     [problem, *_] = store.verify()
-    assert problem.kind == "catalog" and "its plan cannot be read" in problem.message
+    assert problem.kind == "catalog" and message in problem.message
     code, out, err = cli(["verify", str(store.path)])
     assert code == 1 and "catalog" in out and "Traceback" not in out + err
 

@@ -52,6 +52,8 @@ CREATE TABLE runs (
 _RUN_KEYS = ("run_id", "task", "model", "method", "seeds")
 #: a run row's JSON cells: each holds a JSON object (a NULL result cell, of a run not done, reads as {})
 JSON_CELLS = ("seeds_json", "timings_json", "metrics_json", "environment_json")
+#: a run row's number cells and what each may hold
+NUMBER_CELLS = {"attempts": (int,), "duration_s": (int, float, type(None)), "n_predictions": (int, type(None))}
 #: what a run row forgets when it is made pending again
 _RESET = ("started_at", "finished_at", "duration_s", "timings_json", "metrics_json", "environment_json",
           "n_predictions", "error", "sha256")
@@ -79,12 +81,16 @@ def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
 
-def parse_cell(column: str, text: Any) -> tuple[dict, str | None]:
-    """A run's JSON cell as a dict, and what is wrong with it (None when sound; the dict is then empty).
+def parse_cell(column: str, text: Any) -> tuple[Any, str | None]:
+    """A run's cell (a JSON cell as a dict), and what is wrong with it (None when sound; the value is then empty).
 
-    Seeds must be integers and metrics numbers (or null), as seedscope writes them; a cell
-    changed by hand or by a damaged disk is caught here rather than crashing a reader later.
+    Seeds must be integers and metrics numbers (or null), as seedscope writes them, and so must
+    the number cells; a cell changed by hand or by a damaged disk is caught here rather than
+    crashing a reader later.
     """
+    if column in NUMBER_CELLS:
+        sound = isinstance(text, NUMBER_CELLS[column]) and not isinstance(text, bool)
+        return (text, None) if sound else (None, f"is {text!r}, not a number")
     if text is None:
         return {}, ("is NULL" if column == "seeds_json" else None)
     if not isinstance(text, str):
@@ -228,11 +234,11 @@ class Catalog:
 
     def plan(self) -> dict[str, Any]:
         """The stored plan; a damaged one is an error naming the catalog (it cannot be repaired from elsewhere)."""
-        text = self.query("SELECT plan_json FROM plan")[0][0]
+        rows = self.query("SELECT plan_json FROM plan")
         try:
-            plan = json.loads(text)
+            plan = json.loads(rows[0][0])
             check_plan(plan)
-        except (TypeError, ValueError) as error:
+        except (IndexError, TypeError, ValueError) as error:
             raise SeedscopeError(f"the catalog {self.path} is damaged: its plan cannot be read ({error}); "
                                  "restore catalog.sqlite from a backup (the prediction files of finished runs are "
                                  "still in its predictions/ folder)") from error
@@ -253,11 +259,12 @@ class Catalog:
 
     def reset(self, run_ids: list[str]) -> None:
         """Make these runs pending again, forgetting their last attempt (not its count); their seeds are
-        written again from the plan (which repairs a damaged ``seeds_json``)."""
+        written again from the plan (which repairs a damaged ``seeds_json``), a count that is not one restarts."""
         seeds = {run["run_id"]: as_json(run["seeds"]) for run in self.plan()["runs"]}
         with self.transaction() as db:
             cleared = ", ".join(f"{column} = NULL" for column in _RESET)
-            db.executemany(f"UPDATE runs SET status = 'pending', seeds_json = ?, {cleared} WHERE run_id = ?",
+            db.executemany(f"UPDATE runs SET status = 'pending', seeds_json = ?, {cleared}, attempts = CASE"
+                           " WHEN typeof(attempts) = 'integer' THEN attempts ELSE 0 END WHERE run_id = ?",
                            [(seeds[r], r) for r in run_ids])
 
     def mark_running(self, run_id: str) -> None:
@@ -304,8 +311,8 @@ class Catalog:
         rows = self.query(f"SELECT run_id, status, n_predictions, {checksum} FROM runs ORDER BY position")
         return {run_id: (status, n, digest) for run_id, status, n, digest in rows}
 
-    def cell(self, run_id: str, column: str, text: Any) -> dict:
-        """A run's JSON cell as a dict, or an error naming the run, the cell and what repairs it."""
+    def cell(self, run_id: str, column: str, text: Any) -> Any:
+        """A run's cell (a JSON cell as a dict), or an error naming the run, the cell and what repairs it."""
         value, fault = parse_cell(column, text)
         if fault is not None:
             raise SeedscopeError(
@@ -315,11 +322,12 @@ class Catalog:
         return value
 
     def damaged_cells(self) -> list[tuple[str, str, str]]:
-        """(run_id, column, what is wrong) of every run's JSON cell that cannot be read (see :func:`parse_cell`)."""
-        rows = self.query(f"SELECT run_id, {', '.join(JSON_CELLS)} FROM runs ORDER BY position")
+        """(run_id, column, what is wrong) of every run's cell that cannot be read (see :func:`parse_cell`)."""
+        columns = (*JSON_CELLS, *NUMBER_CELLS)
+        rows = self.query(f"SELECT run_id, {', '.join(columns)} FROM runs ORDER BY position")
         found = []
         for run_id, *cells in rows:
-            found += [(run_id, column, fault) for column, text in zip(JSON_CELLS, cells)
+            found += [(run_id, column, fault) for column, text in zip(columns, cells)
                       if (fault := parse_cell(column, text)[1]) is not None]
         return found
 

@@ -51,6 +51,11 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def is_sha256(value) -> bool:
+    """Whether ``value`` is a checksum as :func:`sha256` writes it (64 lowercase hex digits)."""
+    return isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)
+
+
 def read_table(path: Path, run_id: str, columns: list[str] | None = None, *, checksum: str | None = None) -> pd.DataFrame:
     """A done run's predictions, or a sentence saying why they cannot be had.
 

@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 from seedscope.errors import SeedscopeError
 from seedscope.predictions import RUN
 from seedscope.store.catalog import CATALOG
-from seedscope.store.files import PREDICTIONS, TEMPORARY_GLOB, sha256
+from seedscope.store.files import PREDICTIONS, TEMPORARY_GLOB, is_sha256, sha256
 
 if TYPE_CHECKING:
     from seedscope.store import ExperimentStore
@@ -71,6 +71,7 @@ def verify(store: "ExperimentStore", *, full: bool = True) -> list[Problem]:
     try:
         damage = store.catalog.integrity(full=full)
         if not damage:
+            store.catalog.check_readable()
             store.catalog.plan()
             runs = store.catalog.checksums()
             recorded = store.catalog.has_checksums()
@@ -115,9 +116,10 @@ def _check_file(path: Path, run_id: str, n_predictions, digest, recorded: bool) 
         return [Problem("unreadable", f"{path} cannot be read ({type(error).__name__}: {error})", path, run_id)]
     if digest is None and RUN in table.column_names and set(table.column(RUN).to_pylist()) != {run_id}:
         return [Problem("wrong-run", f"{path} holds the predictions of another run than {run_id}", path, run_id)]
-    faults = [] if isinstance(n_predictions, int) else [
-        "no row count" if n_predictions is None else f"a row count {n_predictions!r} that is not a number"]
-    if recorded and not _is_sha256(digest):
+    if n_predictions is not None and not isinstance(n_predictions, int):
+        return []  # a damaged entry, reported as one: the file cannot be compared with it
+    faults = [] if n_predictions is not None else ["no row count"]
+    if recorded and not is_sha256(digest):
         faults.append("no checksum (NULL)" if digest is None else f"a checksum {digest!r} that is not a SHA-256")
     if faults:
         return [Problem("unrecorded", f"run {run_id} is done but the catalog records {' and '.join(faults)} for "
@@ -129,7 +131,3 @@ def _check_file(path: Path, run_id: str, n_predictions, digest, recorded: bool) 
         return [Problem("altered", f"{path} is not the file run {run_id} wrote (its SHA-256 differs from the one "
                         "recorded): it was changed or swapped", path, run_id)]
     return []
-
-
-def _is_sha256(value) -> bool:
-    return isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)

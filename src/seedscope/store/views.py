@@ -13,7 +13,7 @@ from seedscope.metrics.macro import chance_level
 from seedscope.plan.seeds import FACTORS
 from seedscope.predictions import EXAMPLE_ID, PREDICTION, PROB_PREFIX, RUN, UNCALIBRATED, prob_columns
 from seedscope.prompts import CONTINUATIONS, QUERY, split_request
-from seedscope.store.files import PROMPT_PREFIX_KEY, read_arrow, read_table
+from seedscope.store.files import PROMPT_PREFIX_KEY, is_sha256, read_arrow, read_table
 from seedscope.tasks import find_task, get_task
 
 if TYPE_CHECKING:
@@ -41,10 +41,11 @@ def runs_frame(store: "ExperimentStore") -> pd.DataFrame:
         records.append({
             "run_id": run_id, "task": task, "model": model, "model_name": model_name, "method": method,
             "tag": tag, "seed": distinct.pop() if len(distinct) == 1 else None, **seeds,
-            "status": status, "attempts": attempts, "started_at": started, "finished_at": finished,
-            "duration_s": duration, "primary_metric": metric, "primary_value": metrics.get(metric),
+            "status": status, "attempts": cell(run_id, "attempts", attempts), "started_at": started,
+            "finished_at": finished, "duration_s": cell(run_id, "duration_s", duration), "primary_metric": metric,
+            "primary_value": metrics.get(metric),
             "metrics": metrics, "timings": cell(run_id, "timings_json", timings_json),
-            "n_predictions": n_predictions, "error": error,
+            "n_predictions": cell(run_id, "n_predictions", n_predictions), "error": error,
         })
     frame = pd.DataFrame.from_records(records)
     frame[["seed", "n_predictions"]] = frame[["seed", "n_predictions"]].astype("Int64")
@@ -230,10 +231,10 @@ def _checksums(store: "ExperimentStore"):
     recorded = store.catalog.has_checksums()
 
     def checksum(run_id: str) -> str | None:
-        if recorded and digests[run_id] is None:
+        if recorded and not is_sha256(digests[run_id]):
             raise SeedscopeError(
-                f"run {run_id} is done but the catalog {store.catalog.path} records no checksum for its file, so the "
-                f"file cannot be checked; `seedscope verify {store.path}` lists every problem, and rerunning its "
+                f"run {run_id} is done but the catalog {store.catalog.path} records no valid checksum for its file, so "
+                f"the file cannot be checked; `seedscope verify {store.path}` lists every problem, and rerunning its "
                 "sweep with --resume redoes the run"
             )
         return digests[run_id]
