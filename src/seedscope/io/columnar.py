@@ -26,8 +26,10 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from seedscope.errors import SeedscopeError
-from seedscope.io.common import PASSTHROUGH_COLUMNS, ReadOptions, pick_column, run_names
-from seedscope.io.tabular import ID_NAMES, LABEL_NAMES, PREDICTION_NAMES, PROB_LIST_NAMES, RUN_NAMES, SEPARATORS
+from seedscope.io.common import LINE, PASSTHROUGH_COLUMNS, ReadOptions, pick_column, run_names
+from seedscope.io.tabular import (
+    ID_NAMES, LABEL_NAMES, PREDICTION_NAMES, PROB_LIST_NAMES, RUN_NAMES, SEPARATORS, check_last_line, unterminated_last_line,
+)
 from seedscope.predictions import PROB_PREFIX, AlignedRuns, class_list, code_dtype, label_key
 
 #: options under which the long-table readers must run (they change what a row means)
@@ -116,22 +118,30 @@ def _read(path: Path, fmt: str, columns: tuple[str, str, str | None]) -> pa.Tabl
     try:
         if fmt == "parquet":
             return pq.read_table(path, columns=wanted)
-        return pacsv.read_csv(path, parse_options=pacsv.ParseOptions(delimiter=SEPARATORS[fmt]),
-                              convert_options=pacsv.ConvertOptions(
-                                  include_columns=wanted, column_types={columns[0]: pa.string()},
-                                  strings_can_be_null=True))  # "" is missing, as in pandas
+        table = pacsv.read_csv(path, parse_options=pacsv.ParseOptions(delimiter=SEPARATORS[fmt]),
+                               convert_options=pacsv.ConvertOptions(
+                                   include_columns=wanted, column_types={columns[0]: pa.string()},
+                                   strings_can_be_null=True))  # "" is missing, as in pandas
     except (pa.ArrowException, OSError, ValueError):  # the long-table reader names what is wrong
         return None
+    if unterminated_last_line(path, SEPARATORS[fmt]):  # a file cut short is refused here as there
+        check_last_line(path, table.to_pandas().assign(**{LINE: range(2, table.num_rows + 2)}), SEPARATORS[fmt])
+    return table
 
 
 def _ids(column: pa.ChunkedArray) -> pa.Array | None:
-    """Ids as text (integers as their digits); None for null, float or other ids."""
+    """Ids as text (integers as their digits); None for null, float, ``7.0``-like or other ids."""
     ids = column.combine_chunks()
     if ids.null_count:
         return None
-    if pa.types.is_integer(ids.type) or pa.types.is_large_string(ids.type):
+    if pa.types.is_integer(ids.type):
         return pc.cast(ids, pa.string())
-    return ids if pa.types.is_string(ids.type) else None
+    if pa.types.is_large_string(ids.type):
+        ids = pc.cast(ids, pa.string())
+    if not pa.types.is_string(ids.type):
+        return None
+    # "7.0" is the id 7: the long-table reader says so
+    return None if pc.any(pc.match_substring_regex(ids, r"^\s*[+-]?\d+\.0*\s*$")).as_py() else ids
 
 
 def _classes(column: pa.ChunkedArray, allow_null: bool) -> pa.Array | None:
