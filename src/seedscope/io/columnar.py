@@ -64,7 +64,7 @@ def read_aligned(paths: list[Path], fmt: str, options: ReadOptions) -> AlignedRu
         if ids is None or (reference is not None and len(ids) != len(reference)):
             return None
         if reference is None:
-            if pc.count_distinct(ids).as_py() != len(ids):
+            if pc.count_distinct(ids).as_py() != len(ids) or _whole_decimals(ids):
                 return None
             reference, order = ids, pc.array_sort_indices(ids)
             sorted_ids = pc.take(ids, order)
@@ -130,7 +130,7 @@ def _read(path: Path, fmt: str, columns: tuple[str, str, str | None]) -> pa.Tabl
 
 
 def _ids(column: pa.ChunkedArray) -> pa.Array | None:
-    """Ids as text (integers as their digits); None for null, float, ``7.0``-like or other ids."""
+    """Ids as text (integers as their digits); None for null, float or other ids."""
     ids = column.combine_chunks()
     if ids.null_count:
         return None
@@ -138,10 +138,14 @@ def _ids(column: pa.ChunkedArray) -> pa.Array | None:
         return pc.cast(ids, pa.string())
     if pa.types.is_large_string(ids.type):
         ids = pc.cast(ids, pa.string())
-    if not pa.types.is_string(ids.type):
-        return None
-    # "7.0" is the id 7: the long-table reader says so
-    return None if pc.any(pc.match_substring_regex(ids, r"^\s*[+-]?\d+\.0*\s*$")).as_py() else ids
+    return ids if pa.types.is_string(ids.type) else None
+
+
+def _whole_decimals(ids: pa.Array) -> bool:
+    """True when some id reads ``7.0``: it is the id 7, which the long-table reader makes of it (checked on the
+    first run only: another run's ``7.0`` against a ``7`` does not match it, and sends the files there too)."""
+    return pc.any(pc.match_substring(ids, ".")).as_py() and \
+        pc.any(pc.match_substring_regex(ids, r"^\s*[+-]?\d+\.0*\s*$")).as_py()
 
 
 def _classes(column: pa.ChunkedArray, allow_null: bool) -> pa.Array | None:
