@@ -86,7 +86,7 @@ def test_simulate_adaptive_on_real_scores(tmp_path, data_dir, capsys):
 @pytest.mark.parametrize("command", [["analyze"], ["simulate-adaptive", "--start", "2"]])
 @pytest.mark.parametrize("golden, message", [
     ([80] * len(GM), "all golden-model runs have the same score"),  # 0.8 each: a float std of 1e-17, not 0
-    ([float("inf")] + GM[1:], "the golden-model scores contain an infinite value"),
+    ([float("inf")] + GM[1:], "scores.csv line 2: score inf is not a plausible score"),  # refused as it is read
 ])
 def test_golden_model_without_finite_spread(command, golden, message, tmp_path, capsys):
     path = worked_table(tmp_path, golden=golden)
@@ -137,8 +137,8 @@ def test_missing_columns(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("row, message", [
-    (0, "the golden-model scores contain an infinite value"),
-    (len(GM), "factor 'order' has an infinite score"),
+    (0, "inf.csv line 2: score inf is not a plausible score"),
+    (len(GM), f"inf.csv line {len(GM) + 2}: score inf is not a plausible score"),
 ])
 def test_infinite_score(row, message, tmp_path, capsys):
     frame = pd.read_csv(worked_table(tmp_path))
@@ -157,7 +157,7 @@ def test_row_without_experiment(tmp_path, capsys):
     frame.loc[len(GM) + 1, "experiment"] = None
     frame.to_csv(tmp_path / "unnamed.csv", index=False)
     message = fail(["factors", "analyze", str(tmp_path / "unnamed.csv")], capsys)
-    assert f"row {len(GM) + 2} of the score table has no 'experiment' (a factor's name, or 'golden')" in message
+    assert f"unnamed.csv line {len(GM) + 3} has no 'experiment' (a factor's name, or 'golden')" in message
 
 
 def test_output_name_too_long(tmp_path, capsys):

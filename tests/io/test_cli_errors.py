@@ -58,7 +58,7 @@ def _list_valued_prediction(tmp_path, data_dir):
     (tmp_path / "seed1.jsonl").write_text('{"id": 0, "prediction": [1, 2]}\n{"id": 1, "prediction": [1]}\n')
     (tmp_path / "seed2.jsonl").write_text('{"id": 0, "prediction": 1}\n{"id": 1, "prediction": 0}\n')
     return ([str(tmp_path / "seed1.jsonl"), str(tmp_path / "seed2.jsonl")], [],
-            r"run seed1 example 0 has a list as its prediction; each prediction must be one label or value")
+            r"seed1.jsonl line 1: the prediction is a list, not a single label or value")
 
 
 def _probability_missing_in_one_run(tmp_path, data_dir):

@@ -11,15 +11,14 @@ import pytest
 
 from seedscope.errors import SeedscopeError
 from seedscope.io import detect_format, read_predictions
-from seedscope.io.inspect_logs import _entry
+from seedscope.io.validate import zip_members
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "inspect_ai"
 EVAL, JSON, OTHER = FIXTURES / "sst2-mock.eval", FIXTURES / "sst2-mock.json", FIXTURES / "sst2-mock-b.eval"
 
 
 def header(path: Path) -> dict:
-    with zipfile.ZipFile(path) as archive:
-        return _entry(archive, "header.json")
+    return json.loads(zip_members(path)["header.json"])
 
 
 def test_each_epoch_is_a_run_and_each_sample_an_example():
@@ -71,7 +70,7 @@ def test_an_archive_compressed_with_deflate_as_older_inspect_ai_wrote_it(tmp_pat
     older = tmp_path / "deflate.eval"
     with zipfile.ZipFile(EVAL) as source, zipfile.ZipFile(older, "w", zipfile.ZIP_DEFLATED) as target:
         for name in source.namelist():
-            target.writestr(name, json.dumps(_entry(source, name)))
+            target.writestr(name, json.dumps(json.loads(zip_members(EVAL)[name])))
     assert read_predictions(older).equals(read_predictions(EVAL))
 
 

@@ -220,7 +220,12 @@ def test_malformed_array_names_the_line(lm, tmp_path):
 
 def test_duplicate_doc_id_within_a_filter(lm, tmp_path):
     path = _sst2(lm, tmp_path / f"samples_sst2_{lm.stamp}.jsonl", order=(0, 1, 0))
-    with pytest.raises(SeedscopeError, match=r"example id 0 appears 2 times in run .* \(lines 1 and 3\)"):
+    table = read_predictions([path])  # an exact repeat counts once, with a note
+    assert table["example_id"].tolist() == ["0", "1"]
+    assert any("1 repeated line(s) (lines 3)" in note for note in table.attrs["notes"])
+    records = [lm.mc(0, LLS[0], GOLD[0]), lm.mc(1, LLS[1], GOLD[1]), lm.mc(0, LLS[1], GOLD[0])]
+    lm.jsonl(path, records)
+    with pytest.raises(SeedscopeError, match=r"example id 0 appears 2 times in run .* \(lines 1 and 3\) with different"):
         read_predictions([path])
 
 

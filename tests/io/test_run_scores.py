@@ -184,13 +184,14 @@ def test_a_european_export_is_sniffed_and_said(tmp_path):
     assert holds_run_scores([path])
 
 
-def test_a_rate_that_looks_like_percentages_is_noted_never_rescaled_unless_asked(tmp_path):
+def test_a_rate_outside_its_bounds_is_refused_unless_scale_makes_it_fit(tmp_path):
     path = write(tmp_path / "s.csv", "seed,accuracy\n1,85.3\n2,86.1\n")
-    scores = read_run_scores(path)
-    assert scores.table["accuracy"].tolist() == [85.3, 86.1]
-    assert any("accuracy looks like percentages (values 85.3 … 86.1)" in n and "--scale 0.01" in n for n in scores.notes)
+    with pytest.raises(SeedscopeError, match=r"s.csv line 2: accuracy 85.3 is outside \[0, 1\].*--scale 0.01"):
+        read_run_scores(path)
     scaled = read_run_scores(path, scale=0.01)
     assert scaled.table["accuracy"].tolist() == pytest.approx([0.853, 0.861])
-    assert not any("looks like" in n for n in scaled.notes) and any("multiplied by 0.01" in n for n in scaled.notes)
+    assert any("multiplied by 0.01" in n for n in scaled.notes)
+    with pytest.raises(SeedscopeError, match=r"line 2: accuracy 8.53 is outside \[0, 1\]"):
+        read_run_scores(path, scale=0.1)
     with pytest.raises(SeedscopeError, match="--scale must be a positive number"):
         read_run_scores(path, scale=0)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from seedscope.errors import (DuplicateRowsWarning, IgnoredOptionWarning, ReadingChoiceWarning, RescaledValuesWarning,
-                              SeedscopeWarning)
+                              SeedscopeError, SeedscopeWarning)
 from seedscope.io import read_predictions, read_run_scores
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -52,7 +52,8 @@ def test_score_table_notes_by_class(tmp_path):
     assert any("skipped summary row(s) Mean" in n for n in found[ReadingChoiceWarning])
     assert any("systems told apart by model" in n for n in found[ReadingChoiceWarning])
     rates = _write(tmp_path / "r.csv", "seed,accuracy\n1,85.3\n2,86.1\n")
-    assert any("looks like percentages" in n for n in _classes(lambda: read_run_scores(rates))[RescaledValuesWarning])
+    with pytest.raises(SeedscopeError, match=r"r.csv line 2: accuracy 85.3 is outside \[0, 1\]"):
+        read_run_scores(rates)  # a bounded metric out of its range is refused, unless --scale makes it fit
     scaled = _classes(lambda: read_run_scores(rates, scale=0.01))
     assert scaled == {RescaledValuesWarning: ["every score was multiplied by 0.01 (--scale)"]}
     european = _write(tmp_path / "eu.csv", "seed;acc\n1;0,853\n2;0,861\n")

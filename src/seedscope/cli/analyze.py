@@ -34,9 +34,10 @@ standard error over examples (clustered with --cluster-column), the split of its
 a seed part and an example-sampling part, the minimum detectable difference, and the
 degenerate runs (one class only, or at or below the majority-class baseline).
 
-PATH is one file per run (CSV, TSV, JSONL, Parquet; the run is named after the file), one long
-table with a run column, a seed directory, an lm-evaluation-harness --log_samples output, or an
-experiment directory from `seedscope sweep`. Every number is a fraction in [0, 1].
+PATH is one file per run (CSV, TSV, JSONL, Parquet; the run is named after the file), a folder
+of such files (each file directly inside it one run), one long table with a run column, a seed
+directory, an lm-evaluation-harness --log_samples output, or an experiment directory from
+`seedscope sweep`. Every number is a fraction in [0, 1].
 
 A per-run score table (one row per run, no example ids: `model, seed, acc`, or a wide table
 with one column per system) gets the macro part, per system: mean, VAR, std, CV, bootstrap

@@ -133,6 +133,8 @@ def subsets_command(
             table = read_system_scores(
                 scores, id_column=id_column, system_column=system_column, fmt=input_format, columns=spec.columns
             )
+            for note in table.attrs.get("notes", []):
+                console.print(note, highlight=False, markup=False)
     result = analyze_subsets(
         table,
         subset_size=subset_size,

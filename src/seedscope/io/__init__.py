@@ -26,7 +26,7 @@ from seedscope.predictions import AlignedRuns
 from seedscope.io.checks import merge_sources
 from seedscope.io.columnar import read_aligned
 from seedscope.io.common import ReadOptions, Source, pick_column, require_readable
-from seedscope.io.detect import FORMATS, TABLE_SUFFIXES, common_format, detect_format, normalise_format
+from seedscope.io.detect import FORMATS, common_format, detect_format, folder_format, normalise_format, table_files
 from seedscope.io.experiment import attach_prompts, read_store
 from seedscope.io.helm import read_helm
 from seedscope.io.lighteval import read_lighteval
@@ -37,6 +37,7 @@ from seedscope.io.run_scores import RunScores, looks_like_run_scores, read_head,
 from seedscope.io.scores import read_score_table, read_system_scores
 from seedscope.io.tabular import PREDICTION_NAMES, read_tabular
 from seedscope.io.texts import attach_texts, task_texts
+from seedscope.io.validate import names_unreadable_files
 
 __all__ = [
     "FORMATS", "READERS", "RunScores", "attach_prompts", "attach_texts", "detect_format", "holds_predictions", "holds_run_scores", "read_predictions",
@@ -60,6 +61,7 @@ READERS: dict[str, Callable[[list[Path], ReadOptions], list[Source]]] = {
 METRIC_FORMATS = ("inspect", "helm", "lighteval")
 
 
+@names_unreadable_files
 def read_predictions(
     paths: str | os.PathLike | Iterable[str | os.PathLike],
     *,
@@ -95,8 +97,7 @@ def read_predictions(
     paths = [Path(paths)] if isinstance(paths, (str, os.PathLike)) else [Path(p) for p in paths]
     if not paths:
         raise SeedscopeError("no input given: name at least one predictions file or folder")
-    for path in paths:
-        require_readable(path)
+    paths = expand_inputs(paths, format)
     options = ReadOptions(
         run_column=run_column,
         id_column=id_column,
@@ -122,6 +123,7 @@ def read_predictions(
     return table
 
 
+@names_unreadable_files
 def read_aligned_runs(
     paths: Iterable[str | os.PathLike], *, format: str | None = None, **options
 ) -> AlignedRuns | None:
@@ -131,14 +133,14 @@ def read_aligned_runs(
     ``options`` are those of :func:`read_predictions`.
     """
     paths = [Path(p) for p in paths]
-    for path in paths:
-        require_readable(path)
+    paths = expand_inputs(paths, format)
     fmt = common_format(paths, format)
     if "run_names" in options and options["run_names"] is not None:
         options["run_names"] = tuple(options["run_names"])
     return read_aligned(paths, fmt, ReadOptions(**options))
 
 
+@names_unreadable_files
 def holds_run_scores(paths: Iterable[str | os.PathLike], format: str | None = None) -> bool:
     """True when every input is a per-run score table (numeric columns, no example ids or predictions).
 
@@ -174,6 +176,7 @@ def _runs_by(value: str | None) -> str | None:
     raise SeedscopeError(f"--runs-by takes 'file' (each lm-eval samples file is one run), not {value!r}")
 
 
+@names_unreadable_files
 def holds_predictions(path: str | os.PathLike, format: str | None = None, *, system_column: str = "system") -> bool:
     """True for a folder (store, lm-eval output, per-run files), an lm-eval or run_glue file, or a
     table with a prediction column (and no ``system_column``: that is a long score table):
@@ -189,6 +192,7 @@ def holds_predictions(path: str | os.PathLike, format: str | None = None, *, sys
     return system_column not in columns and pick_column(columns, None, PREDICTION_NAMES, path) is not None
 
 
+@names_unreadable_files
 def read_sweep(path: str | os.PathLike, *, format: str | None = None, **options) -> pd.DataFrame | AlignedRuns:
     """One sweep: a store, a long table, a framework's logs, or a plain folder of per-run prediction files.
 
@@ -197,8 +201,7 @@ def read_sweep(path: str | os.PathLike, *, format: str | None = None, **options)
     those of :func:`read_predictions` (``task``, ``run_column``, ``filter`` …).
     """
     path = Path(path)
-    require_readable(path)
-    inputs = _sweep_inputs(path, format)
+    inputs = expand_inputs([path], format, run_folders=True)
     if len(inputs) > 1 or inputs[0] != path:
         aligned = read_aligned_runs(inputs, format=format, **options)
         if aligned is not None:
@@ -206,19 +209,27 @@ def read_sweep(path: str | os.PathLike, *, format: str | None = None, **options)
     return read_predictions(inputs, format=format, **options)
 
 
-def _sweep_inputs(path: Path, format: str | None) -> list[Path]:
-    """The sweep's inputs: the path itself; a plain folder's prediction files; or, for a folder of run folders of
-    one format (``out/seed1/``, ``out/seed2/`` … of lm-eval), those folders, each one run."""
+def _inputs(path: Path, format: str | None, run_folders: bool) -> list[Path]:
+    """What one input stands for: the path itself; a plain folder's prediction tables (one run each); or, with
+    ``run_folders``, for a folder of run folders of one format (``out/seed1/``, ``out/seed2/`` … of lm-eval),
+    those folders, each one run."""
     if not path.is_dir() or format is not None:
         return [path]
-    try:
-        found = detect_format(path)
-        runs = sorted(d for d in path.iterdir() if d.is_dir())
-        if found != "store" and len(runs) >= 2 and all(_format_or_none(d) == found for d in runs):
-            return runs
-        return [path]
-    except SeedscopeError:
-        inputs = sorted(p for p in path.iterdir() if p.suffix.lower() in TABLE_SUFFIXES)
-        if not inputs:
-            raise SeedscopeError(f"{path} holds no experiment store and no prediction files") from None
-        return inputs
+    found = folder_format(path)
+    if found is None:
+        tables = table_files(path)
+        if not tables:
+            raise SeedscopeError(f"{path} holds no experiment store and no prediction files (framework logs or "
+                                 "tables: .csv, .tsv, .jsonl, .json, .parquet)")
+        return tables
+    runs = sorted(d for d in path.iterdir() if d.is_dir()) if run_folders else []
+    if found != "store" and len(runs) >= 2 and all(_format_or_none(d) == found for d in runs):
+        return runs
+    return [path]
+
+
+def expand_inputs(paths: list[Path], format: str | None, *, run_folders: bool = False) -> list[Path]:
+    """Every input checked (:func:`seedscope.io.validate.check_input`), a plain folder as its prediction tables."""
+    for path in paths:
+        require_readable(path)
+    return [found for path in paths for found in _inputs(path, format, run_folders)]

@@ -6,11 +6,14 @@ doing them here first turns "duplicate example id" into "preds.csv lines 4 and 9
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 
-from seedscope.errors import SeedscopeError
+from seedscope.errors import DuplicateRowsWarning, SeedscopeError
 from seedscope.io.common import LINE, PASSTHROUGH_COLUMNS, Source
+from seedscope.metrics.bounds import ABSURD
 from seedscope.predictions import EXAMPLE_ID, LABEL, PREDICTION, RUN, prob_columns
 
 #: columns that together name one prediction set (runs of different tasks may share a name)
@@ -73,7 +76,8 @@ def _checked(source: Source, regression: bool) -> pd.DataFrame:
         missing = frame[column].isna()
         if missing.any():
             raise SeedscopeError(f"{source.where(frame.loc[missing, LINE].iloc[0])}: the {what} is empty")
-    _check_duplicates(source)
+    _check_kinds(source)
+    frame = source.frame = _without_repeats(source)
     if regression:
         frame = frame.assign(**{PREDICTION: _numbers(source, PREDICTION, allow_missing=False)})
         if LABEL in frame.columns:
@@ -81,30 +85,64 @@ def _checked(source: Source, regression: bool) -> pd.DataFrame:
     return frame.assign(**{RUN: frame[RUN].astype(str)})
 
 
-def _check_duplicates(source: Source) -> None:
+def _check_kinds(source: Source) -> None:
+    """Ids, predictions and labels are single values (not lists or objects); probabilities are numbers."""
+    frame = source.frame
+    for column in (EXAMPLE_ID, PREDICTION, LABEL):
+        if column in frame.columns and frame[column].dtype == object:
+            nested = frame[column].map(lambda v: isinstance(v, (list, dict, tuple, np.ndarray))).to_numpy()
+            if nested.any():
+                first = int(np.argmax(nested))
+                kind = "an object" if isinstance(frame[column].iloc[first], dict) else "a list"
+                raise SeedscopeError(f"{source.where(frame[LINE].iloc[first])}: the {column.replace('_', ' ')} is "
+                                     f"{kind}, not a single label or value")
+    for column in prob_columns(frame):
+        values = pd.to_numeric(frame[column], errors="coerce")
+        bad = (values.isna() & frame[column].notna()).to_numpy()
+        if bad.any():
+            first = int(np.argmax(bad))
+            raise SeedscopeError(f"{source.where(frame[LINE].iloc[first])}: {column} {frame[column].iloc[first]!r} "
+                                 "is not a number")
+
+
+def _without_repeats(source: Source) -> pd.DataFrame:
+    """The source's frame with each example counted once per run: a row repeated verbatim (every column but the
+    line) is dropped with a note; rows of one example that disagree are an error naming both lines."""
     frame = source.frame
     keys = [RUN, EXAMPLE_ID, *[c for c in GROUP_COLUMNS if c in frame.columns]]
     duplicated = frame.duplicated(keys, keep=False)
     if not duplicated.any():
-        return
-    first = frame.loc[duplicated, keys].iloc[0]
-    same = frame[(frame[keys] == first).all(axis=1)]
-    lines = " and ".join(str(int(n)) for n in same[LINE].head(2))
-    raise SeedscopeError(
-        f"{source.path}: example id {first[EXAMPLE_ID]} appears {len(same)} times in run {first[RUN]} "
-        f"({source.unit}s {lines}); each example must be predicted once per run"
-    )
+        return frame
+    content = [c for c in frame.columns if c != LINE]
+    text = frame[duplicated].astype(str)  # compared as text: NaN equals NaN, a list is comparable
+    for _, group in text.groupby(keys, sort=False):
+        if len(group[content].drop_duplicates()) > 1:
+            rows = frame.loc[group.index]
+            first = rows.iloc[0]
+            lines = " and ".join(str(int(n)) for n in rows[LINE].head(2))
+            raise SeedscopeError(
+                f"{source.path}: example id {first[EXAMPLE_ID]} appears {len(rows)} times in run {first[RUN]} "
+                f"({source.unit}s {lines}) with different values; each example must be predicted once per run"
+            )
+    repeated = pd.Series(False, index=frame.index)
+    repeated[duplicated] = text.duplicated(content).to_numpy()
+    lines = ", ".join(str(int(n)) for n in frame.loc[repeated, LINE].head(5))
+    warnings.warn(f"{source.path}: {int(repeated.sum())} repeated {source.unit}(s) ({source.unit}s {lines}"
+                  f"{' …' if repeated.sum() > 5 else ''}) hold the same prediction as an earlier one: each example "
+                  "counted once", DuplicateRowsWarning, stacklevel=2)
+    return frame[~repeated].reset_index(drop=True)
 
 
 def _numbers(source: Source, column: str, *, allow_missing: bool) -> pd.Series:
-    """A regression column as floats; a non-numeric or (for predictions) NaN value is located."""
+    """A regression column as floats; a non-numeric, infinite or absurd or (for predictions) NaN value is located."""
     values = source.frame[column]
     numeric = pd.to_numeric(values, errors="coerce")
     bad = numeric.isna() & (values.notna() if allow_missing else True)
-    if bad.any():
-        first = bad.to_numpy().argmax()
-        raise SeedscopeError(
-            f"{source.where(source.frame[LINE].iloc[first])}: {column} {values.iloc[first]!r} is not a number "
-            "(regression values must be numeric)"
-        )
+    absurd = ~(numeric.abs() <= ABSURD) & numeric.notna()
+    if bad.any() or absurd.any():
+        first = (bad | absurd).to_numpy().argmax()
+        what = (f"{numeric.iloc[first]:g} is not a plausible value (infinite or beyond ±{ABSURD:g})" if absurd.iloc[first]
+                else "is empty" if pd.isna(values.iloc[first]) else
+                f"{values.iloc[first]!r} is not a number (regression values must be numeric)")
+        raise SeedscopeError(f"{source.where(source.frame[LINE].iloc[first])}: {column} {what}")
     return numeric.astype(float)

@@ -26,8 +26,10 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from seedscope.errors import SeedscopeError
-from seedscope.io.common import PASSTHROUGH_COLUMNS, ReadOptions, pick_column, run_names
-from seedscope.io.tabular import ID_NAMES, LABEL_NAMES, PREDICTION_NAMES, PROB_LIST_NAMES, RUN_NAMES, SEPARATORS
+from seedscope.io.common import LINE, PASSTHROUGH_COLUMNS, ReadOptions, pick_column, run_names
+from seedscope.io.tabular import (
+    ID_NAMES, LABEL_NAMES, PREDICTION_NAMES, PROB_LIST_NAMES, RUN_NAMES, SEPARATORS, check_last_line, unterminated_last_line,
+)
 from seedscope.predictions import PROB_PREFIX, AlignedRuns, class_list, code_dtype, label_key
 
 #: options under which the long-table readers must run (they change what a row means)
@@ -62,7 +64,7 @@ def read_aligned(paths: list[Path], fmt: str, options: ReadOptions) -> AlignedRu
         if ids is None or (reference is not None and len(ids) != len(reference)):
             return None
         if reference is None:
-            if pc.count_distinct(ids).as_py() != len(ids):
+            if pc.count_distinct(ids).as_py() != len(ids) or _whole_decimals(ids):
                 return None
             reference, order = ids, pc.array_sort_indices(ids)
             sorted_ids = pc.take(ids, order)
@@ -116,12 +118,15 @@ def _read(path: Path, fmt: str, columns: tuple[str, str, str | None]) -> pa.Tabl
     try:
         if fmt == "parquet":
             return pq.read_table(path, columns=wanted)
-        return pacsv.read_csv(path, parse_options=pacsv.ParseOptions(delimiter=SEPARATORS[fmt]),
-                              convert_options=pacsv.ConvertOptions(
-                                  include_columns=wanted, column_types={columns[0]: pa.string()},
-                                  strings_can_be_null=True))  # "" is missing, as in pandas
+        table = pacsv.read_csv(path, parse_options=pacsv.ParseOptions(delimiter=SEPARATORS[fmt]),
+                               convert_options=pacsv.ConvertOptions(
+                                   include_columns=wanted, column_types={columns[0]: pa.string()},
+                                   strings_can_be_null=True))  # "" is missing, as in pandas
     except (pa.ArrowException, OSError, ValueError):  # the long-table reader names what is wrong
         return None
+    if unterminated_last_line(path, SEPARATORS[fmt]):  # a file cut short is refused here as there
+        check_last_line(path, table.to_pandas().assign(**{LINE: range(2, table.num_rows + 2)}), SEPARATORS[fmt])
+    return table
 
 
 def _ids(column: pa.ChunkedArray) -> pa.Array | None:
@@ -129,9 +134,18 @@ def _ids(column: pa.ChunkedArray) -> pa.Array | None:
     ids = column.combine_chunks()
     if ids.null_count:
         return None
-    if pa.types.is_integer(ids.type) or pa.types.is_large_string(ids.type):
+    if pa.types.is_integer(ids.type):
         return pc.cast(ids, pa.string())
+    if pa.types.is_large_string(ids.type):
+        ids = pc.cast(ids, pa.string())
     return ids if pa.types.is_string(ids.type) else None
+
+
+def _whole_decimals(ids: pa.Array) -> bool:
+    """True when some id reads ``7.0``: it is the id 7, which the long-table reader makes of it (checked on the
+    first run only: another run's ``7.0`` against a ``7`` does not match it, and sends the files there too)."""
+    return pc.any(pc.match_substring(ids, ".")).as_py() and \
+        pc.any(pc.match_substring_regex(ids, r"^\s*[+-]?\d+\.0*\s*$")).as_py()
 
 
 def _classes(column: pa.ChunkedArray, allow_null: bool) -> pa.Array | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -17,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from seedscope.errors import SeedscopeError
+from seedscope.io.validate import check_input, load_json, read_text
 
 #: private column: 1-based line (or row) of the prediction in its file
 LINE = "_line"
@@ -62,15 +64,8 @@ class Source:
 
 
 def require_readable(path: Path) -> None:
-    """A missing path or an empty file is the user's first possible mistake; say so plainly."""
-    try:
-        exists, size = path.exists(), path.stat().st_size if path.is_file() else None
-    except OSError as error:  # a name too long, a path through a file
-        raise SeedscopeError(f"cannot use {path}: {error.strerror or error}") from None
-    if not exists:
-        raise SeedscopeError(f"{path} does not exist")
-    if size == 0:
-        raise SeedscopeError(f"{path} is empty")
+    """A path the user named must be a readable regular file or folder (:func:`seedscope.io.validate.check_input`)."""
+    check_input(path)
 
 
 def run_names(paths: list[Path], given: tuple[str, ...] | None = None, *, by_folder: bool = False) -> list[str]:
@@ -130,14 +125,6 @@ def not_utf8(path: Path, error: UnicodeDecodeError) -> SeedscopeError:
     return SeedscopeError(f"{path} is not UTF-8 text (byte {error.start}: {error.reason}); save it as UTF-8")
 
 
-def read_text(path: Path) -> str:
-    """The whole file as UTF-8 text; any other encoding is one clear error."""
-    try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as error:
-        raise not_utf8(path, error) from None
-
-
 def json_records(path: Path) -> tuple[list[tuple[int, dict]], str]:
     """(line number, object) pairs of a JSON-lines file, or (record number, object) of a JSON array.
 
@@ -146,10 +133,7 @@ def json_records(path: Path) -> tuple[list[tuple[int, dict]], str]:
     """
     text = read_text(path)
     if text.lstrip().startswith("["):
-        try:
-            numbered, unit = list(enumerate(json.loads(text), start=1)), "record"
-        except json.JSONDecodeError as error:
-            raise SeedscopeError(f"{path} line {error.lineno}: not valid JSON ({error.msg})") from None
+        numbered, unit = list(enumerate(load_json(path, text), start=1)), "record"
     else:
         numbered, unit = [], "line"
         for number, line in enumerate(text.splitlines(), start=1):
@@ -158,6 +142,8 @@ def json_records(path: Path) -> tuple[list[tuple[int, dict]], str]:
                     numbered.append((number, json.loads(line)))
                 except json.JSONDecodeError as error:
                     raise SeedscopeError(f"{path} line {number}: not valid JSON ({error.msg})") from None
+                except RecursionError:
+                    raise SeedscopeError(f"{path} line {number}: the JSON is nested too deeply to read") from None
     for number, record in numbered:
         if not isinstance(record, dict):
             raise SeedscopeError(f"{path} {unit} {number}: expected a JSON object, found {type(record).__name__}")
@@ -188,16 +174,29 @@ def missing_column(what: str, candidates: tuple[str, ...], option: str, columns:
     )
 
 
+#: a whole number written with a decimal point (``7.0``, ``-3.00``): the same id as ``7`` / ``-3``
+_WHOLE_DECIMAL = re.compile(r"^\s*([+-]?\d+)\.0*\s*$")
+
+
 def as_ids(values: pd.Series) -> pd.Series:
-    """Example ids as text, so 7, 7.0 and "7" are one id across files (but "007" stays "007")."""
+    """Example ids as text, so 7, 7.0, "7" and "7.0" are one id across files (but "007" stays "007")."""
     dtype = values.dtype
-    if isinstance(dtype, pd.StringDtype) or pd.api.types.is_integer_dtype(dtype) or pd.api.types.is_bool_dtype(dtype):
+    if pd.api.types.is_integer_dtype(dtype) or pd.api.types.is_bool_dtype(dtype):
         return values.astype(str)
     if pd.api.types.is_float_dtype(dtype):
         whole = np.mod(values.to_numpy(), 1) == 0
         return values.astype(object).where(~whole, values.where(whole, 0).astype(np.int64)).astype(str)
-    # Python objects of mixed types (JSON): whole floats lose their ".0"
-    return values.map(lambda v: str(int(v)) if isinstance(v, float) and v.is_integer() else v).astype(str)
+    # text, or Python objects of mixed types (JSON): whole floats and "7.0" lose their ".0"
+    return values.map(_id_text).astype(str)
+
+
+def _id_text(value):
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, str):
+        whole = _WHOLE_DECIMAL.match(value)
+        return str(int(whole[1])) if whole else value
+    return value
 
 
 def scored_prediction(correct: bool, answer, target: str | None) -> str:

@@ -26,24 +26,42 @@ def normalise_format(name: str) -> str:
     return key
 
 
+def folder_format(path: Path) -> str | None:
+    """The format of a folder, None when it holds none of the formats' files (it may hold plain tables).
+
+    A folder that holds part of a format (a HELM run folder without its per-instance stats) is an error
+    saying what is missing there, not what the folder is not.
+    """
+    if ExperimentStore.is_store(path):
+        return "store"
+    if lm_eval.sample_files(path):
+        return "lm-eval"
+    if inspect_logs.log_files(path):
+        return "inspect"
+    if helm.run_folders(path) or helm.partial_run_folders(path):
+        return "helm"
+    if lighteval.details_files(path):
+        return "lighteval"
+    if run_glue.predict_files(path):
+        return "run-glue"
+    return None
+
+
+def table_files(folder: Path) -> list[Path]:
+    """The plain prediction tables (``.csv`` …) directly inside a folder, sorted."""
+    return sorted(p for p in folder.iterdir() if p.suffix.lower() in TABLE_SUFFIXES and not p.name.startswith("."))
+
+
 def detect_format(path: Path) -> str:
     """The format of one existing path (file or folder)."""
     if path.is_dir():
-        if ExperimentStore.is_store(path):
-            return "store"
-        if lm_eval.sample_files(path):
-            return "lm-eval"
-        if inspect_logs.log_files(path):
-            return "inspect"
-        if helm.run_folders(path):
-            return "helm"
-        if lighteval.details_files(path):
-            return "lighteval"
-        if run_glue.predict_files(path):
-            return "run-glue"
+        found = folder_format(path)
+        if found is not None:
+            return found
         raise SeedscopeError(
             f"{path} is a folder without {CATALOG} (experiment store), lm-evaluation-harness samples files, "
-            "inspect_ai logs, lighteval details, HELM run folders or run_glue predict_results*.txt files"
+            "inspect_ai logs, lighteval details, HELM run folders, run_glue predict_results*.txt files or "
+            "prediction tables (.csv, .tsv, .jsonl, .json, .parquet)"
         )
     suffix = path.suffix.lower()
     if suffix == ".parquet" and lighteval.is_details(path):

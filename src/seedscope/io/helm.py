@@ -10,19 +10,22 @@ each time), so a run folder is one run, or one run per trial when it has several
 The metric is a per-instance stat (``metric=``; default ``exact_match``). A 0 / 1 stat gives
 classes: the prediction is the correct reference when the stat is 1, the completion otherwise
 (a multiple-choice letter mapped to its option), the label the correct reference. Any other
-stat gives per-example scores, whose mean per run is the run's metric.
+stat gives per-example scores, whose mean per run is the run's metric. Every value must be a JSON
+number (a string such as ``"1.0"`` is refused, never read as another kind of score); an instance
+whose stats are repeated counts once when they agree and is an error naming both when they do not.
 """
 
 from __future__ import annotations
 
-import json
 import warnings
 from pathlib import Path
 
 import pandas as pd
 
 from seedscope.errors import ReadingChoiceWarning, SeedscopeError
-from seedscope.io.common import LINE, ReadOptions, Source, read_text, run_names, scored_prediction
+from seedscope.io.common import LINE, ReadOptions, Source, run_names, scored_prediction
+from seedscope.io.validate import check_input, expect, load_json, member
+from seedscope.metrics.bounds import check_score
 from seedscope.predictions import EXAMPLE_ID, LABEL, PREDICTION, RUN
 
 STATE, STATS = "scenario_state.json", "per_instance_stats.json"
@@ -31,6 +34,12 @@ DEFAULT_METRIC = "exact_match"
 
 def is_run_folder(path: Path) -> bool:
     return path.is_dir() and (path / STATE).is_file() and (path / STATS).is_file()
+
+
+def partial_run_folders(path: Path) -> list[Path]:
+    """Folders at or under ``path`` holding one of the two files a run folder needs but not the other."""
+    found = {p.parent for name in (STATE, STATS) for p in path.rglob(name)}
+    return sorted(folder for folder in found if not is_run_folder(folder))
 
 
 def run_folders(path: Path) -> list[Path]:
@@ -42,52 +51,90 @@ def run_folders(path: Path) -> list[Path]:
 
 def read_helm(paths: list[Path], options: ReadOptions) -> list[Source]:
     folders = [folder for path in paths for folder in run_folders(path)]
+    partial = [folder for path in paths for folder in partial_run_folders(path)]
+    if partial:
+        lacking = STATS if (partial[0] / STATE).is_file() else STATE
+        if (partial[0] / lacking).exists():
+            check_input(partial[0] / lacking)  # there, but not a regular file: say what it is
+        raise SeedscopeError(f"{partial[0]} is an incomplete HELM run folder: it has no {lacking}")
     if not folders:
         raise SeedscopeError(f"no HELM run folder ({STATE} + {STATS}) in {', '.join(map(str, paths))}")
     names = run_names(folders)
     return [_source(folder, name if len(folders) > 1 else "", options.metric) for folder, name in zip(folders, names)]
 
 
-def _json(path: Path):
-    try:
-        return json.loads(read_text(path))
-    except json.JSONDecodeError as error:
-        raise SeedscopeError(f"{path} line {error.lineno}: not valid JSON ({error.msg})") from None
-
-
-def _instance_key(instance: dict) -> str:
+def _instance_key(instance: dict, where: str) -> str:
     """The instance id, with its perturbation (robustness runs score perturbed copies of one instance)."""
-    perturbation = (instance.get("perturbation") or {}).get("name")
-    return str(instance.get("id")) + (f"/{perturbation}" if perturbation else "")
+    instance_id = member(instance, "id", "a string", where) if "id" in instance else None
+    perturbation = member(instance, "perturbation", "an object", where, default={})
+    name = member(perturbation, "name", "a string", f"{where}: perturbation", default=None)
+    return str(instance_id) + (f"/{name}" if name else "")
+
+
+def _stat_values(path: Path, chosen: str, records: list) -> dict[tuple[str, int], tuple[float, str]]:
+    """(instance key, trial) → (the chosen stat's mean, where it sits); a repeated entry counts once when it
+    agrees, and is an error naming both when it does not."""
+    values: dict[tuple[str, int], tuple[float, str]] = {}
+    for number, record in enumerate(records, start=1):
+        where = f"{path} record {number}"
+        key = (_instance_key({"id": member(record, "instance_id", "a string", where),
+                              **({"perturbation": record["perturbation"]} if record.get("perturbation") else {})},
+                             where),
+               member(record, "train_trial_index", "an integer", where, default=0))
+        found = [stat for stat in _stats(record, where) if stat[0] == chosen]
+        if not found:
+            continue
+        value = expect(found[0][1].get("mean"), "a number", f"{found[0][2]}: {chosen} 'mean'")
+        value = check_score(value, chosen, found[0][2])
+        if key in values:
+            if values[key][0] != value:
+                raise SeedscopeError(f"{values[key][1]} and {where}: instance {key[0]} (trial {key[1]}) has two "
+                                     f"different {chosen} values ({values[key][0]:g} vs {value:g})")
+            continue
+        values[key] = (value, where)
+    return values
+
+
+def _stats(record, where: str) -> list[tuple[str, dict, str]]:
+    """(name, stat, where) of every stat of a per-instance record."""
+    expect(record, "an object", where)
+    named = []
+    for number, stat in enumerate(member(record, "stats", "a list", where, default=[]), start=1):
+        at = f"{where} stat {number}"
+        expect(stat, "an object", at)
+        name = member(member(stat, "name", "an object", at), "name", "a string", f"{at}: name")
+        named.append((name, stat, at))
+    return named
 
 
 def _source(folder: Path, name: str, metric: str | None) -> Source:
-    states = (_json(folder / STATE).get("request_states") or [])
-    stats = _json(folder / STATS)
+    state = expect(load_json(folder / STATE), "an object", f"{folder / STATE}")
+    states = member(state, "request_states", "a list", str(folder / STATE), default=[])
+    stats = expect(load_json(folder / STATS), "a list", f"{folder / STATS}")
     if not states or not stats:
         raise SeedscopeError(f"{folder}: the run holds no requests or no per-instance stats")
-    available = list(dict.fromkeys(s["name"]["name"] for record in stats for s in record.get("stats", [])))
+    available = list(dict.fromkeys(stat[0] for number, record in enumerate(stats, start=1)
+                                   for stat in _stats(record, f"{folder / STATS} record {number}")))
     chosen = metric or (DEFAULT_METRIC if DEFAULT_METRIC in available else None)
     if chosen not in available:
         raise SeedscopeError(f"{folder}: no per-instance stat {chosen or DEFAULT_METRIC!r}; pick one with --metric "
                              f"({', '.join(available[:12])}{' …' if len(available) > 12 else ''})")
-    values = {}
-    for record in stats:
-        key = (_instance_key({"id": record.get("instance_id"), "perturbation": record.get("perturbation")}),
-               record.get("train_trial_index", 0))
-        found = [s.get("mean") for s in record.get("stats", []) if s["name"]["name"] == chosen]
-        if found:
-            values[key] = found[0]
-    trials = sorted({state.get("train_trial_index", 0) for state in states})
+    values = _stat_values(folder / STATS, chosen, stats)
+    trials = set()
     rows = []
-    for number, state in enumerate(states, start=1):
-        instance = state["instance"]
-        key = (_instance_key(instance), state.get("train_trial_index", 0))
+    for number, request in enumerate(states, start=1):
+        where = f"{folder / STATE} request {number}"
+        expect(request, "an object", where)
+        instance = member(request, "instance", "an object", where)
+        key = (_instance_key(instance, f"{where}: instance"), member(request, "train_trial_index", "an integer", where,
+                                                                     default=0))
+        trials.add(key[1])
         if key not in values:
-            raise SeedscopeError(f"{folder / STATE} request {number}: instance {key[0]} (trial {key[1]}) has no "
-                                 f"{chosen} in {STATS}")
-        run = name if len(trials) == 1 else f"{name + ':' if name else ''}trial {key[1] + 1}"
-        rows.append((number, run or folder.name, key[0], values[key], _completion(state), _correct(instance)))
+            raise SeedscopeError(f"{where}: instance {key[0]} (trial {key[1]}) has no {chosen} in {STATS}")
+        rows.append((number, key, values[key][0], _completion(request, where), _correct(instance, where)))
+    trials = sorted(trials)
+    rows = [(number, (name if len(trials) == 1 else f"{name + ':' if name else ''}trial {key[1] + 1}") or folder.name,
+             key[0], value, completion, correct) for number, key, value, completion, correct in rows]
     frame = pd.DataFrame(rows, columns=[LINE, RUN, EXAMPLE_ID, "value", "completion", LABEL])
     classes = frame["value"].isin([0, 1]).all()
     if classes:
@@ -96,10 +143,12 @@ def _source(folder: Path, name: str, metric: str | None) -> Source:
     else:
         frame[PREDICTION] = frame["value"].astype(float)
         frame = frame.drop(columns=LABEL)
-    spec = _json(folder / "run_spec.json") if (folder / "run_spec.json").is_file() else {}
-    scenario = _json(folder / "scenario.json") if (folder / "scenario.json").is_file() else {}
-    task = scenario.get("name") or str(spec.get("name", folder.name)).split(":")[0]
-    model = (spec.get("adapter_spec") or {}).get("model", "")
+    spec = _optional_object(folder / "run_spec.json")
+    scenario = _optional_object(folder / "scenario.json")
+    task = member(scenario, "name", "a string", str(folder / "scenario.json"), default=None) or \
+        str(member(spec, "name", "a string", str(folder / "run_spec.json"), default=folder.name)).split(":")[0]
+    adapter = member(spec, "adapter_spec", "an object", str(folder / "run_spec.json"), default={})
+    model = member(adapter, "model", "a string", f"{folder / 'run_spec.json'}: adapter_spec", default="")
     kept = [RUN, EXAMPLE_ID, PREDICTION, *([LABEL] if classes else [])]
     warnings.warn(f"HELM run {folder.name}: per-instance stat {chosen}" + (f", {len(trials)} train trials read as runs"
                                                                              if len(trials) > 1 else ""),
@@ -108,14 +157,25 @@ def _source(folder: Path, name: str, metric: str | None) -> Source:
                   regression=not classes)
 
 
-def _completion(state: dict) -> str:
+def _optional_object(path: Path) -> dict:
+    return expect(load_json(path), "an object", str(path)) if path.exists() else {}
+
+
+def _completion(state: dict, where: str) -> str:
     """The first completion's text, a multiple-choice letter mapped to its option."""
-    completions = (state.get("result") or {}).get("completions") or [{}]
-    text = str(completions[0].get("text", "")).strip()
-    mapping = state.get("output_mapping") or {}
-    return mapping.get(text, text)
+    result = member(state, "result", "an object", where, default={})
+    completions = member(result, "completions", "a list", f"{where}: result", default=[]) or [{}]
+    first = expect(completions[0], "an object", f"{where}: result.completions[0]")
+    text = str(member(first, "text", "a string", f"{where}: result.completions[0]", default="")).strip()
+    mapping = member(state, "output_mapping", "an object", where, default={})
+    return str(mapping.get(text, text))
 
 
-def _correct(instance: dict) -> str | None:
-    correct = [r["output"]["text"] for r in instance.get("references", []) if "correct" in r.get("tags", [])]
+def _correct(instance: dict, where: str) -> str | None:
+    correct = []
+    for number, reference in enumerate(member(instance, "references", "a list", where, default=[]), start=1):
+        at = f"{where}: reference {number}"
+        expect(reference, "an object", at)
+        if "correct" in member(reference, "tags", "a list", at, default=[]):
+            correct.append(member(member(reference, "output", "an object", at), "text", "a string", f"{at}: output"))
     return " | ".join(correct) if correct else None

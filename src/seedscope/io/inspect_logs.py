@@ -1,12 +1,12 @@
 """inspect_ai evaluation logs (``inspect eval … --epochs 5``): each epoch a run, each sample an example.
 
 Read from the documented log layout, without inspect_ai (which seedscope does not need): a
-``.json`` log is one JSON object (``eval`` header, ``samples`` list); an ``.eval`` log is a zip
-archive holding ``header.json``, ``summaries.json`` (id, epoch, target and scores of every
-sample; while a run is going, ``_journal/summaries/<n>.json``) and one
+``.json`` log is one JSON object (``eval`` header, ``samples`` list), indented or compact; an
+``.eval`` log is a zip archive holding ``header.json``, ``summaries.json`` (id, epoch, target and
+scores of every sample; while a run is going, ``_journal/summaries/<n>.json``) and one
 ``samples/<id>_epoch_<n>.json`` per sample. inspect_ai compresses the entries with deflate or,
-since 2026, with Zstandard (zip method 93), which Python's ``zipfile`` reads only from 3.14 on:
-pyarrow's codec decompresses those.
+since 2026, with Zstandard (zip method 93): every member is read with its CRC-32 checked
+(:func:`seedscope.io.validate.zip_members`).
 
 Each scorer is a metric (``metric=`` picks one by name, default the first). Its values map to
 a prediction table as follows:
@@ -21,7 +21,6 @@ a prediction table as follows:
 
 from __future__ import annotations
 
-import json
 import re
 import warnings
 import zipfile
@@ -30,30 +29,43 @@ from pathlib import Path
 import pandas as pd
 
 from seedscope.errors import ReadingChoiceWarning, SeedscopeError
-from seedscope.io.common import LINE, ReadOptions, Source, read_text, scored_prediction
+from seedscope.io.common import LINE, ReadOptions, Source, scored_prediction
 from seedscope.io.lm_eval import distinguishing_names
+from seedscope.io.validate import expect, load_json, member, zip_members
+from seedscope.metrics.bounds import check_score
 from seedscope.predictions import EXAMPLE_ID, LABEL, PREDICTION, RUN
 
 SUFFIXES = (".eval", ".json")
-ZSTD = 93
 LETTERS = {"C": 1.0, "P": 0.5, "I": 0.0, "N": 0.0}
-_JSON_HEAD = re.compile(r'^\s*\{\s*"version"\s*:\s*\d+\s*,\s*"status"\s*:')
+#: how much of a ``.json`` file's start (and end: a compact log may put its keys in any order) is sniffed
+SNIFF_CHARS = 1 << 16
+_KEYS = (re.compile(r'"version"\s*:\s*\d+'), re.compile(r'"status"\s*:\s*"'), re.compile(r'"eval"\s*:\s*[{n]'))
 
 
 def looks_like_log(path: Path) -> bool:
-    """An ``.eval`` archive with a ``header.json``, or a ``.json`` file opening like an inspect_ai log."""
+    """An ``.eval`` zip archive, or a ``.json`` object with inspect_ai's ``version``, ``status`` and ``eval`` keys."""
     if path.suffix == ".eval":
-        return zipfile.is_zipfile(path) and "header.json" in zipfile.ZipFile(path).namelist()
+        return zipfile.is_zipfile(path)
     if path.suffix != ".json":
         return False
-    with path.open(encoding="utf-8", errors="replace") as handle:
-        head = handle.read(4096)
-    return bool(_JSON_HEAD.match(head)) and '"eval"' in head
+    try:
+        with path.open(encoding="utf-8", errors="replace") as handle:
+            head = handle.read(SNIFF_CHARS)
+            handle.seek(0, 2)
+            size = handle.tell()
+            handle.seek(max(0, size - SNIFF_CHARS))
+            tail = handle.read() if size > SNIFF_CHARS else ""
+    except OSError:
+        return False
+    text = head + tail
+    return head.lstrip().startswith("{") and '"doc_id"' not in head and all(key.search(text) for key in _KEYS)
 
 
 def log_files(folder: Path) -> list[Path]:
-    """The inspect_ai logs anywhere under a folder, sorted."""
-    return sorted(p for p in folder.rglob("*") if p.suffix in SUFFIXES and p.is_file() and looks_like_log(p))
+    """The inspect_ai logs anywhere under a folder, sorted: every ``.eval`` file (a damaged one is named when
+    read, never skipped) and every ``.json`` file that reads like a log."""
+    return sorted(p for p in folder.rglob("*") if p.suffix in SUFFIXES and p.is_file()
+                  and (p.suffix == ".eval" or looks_like_log(p)))
 
 
 def read_inspect(paths: list[Path], options: ReadOptions) -> list[Source]:
@@ -72,77 +84,79 @@ def read_inspect(paths: list[Path], options: ReadOptions) -> list[Source]:
     return sources
 
 
-def _read_log(path: Path) -> tuple[dict, list[dict]]:
-    """(the log's ``eval`` header plus its status, the sample records with id, epoch, target and scores)."""
+def _read_log(path: Path) -> tuple[dict, list[tuple[str, dict]]]:
+    """(the log's task, model and status; (where, record) of every sample: id, epoch, target and scores)."""
     if path.suffix == ".json":
-        try:
-            log = json.loads(read_text(path))
-        except json.JSONDecodeError as error:
-            raise SeedscopeError(f"{path} line {error.lineno}: not valid JSON ({error.msg})") from None
-        samples = log.get("samples") or []
+        log = expect(load_json(path), "an object", f"{path}: the log")
+        samples = [(f"{path} sample {n}", record) for n, record in
+                   enumerate(member(log, "samples", "a list", str(path), default=[]), start=1)]
     else:
         log, samples = _read_archive(path)
-    header = dict(log.get("eval") or {})
-    header["status"] = log.get("status")
+    header = member(log, "eval", "an object", str(path))
+    status = member(log, "status", "a string", str(path), default=None)
+    found = {"task": member(header, "task", "a string", f"{path}: eval", default=""),
+             "model": member(header, "model", "a string", f"{path}: eval", default=""), "status": status}
     if not samples:
-        raise SeedscopeError(f"{path}: the log holds no samples (status {log.get('status')}); rerun the eval with "
+        raise SeedscopeError(f"{path}: the log holds no samples (status {status}); rerun the eval with "
                              "sample logging on (the default)")
-    return header, samples
+    return found, samples
 
 
-def _read_archive(path: Path) -> tuple[dict, list[dict]]:
-    try:
-        archive = zipfile.ZipFile(path)
-    except zipfile.BadZipFile:
-        raise SeedscopeError(f"{path} is not an inspect_ai .eval archive (not a zip file)") from None
-    with archive:
-        names = archive.namelist()
-        log = _entry(archive, "header.json") if "header.json" in names else _entry(archive, "_journal/start.json")
-        if "summaries.json" in names:
-            return log, _entry(archive, "summaries.json")
-        journal = sorted((n for n in names if n.startswith("_journal/summaries/")), key=lambda n: int(Path(n).stem))
-        if journal:
-            return log, [record for name in journal for record in _entry(archive, name)]
-        return log, [_entry(archive, name) for name in names if name.startswith("samples/")]
+def _read_archive(path: Path) -> tuple[dict, list[tuple[str, dict]]]:
+    members = zip_members(path, "an inspect_ai .eval archive")
+
+    def entry(name: str, kind: str):
+        where = f"{path}: {name}"
+        try:
+            text = members[name].decode("utf-8-sig")
+        except UnicodeDecodeError as error:
+            raise SeedscopeError(f"{where} is not UTF-8 text (byte {error.start})") from None
+        return expect(load_json(path, text, where=where), kind, where)
+
+    def records(name: str) -> list[tuple[str, dict]]:
+        return [(f"{path}: {name} record {n}", record) for n, record in enumerate(entry(name, "a list"), start=1)]
+
+    start = "header.json" if "header.json" in members else "_journal/start.json"
+    if start not in members:
+        raise SeedscopeError(f"{path} is a zip archive without header.json: not an inspect_ai .eval log")
+    log = entry(start, "an object")
+    if "summaries.json" in members:
+        return log, records("summaries.json")
+    journal = [n for n in members if n.startswith("_journal/summaries/")]
+    if journal:
+        numbered = sorted(journal, key=lambda n: (int(Path(n).stem) if Path(n).stem.isdigit() else 0, n))
+        return log, [record for name in numbered for record in records(name)]
+    return log, [(f"{path}: {name}", entry(name, "an object")) for name in sorted(members) if name.startswith("samples/")]
 
 
-def _entry(archive: zipfile.ZipFile, name: str):
-    """One JSON entry of the archive, Zstandard-compressed entries included."""
-    info = archive.getinfo(name)
-    if info.compress_type != ZSTD:
-        data = archive.read(name)
-    else:
-        import pyarrow as pa
-
-        with open(archive.filename, "rb") as handle:  # the local header's name and extra field precede the data
-            handle.seek(info.header_offset)
-            local = handle.read(30)
-            handle.seek(info.header_offset + 30 + int.from_bytes(local[26:28], "little")
-                        + int.from_bytes(local[28:30], "little"))
-            data = pa.decompress(handle.read(info.compress_size), decompressed_size=info.file_size,
-                                 codec="zstd").to_pybytes()
-    try:
-        return json.loads(data)
-    except json.JSONDecodeError as error:
-        raise SeedscopeError(f"{archive.filename}: {name} is not valid JSON ({error.msg})") from None
+def _sample_id(value, where: str) -> str:
+    expect(value, "a string" if isinstance(value, str) else "a number", f"{where}: 'id'")
+    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
 
 
-def _source(path: Path, header: dict, samples: list[dict], scorer: str | None, prefix: str) -> Source:
-    available = list(dict.fromkeys(name for sample in samples for name in (sample.get("scores") or {})))
+def _source(path: Path, header: dict, samples: list[tuple[str, dict]], scorer: str | None, prefix: str) -> Source:
+    for where, sample in samples:
+        expect(sample, "an object", where)
+        member(sample, "scores", "an object", where, default={})
+    available = list(dict.fromkeys(name for _, sample in samples for name in (sample.get("scores") or {})))
     if not available:
         raise SeedscopeError(f"{path}: no sample was scored (no scorer results in the log)")
     if scorer is not None and scorer not in available:
         raise SeedscopeError(f"{path}: no scorer {scorer!r} (scorers: {', '.join(available)}); pick one with --metric")
     chosen = scorer or available[0]
     rows = []
-    for number, sample in enumerate(samples, start=1):
+    for number, (where, sample) in enumerate(samples, start=1):
+        sample_id = _sample_id(sample.get("id"), where)
+        epoch = member(sample, "epoch", "an integer", where, default=1)
         score = (sample.get("scores") or {}).get(chosen)
         if score is None:
-            raise SeedscopeError(f"{path} sample {number} (id {sample.get('id')}, epoch {sample.get('epoch')}): "
-                                 f"no {chosen} score")
-        rows.append((number, f"{prefix}epoch {sample.get('epoch', 1)}", str(sample.get("id")), score.get("value"),
-                     score.get("answer"), _target(sample.get("target"))))
-    numbers, values = _kind(rows, path, chosen)
+            raise SeedscopeError(f"{where} (id {sample_id}, epoch {epoch}): no {chosen} score")
+        expect(score, "an object", f"{where}: scores.{chosen}")
+        answer = score.get("answer")
+        row = (number, f"{prefix}epoch {epoch}", sample_id, score.get("value"),
+               None if answer is None else str(answer), _target(sample.get("target"), where))
+        rows.append(row)
+    numbers, values = _kind(rows, [where for where, _ in samples], chosen)
     frame = pd.DataFrame(rows, columns=[LINE, RUN, EXAMPLE_ID, "value", "answer", LABEL])
     if numbers:
         frame[PREDICTION] = values
@@ -150,35 +164,36 @@ def _source(path: Path, header: dict, samples: list[dict], scorer: str | None, p
     else:
         frame[PREDICTION] = [scored_prediction(value == "C", None if value == "N" else answer, target)
                              for _, _, _, value, answer, target in rows]
-    frame = frame.assign(task=header.get("task") or path.stem, model=header.get("model") or "")
+    frame = frame.assign(task=header["task"] or path.stem, model=header["model"])
     warnings.warn(f"inspect_ai log {path.name}: scorer {chosen}" + (f" of {', '.join(available)} (pick one with --metric)"
                                                                     if len(available) > 1 else ""),
                   ReadingChoiceWarning, stacklevel=2)
-    if header.get("status") not in (None, "success"):
-        warnings.warn(f"inspect_ai log {path.name} has status {header.get('status')}: only its logged samples are read",
+    if header["status"] not in (None, "success"):
+        warnings.warn(f"inspect_ai log {path.name} has status {header['status']}: only its logged samples are read",
                       ReadingChoiceWarning, stacklevel=2)
     kept = [RUN, EXAMPLE_ID, PREDICTION, *([LABEL] if LABEL in frame.columns else []), "task", "model", LINE]
     return Source(path, frame[kept], unit="sample", regression=numbers)
 
 
-def _target(target) -> str | None:
+def _target(target, where: str) -> str | None:
     if isinstance(target, list):
-        return " | ".join(map(str, target))
-    return None if target is None else str(target)
+        return " | ".join(str(expect(t, "a string", f"{where}: 'target'")) for t in target)
+    return None if target is None else str(expect(target, "a string", f"{where}: 'target'"))
 
 
-def _kind(rows: list[tuple], path: Path, scorer: str) -> tuple[bool, list[float]]:
+def _kind(rows: list[tuple], wheres: list[str], scorer: str) -> tuple[bool, list[float]]:
     """(numeric?, the values as numbers): letters other than P are classes, anything else numbers."""
     values = [row[3] for row in rows]
     if all(isinstance(v, str) and v in LETTERS for v in values) and "P" not in values:
         return False, []
     numbers = []
     for (number, *_), value in zip(rows, values):
+        where = wheres[number - 1]
         if isinstance(value, str) and value in LETTERS:
             numbers.append(LETTERS[value])
-        elif isinstance(value, bool) or isinstance(value, (int, float)):
-            numbers.append(float(value))
+        elif isinstance(value, (bool, int, float)):
+            numbers.append(check_score(float(value), f"{scorer} score", where))
         else:
-            raise SeedscopeError(f"{path} sample {number}: {scorer} score {value!r} is neither C / I / P / N nor a "
+            raise SeedscopeError(f"{where}: {scorer} score {value!r} is neither C / I / P / N nor a "
                                  "number (dictionary scores: pick one of its keys' scorers)")
     return True, numbers

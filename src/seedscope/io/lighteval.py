@@ -23,6 +23,8 @@ import pandas as pd
 
 from seedscope.errors import ReadingChoiceWarning, SeedscopeError
 from seedscope.io.common import LINE, ReadOptions, Source, run_names, scored_prediction
+from seedscope.io.validate import cannot_read, check_input, expect, member
+from seedscope.metrics.bounds import check_score
 from seedscope.predictions import EXAMPLE_ID, LABEL, PREDICTION, PROB_PREFIX, RUN
 
 COLUMNS = ("doc", "metric", "model_response")
@@ -31,19 +33,27 @@ STEM = re.compile(r"^details_(?P<task>.+)_(?P<stamp>\d{4}-\d\d-\d\dT[\d\-.:]+)$"
 
 def is_details(path: Path) -> bool:
     """A Parquet file with lighteval's ``doc``, ``metric`` and ``model_response`` columns."""
-    if path.suffix != ".parquet" or not path.is_file():
-        return False
+    return path.suffix == ".parquet" and path.is_file() and _schema_fits(path) is True
+
+
+def _schema_fits(path: Path) -> bool | None:
+    """True for lighteval's columns, False for others, None for a file whose schema cannot be read."""
     import pyarrow.parquet as pq
 
     try:
         names = set(pq.read_schema(path).names)
-    except Exception:  # not Parquet at all: the table reader says so
-        return False
+    except Exception:  # damaged, or not Parquet at all: the reader says so
+        return None
     return set(COLUMNS) <= names
 
 
 def details_files(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.rglob("*.parquet") if is_details(p))
+    """The details files under a folder; when there are some, also every damaged Parquet file there (to be named
+    when read, never skipped)."""
+    found = {p: _schema_fits(p) for p in sorted(folder.rglob("*.parquet")) if p.is_file()}
+    if not any(fits is True for fits in found.values()):
+        return []
+    return [p for p, fits in found.items() if fits is not False]
 
 
 def read_lighteval(paths: list[Path], options: ReadOptions) -> list[Source]:
@@ -57,57 +67,97 @@ def read_lighteval(paths: list[Path], options: ReadOptions) -> list[Source]:
 def _source(path: Path, run: str, metric: str | None) -> Source:
     import pyarrow.parquet as pq
 
+    check_input(path)
     try:
         records = pq.read_table(path, columns=list(COLUMNS)).to_pylist()
+    except OSError as error:
+        raise cannot_read(path, error) from None
     except Exception as error:  # pyarrow raises several types for a damaged file
         raise SeedscopeError(f"{path} is not a readable lighteval details file ({error})") from None
     if not records:
         raise SeedscopeError(f"{path} holds no samples")
+    rows = [(f"{path} row {n}", record) for n, record in enumerate(records, start=1)]
+    for where, record in rows:
+        member(record, "doc", "an object", where)
+        member(record, "metric", "an object", where, default={})
+        member(record, "model_response", "an object", where, default={})
     metrics = list(records[0]["metric"] or {})
     if metric is not None and metric not in metrics:
         raise SeedscopeError(f"{path}: no metric {metric!r} (metrics: {', '.join(metrics)}); pick one with --metric")
     choice = metric is None and bool((records[0]["model_response"] or {}).get("logprobs"))
+    if not choice and not metrics:
+        raise SeedscopeError(f"{path} row 1: no metric value and no log-likelihoods to read a prediction from")
     chosen = metric or metrics[0]
-    values = [(record["metric"] or {}).get(chosen) for record in records]
-    if not choice and any(v is None for v in values):
-        raise SeedscopeError(f"{path} row {values.index(None) + 1}: no value of metric {chosen}")
-    numbers = not choice and not all(v in (0, 1) for v in values)
+    numbers = False
     if choice:
-        rows = [_choice_row(record) for record in records]
+        table = [_choice_row(record, where) for where, record in rows]
     else:
-        rows = [_scored_row(record, value, numbers) for record, value in zip(records, values)]
-    frame = pd.DataFrame(rows)
+        values = [_metric_value(record, chosen, where) for where, record in rows]
+        numbers = not all(v in (0, 1) for v in values)
+        table = [_scored_row(record, value, numbers, where) for (where, record), value in zip(rows, values)]
+    frame = pd.DataFrame(table)
     frame.insert(0, RUN, run)
     frame[LINE] = range(1, len(frame) + 1)
-    doc = records[0]["doc"] or {}
+    doc = records[0]["doc"]
     match = STEM.match(path.stem)
-    frame["task"] = doc.get("task_name") or (match["task"] if match else path.stem)
+    frame["task"] = member(doc, "task_name", "a string", f"{path} row 1: doc", default=None) or (
+        match["task"] if match else path.stem)
     used = "the argmax of the choices' log-likelihoods (acc)" if choice else f"metric {chosen}"
     warnings.warn(f"lighteval details {path.name}: {used}", ReadingChoiceWarning, stacklevel=2)
     return Source(path, frame, unit="row", regression=numbers)
 
 
-def _gold(doc: dict) -> int:
+def _metric_value(record: dict, metric: str, where: str) -> float:
+    value = (record["metric"] or {}).get(metric)
+    if value is None:
+        raise SeedscopeError(f"{where}: no value of metric {metric}")
+    return check_score(expect(value, "a number", f"{where}: metric {metric}") if not isinstance(value, bool)
+                       else float(value), metric, where)
+
+
+def _doc_id(doc: dict, where: str) -> str:
+    value = doc.get("id")
+    expect(value, "a string" if isinstance(value, str) else "a number", f"{where}: doc 'id'")
+    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+
+
+def _gold(doc: dict, n_choices: int | None, where: str) -> int:
     gold = doc.get("gold_index")
-    return int(gold[0] if isinstance(gold, list) else gold)
+    first = gold[0] if isinstance(gold, list) and gold else gold
+    index = expect(first, "an integer", f"{where}: doc 'gold_index'")
+    if n_choices is not None and not 0 <= index < n_choices:
+        raise SeedscopeError(f"{where}: doc 'gold_index' {index} is not one of the {n_choices} choices")
+    return index
 
 
-def _choice_row(record: dict) -> dict:
-    doc, response = record["doc"], record["model_response"]
-    logprobs = list(response["logprobs"])
+def _choice_row(record: dict, where: str) -> dict:
+    doc, response = record["doc"], record["model_response"] or {}
+    logprobs = member(response, "logprobs", "a list", f"{where}: model_response")
+    if not logprobs:
+        raise SeedscopeError(f"{where}: model_response 'logprobs' is empty: no choice was scored")
+    for number, value in enumerate(logprobs):
+        if isinstance(value, float) and math.isnan(value):
+            raise SeedscopeError(f"{where}: the log-likelihood of choice {number} is NaN (the model gave no score)")
+        if not (isinstance(value, (int, float)) and not isinstance(value, bool)) or value == math.inf:
+            raise SeedscopeError(f"{where}: the log-likelihood of choice {number} is {value!r}, not a number")
     top = max(logprobs)
+    if top == -math.inf:
+        raise SeedscopeError(f"{where}: every choice has log-likelihood -inf (the model gave no score)")
     weights = [math.exp(v - top) for v in logprobs]
-    row = {EXAMPLE_ID: str(doc.get("id")), PREDICTION: logprobs.index(top), LABEL: _gold(doc)}
+    row = {EXAMPLE_ID: _doc_id(doc, where), PREDICTION: logprobs.index(top), LABEL: _gold(doc, len(logprobs), where)}
     row.update({f"{PROB_PREFIX}{i}": w / sum(weights) for i, w in enumerate(weights)})
     return row
 
 
-def _scored_row(record: dict, value, numbers: bool) -> dict:
+def _scored_row(record: dict, value, numbers: bool, where: str) -> dict:
     """A sample judged by its metric: a per-example score, or (0 / 1) the gold answer or the generated text."""
     doc, response = record["doc"], record["model_response"] or {}
     if numbers:
-        return {EXAMPLE_ID: str(doc.get("id")), PREDICTION: float(value)}
+        return {EXAMPLE_ID: _doc_id(doc, where), PREDICTION: float(value)}
     texts = response.get("text_post_processed") or response.get("text") or [None]
-    choices = doc.get("choices") or []
-    gold = str(choices[_gold(doc)]) if choices else None
-    return {EXAMPLE_ID: str(doc.get("id")), PREDICTION: scored_prediction(value == 1, texts[0], gold), LABEL: gold}
+    texts = expect(texts, "a list", f"{where}: model_response 'text'") or [None]
+    choices = member(doc, "choices", "a list", f"{where}: doc", default=[])
+    gold = str(choices[_gold(doc, len(choices), where)]) if choices else None
+    answer = texts[0]
+    return {EXAMPLE_ID: _doc_id(doc, where), LABEL: gold,
+            PREDICTION: scored_prediction(value == 1, None if answer is None else str(answer), gold)}

@@ -27,7 +27,8 @@ import numpy as np
 import pandas as pd
 
 from seedscope.errors import ReadingChoiceWarning, SeedscopeError
-from seedscope.io.common import LINE, ReadOptions, Source, json_records, read_text, run_folders, run_names
+from seedscope.io.common import LINE, ReadOptions, Source, json_records, run_folders, run_names
+from seedscope.io.validate import expect, load_json, member
 from seedscope.predictions import EXAMPLE_ID, LABEL, PREDICTION, PROB_PREFIX, RUN
 
 #: ``samples_<task>_<datetime>``: the timestamp is what follows the last underscore
@@ -160,10 +161,8 @@ def _seed_name(samples: Path) -> str | None:
     results = _results_file(samples)
     if results is None:
         return None
-    try:
-        config = json.loads(read_text(results)).get("config") or {}
-    except (json.JSONDecodeError, AttributeError):
-        raise SeedscopeError(f"{results} is not a valid lm-eval results JSON file") from None
+    document = expect(load_json(results), "an object", f"{results} (an lm-eval results file)")
+    config = member(document, "config", "an object", str(results), default={})
     seeds = {key: config[key] for key in SEED_KEYS if config.get(key) is not None}
     if "random_seed" not in seeds:
         return None
@@ -190,10 +189,8 @@ def _task_name(samples: Path) -> str:
         return match["task"]
     results = _results_file(samples)
     if results is not None:
-        try:
-            known = list((json.loads(read_text(results)).get("results") or {}).keys())
-        except (json.JSONDecodeError, AttributeError):
-            known = []
+        document = expect(load_json(results), "an object", f"{results} (an lm-eval results file)")
+        known = list(member(document, "results", "an object", str(results), default={}))
         fitting = [t for t in known if samples.stem == t or samples.stem.endswith(f"_{t}")]
         if fitting:
             return max(fitting, key=len)
@@ -246,10 +243,7 @@ def _records(path: Path) -> tuple[list[tuple[int, dict]], str]:
 
 def _row(record: dict, where: str) -> tuple:
     """(doc_id, prediction, label, probabilities or None) of one sample."""
-    try:
-        doc_id = int(record["doc_id"])
-    except (TypeError, ValueError):
-        raise SeedscopeError(f"{where}: doc_id {record['doc_id']!r} is not an integer") from None
+    doc_id = _integer(record["doc_id"], where)
     responses = record.get("filtered_resps", record.get("resps"))
     if not isinstance(responses, list) or not responses:
         raise SeedscopeError(f"{where}: no filtered_resps to read a prediction from")
@@ -258,8 +252,13 @@ def _row(record: dict, where: str) -> tuple:
             f"{where}: a perplexity (loglikelihood_rolling) sample has no prediction to compare across seeds"
         )
     scores = [_loglikelihood(r, where) for r in responses]
+    if None in scores and any(score is not None for score in scores):
+        raise SeedscopeError(f"{where}: filtered_resps mixes [log-likelihood, is_greedy] pairs with other values "
+                             f"(response {scores.index(None)}: {responses[scores.index(None)]!r})")
     if None not in scores:
-        top = max(scores)  # plain floats: a few choices are faster without numpy
+        top = max(scores)
+        if top == -math.inf:
+            raise SeedscopeError(f"{where}: every choice has log-likelihood -inf (the model gave no score)")  # plain floats: a few choices are faster without numpy
         weights = [math.exp(score - top) for score in scores]
         total = sum(weights)
         probabilities = [weight / total for weight in weights]
@@ -267,6 +266,20 @@ def _row(record: dict, where: str) -> tuple:
     target = record.get("target")
     label = target if isinstance(target, str) or target is None else json.dumps(target)
     return doc_id, _text(responses), label, None
+
+
+def _integer(value, where: str, name: str = "doc_id") -> int:
+    """An integer (``7``, ``7.0`` or ``"7"``); a fraction, a bool or text is an error naming ``name``."""
+    number = None
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    elif isinstance(value, float) and value.is_integer():
+        number = int(value)
+    elif isinstance(value, str) and re.fullmatch(r"\s*[+-]?\d+(\.0*)?\s*", value):
+        number = int(float(value))
+    if number is None:
+        raise SeedscopeError(f"{where}: {name} {value!r} is not an integer")
+    return number
 
 
 def _loglikelihood(response, where: str) -> float | None:
@@ -279,9 +292,13 @@ def _loglikelihood(response, where: str) -> float | None:
     if not isinstance(response, list) or len(response) != 2 or response[1] not in _GREEDY:
         return None
     try:
-        return float(response[0])
+        value = float(response[0])
     except (TypeError, ValueError):
         raise SeedscopeError(f"{where}: log-likelihood {response[0]!r} is not a number") from None
+    if math.isnan(value) or value == math.inf:
+        raise SeedscopeError(f"{where}: log-likelihood {response[0]!r} is {'NaN' if math.isnan(value) else 'infinite'}, "
+                             "not a log-probability (the model gave no score)")
+    return value
 
 
 def _text(responses: list) -> str:
@@ -296,7 +313,10 @@ def _gold_index(record: dict, n_choices: int, where: str) -> int:
     for key in ("f1", "mcc"):
         pair = record.get(key)
         if isinstance(pair, list) and len(pair) == 2 and not isinstance(pair[0], list):
-            return int(pair[0])
+            index = _integer(pair[0], where, f"{key} gold")
+            if not 0 <= index < n_choices:
+                raise SeedscopeError(f"{where}: {key} gold {index} is not one of the {n_choices} choices")
+            return index
     target = record.get("target")
     try:
         index = int(str(target).strip())

@@ -15,7 +15,8 @@ from pathlib import Path
 import pandas as pd
 
 from seedscope.errors import SeedscopeError
-from seedscope.io.common import LINE, ReadOptions, Source, read_text, run_folders, run_names
+from seedscope.io.common import LINE, ReadOptions, Source, run_folders, run_names
+from seedscope.io.validate import read_text
 from seedscope.predictions import EXAMPLE_ID, LABEL, PREDICTION, RUN
 from seedscope.tasks import TaskSpec, get_task, load_examples
 
@@ -92,6 +93,13 @@ def _read_file(path: Path, run: str, spec: TaskSpec, examples: pd.DataFrame) -> 
             f"{path} has {len(indices)} predictions but the {spec.name} validation split has {len(examples)} "
             "examples; predict files must come from the labelled dev split (test-split files carry no gold labels)"
         )
+    first_line: dict[int, int] = {}
+    for index, number in zip(indices, numbers):
+        if index in first_line:  # each index is one dev row: a repeat means another row is missing
+            raise SeedscopeError(f"{path}: example id {examples[EXAMPLE_ID].iloc[index] if index < len(examples) else index} "
+                                 f"appears 2 times in run {run} (lines {first_line[index]} and {number}); a predict "
+                                 "file holds each dev row once")
+        first_line[index] = number
     beyond = [n for i, n in zip(indices, numbers) if i >= len(examples)]
     if beyond:
         raise SeedscopeError(f"{source.where(beyond[0])}: index beyond the {len(examples)} examples of {spec.name}")

@@ -15,7 +15,10 @@ Spreadsheet exports are read as they come: a UTF-8 byte-order mark, CR-only or C
 empty rows, a ``;`` delimiter with decimal commas (sniffed, :mod:`seedscope.io.delimited`),
 percentages (``85.3%`` is read as 0.853) and summary rows (Mean, Standard deviation …, skipped);
 a row repeated verbatim is counted once. Each of these is said in a note; nothing is rescaled or
-dropped silently (``scale=0.01`` converts a column of percentages written without ``%``).
+dropped silently (``scale=0.01`` converts a column of percentages written without ``%``). Scores must
+be finite and sane (at most 1e15 in magnitude), and a bounded metric (accuracy, F1, exact match …
+in [0, 1]; MCC and correlations in [−1, 1]) within its bounds after ``scale``: ``acc 85`` is refused
+with its line unless ``scale=0.01``.
 """
 
 from __future__ import annotations
@@ -35,6 +38,8 @@ from seedscope.io.common import LINE, ReadOptions, as_ids, pick_column, require_
 from seedscope.io.detect import TABLE_SUFFIXES
 from seedscope.io.tabular import ID_NAMES, PREDICTION_NAMES, load_table, read_delimited
 from seedscope.notes import noted
+from seedscope.io.validate import names_unreadable_files
+from seedscope.metrics.bounds import ABSURD, bound_of, check_score
 
 SYSTEM, RUN, TASK = "system", "run", "task"
 #: private column: the file a row came from (for messages naming two lines of two files)
@@ -51,8 +56,6 @@ METRIC_NAMES = (
     "matthews_correlation", "pearson", "pearsonr", "spearman", "spearmanr", "exact_match", "em", "score",
     "precision", "recall", "auc", "roc_auc", "bleu", "rouge1", "rouge2", "rougel", "combined_score",
 )
-#: metrics that are rates: a column of them with every value in (1, 100] looks like percentages
-RATE_NAMES = frozenset(METRIC_NAMES) - {"score", "bleu"}
 METRIC_PREFIX = re.compile(r"^(eval|test|validation|val|dev)[_/]", re.IGNORECASE)
 #: first cells of spreadsheet summary rows, never runs (compared lower-case, without a trailing colon)
 SUMMARY_LABELS = frozenset({
@@ -119,7 +122,7 @@ def looks_like_run_scores(path: Path, fmt: str | None = None) -> bool:
     if lower & set(ID_NAMES) or lower & set(PREDICTION_NAMES):
         return False
     return any(is_metric_name(c) for c in columns) or any(
-        _is_numeric(head[c]) or _is_numeric(head[c].astype("string").str.rstrip("%"))
+        _is_numeric(head[c]) or _is_numeric(head[c].astype("string").str.rstrip("%").str.replace(",", ".", regex=False))
         for c in columns if c.lower() not in RUN_NAMES
     )
 
@@ -142,6 +145,7 @@ def read_head(path: Path, fmt: str) -> pd.DataFrame:
     return raw.head(50)
 
 
+@names_unreadable_files
 @noted
 def read_run_scores(
     paths: str | os.PathLike | Iterable[str | os.PathLike],
@@ -177,8 +181,6 @@ def read_run_scores(
             raise SeedscopeError(f"{path} is a folder; pass the score tables themselves")
         raw, _ = load_table(path, table_format(path, fmt), ReadOptions(run_column=run_column))
         frame, has_runs = _read_one(raw, path, name, run_column, metrics, system_columns)
-        if scale in (None, 1):  # with --scale the values are converted: nothing to say
-            _check_rates(frame, path)
         frames.append(frame.assign(**{SOURCE: str(path)}))
         paired.append(has_runs)
     table = pd.concat(frames, ignore_index=True)
@@ -272,22 +274,19 @@ def _is_numeric(values: pd.Series) -> bool:
     return pd.api.types.is_numeric_dtype(values) or _mostly_numbers(values)
 
 
-def _check_rates(frame: pd.DataFrame, path: Path) -> None:
-    """A rate column (accuracy, F1 …) with every value in (1, 100] looks like percentages: say so, never rescale."""
-    for column in [c for c in frame.columns if c not in (SYSTEM, RUN, TASK, LINE)]:
-        name = _bare(column if column != "score" else "")
-        values = frame[column]
-        if name in RATE_NAMES and len(values) and ((values > 1) & (values <= 100)).all():
-            warnings.warn(f"{path}: {column} looks like percentages (values {values.min():g} … {values.max():g}); "
-                          "every number seedscope shows is a fraction: pass --scale 0.01 to convert",
-                          RescaledValuesWarning, stacklevel=2)
-
-
 def _scaled(table: pd.DataFrame, metrics: list, scale: float | None) -> pd.DataFrame:
-    if scale is None or scale == 1:
-        return table
-    warnings.warn(f"every score was multiplied by {scale:g} (--scale)", RescaledValuesWarning, stacklevel=2)
-    return table.assign(**{column: table[column] * scale for column in metrics})
+    """Every score times ``scale``, then checked: finite, sane, and within its bounds for a bounded metric."""
+    if scale is not None and scale != 1:
+        warnings.warn(f"every score was multiplied by {scale:g} (--scale)", RescaledValuesWarning, stacklevel=2)
+        table = table.assign(**{column: table[column] * scale for column in metrics})
+    for column in metrics:
+        values = table[column].to_numpy(dtype=float)
+        bounds = bound_of(column) or (-ABSURD, ABSURD)
+        bad = ~((values >= bounds[0]) & (values <= bounds[1]))
+        if bad.any():
+            row = table.iloc[int(np.flatnonzero(bad)[0])]
+            check_score(row[column], column, f"{row[SOURCE]} line {int(row[LINE])}", scale_hint=scale in (None, 1))
+    return table
 
 
 def _without_repeats(table: pd.DataFrame, keys: list[str], metrics: list) -> pd.DataFrame:

@@ -8,15 +8,18 @@ command reads, every command reads the same way.
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 from typing import Sequence
 
 import pandas as pd
 
-from seedscope.errors import SeedscopeError
-from seedscope.io.common import LINE, ReadOptions, pick_column, require_readable, run_names
+from seedscope.errors import DuplicateRowsWarning, SeedscopeError
+from seedscope.io.common import LINE, ReadOptions, as_ids, pick_column, require_readable, run_names
 from seedscope.io.detect import TABLE_SUFFIXES, normalise_format
 from seedscope.io.tabular import FORMATS, ID_NAMES, load_table
+from seedscope.io.validate import names_unreadable_files
+from seedscope.notes import recorded
 from seedscope.predictions import EXAMPLE_ID
 from seedscope.store.catalog import CATALOG
 
@@ -40,8 +43,12 @@ def table_format(path: Path, given: str | None = None) -> str:
     return TABLE_SUFFIXES[suffix]
 
 
+@names_unreadable_files
 def read_score_table(path: str | os.PathLike, *, fmt: str | None = None) -> pd.DataFrame:
-    """A factor study's long score table (``experiment``, a score column, one index column per factor)."""
+    """A factor study's long score table (``experiment``, a score column, one index column per factor).
+
+    ``attrs`` carries the file (``source``) and each row's line (``lines``), so that the study's checks name them.
+    """
     path = Path(path)
     if path.is_dir():
         raise SeedscopeError(f"{path} is a folder but neither a score table nor an experiment directory (no {CATALOG})")
@@ -49,9 +56,12 @@ def read_score_table(path: str | os.PathLike, *, fmt: str | None = None) -> pd.D
         raise SeedscopeError(f"score table {path} does not exist")
     require_readable(path)
     raw, _ = load_table(path, table_format(path, fmt), ReadOptions())
-    return raw.drop(columns=LINE)
+    table = raw.drop(columns=LINE)
+    table.attrs.update(source=str(path), lines=raw[LINE].tolist())
+    return table
 
 
+@names_unreadable_files
 def read_system_scores(
     paths: Sequence[str | os.PathLike],
     *,
@@ -64,33 +74,59 @@ def read_system_scores(
 
     A file with a ``system_column`` is a long table; any other file is one system named after
     the file. Each file must hold the value ``columns`` the score needs (checked per file, so a
-    file that lacks one is named rather than showing up later as missing scores).
+    file that lacks one is named rather than showing up later as missing scores). Ids equal as
+    numbers are one id (``7``, ``7.0``); a line repeated verbatim counts once (a
+    :class:`~seedscope.errors.DuplicateRowsWarning`, its text in ``attrs["notes"]``), two lines
+    scoring one example differently are an error naming both.
     """
     paths = [Path(p) for p in paths]
     frames = []
-    for path, name in zip(paths, run_names(paths)):
-        require_readable(path)
-        if path.is_dir():
-            raise SeedscopeError(f"{path} is a folder; pass the score files themselves")
-        raw, _ = load_table(path, table_format(path, fmt), ReadOptions(id_column=id_column))
-        present = [c for c in raw.columns if c != LINE]
-        id_name = pick_column(present, id_column, ID_NAMES, path)
-        if id_name is None:
-            raise SeedscopeError(
-                f"{path}: found no example id column (looked for {', '.join(ID_NAMES)}); name it with --id-column"
-            )
-        lacking = [c for c in columns if c not in present]
-        if lacking:
-            raise SeedscopeError(
-                f"{path}: no column {', '.join(lacking)} for the score (available: {', '.join(map(str, present))}); "
-                "name the score's columns with --score"
-            )
-        frame = raw[present].rename(columns={id_name: EXAMPLE_ID})
-        if system_column in frame.columns:
-            if frame[system_column].isna().any():
-                raise SeedscopeError(f"{path}: the {system_column} column has empty cells")
-            frame = frame.rename(columns={system_column: SYSTEM})
-        else:
-            frame[SYSTEM] = name
-        frames.append(frame)
-    return pd.concat(frames, ignore_index=True)
+    with recorded() as notes:
+        for path, name in zip(paths, run_names(paths)):
+            require_readable(path)
+            if path.is_dir():
+                raise SeedscopeError(f"{path} is a folder; pass the score files themselves")
+            raw, _ = load_table(path, table_format(path, fmt), ReadOptions(id_column=id_column))
+            present = [c for c in raw.columns if c != LINE]
+            id_name = pick_column(present, id_column, ID_NAMES, path)
+            if id_name is None:
+                raise SeedscopeError(
+                    f"{path}: found no example id column (looked for {', '.join(ID_NAMES)}); name it with --id-column"
+                )
+            lacking = [c for c in columns if c not in present]
+            if lacking:
+                raise SeedscopeError(
+                    f"{path}: no column {', '.join(lacking)} for the score (available: {', '.join(map(str, present))}); "
+                    "name the score's columns with --score"
+                )
+            frame = raw[present].rename(columns={id_name: EXAMPLE_ID})
+            frame[EXAMPLE_ID] = as_ids(frame[EXAMPLE_ID])
+            if system_column in frame.columns:
+                if frame[system_column].isna().any():
+                    raise SeedscopeError(f"{path}: the {system_column} column has empty cells")
+                frame = frame.rename(columns={system_column: SYSTEM})
+            else:
+                frame[SYSTEM] = name
+            frames.append(_without_repeats(frame.assign(**{LINE: raw[LINE]}), path))
+    table = pd.concat(frames, ignore_index=True)
+    table.attrs["notes"] = notes
+    return table
+
+
+def _without_repeats(frame: pd.DataFrame, path: Path) -> pd.DataFrame:
+    """A system's example scored twice: once when the rows agree (with a note), else an error naming both lines."""
+    keys = [SYSTEM, EXAMPLE_ID]
+    repeated = frame.duplicated(keys, keep=False)
+    if repeated.any():
+        content = [c for c in frame.columns if c != LINE]
+        for _, group in frame[repeated].astype(str).groupby(keys, sort=False):
+            if len(group[content].drop_duplicates()) > 1:
+                first, second = frame.loc[group.index[:2]].to_dict("records")
+                raise SeedscopeError(f"{path} lines {first[LINE]} and {second[LINE]}: system {first[SYSTEM]} scores "
+                                     f"example {first[EXAMPLE_ID]} twice, differently")
+        exact = frame.astype(str).duplicated(content).to_numpy()
+        lines = ", ".join(str(n) for n in frame.loc[exact, LINE].head(5))
+        warnings.warn(f"{path}: {int(exact.sum())} repeated line(s) ({lines}) score an example as an earlier line "
+                      "does: each example counted once", DuplicateRowsWarning, stacklevel=2)
+        frame = frame[~exact]
+    return frame.drop(columns=LINE)

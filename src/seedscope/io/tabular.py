@@ -9,6 +9,7 @@ explicit ``{column: class}`` mapping, or one list-valued column (classes 0â€¦Câˆ
 
 from __future__ import annotations
 
+import csv
 import json
 import warnings
 from pathlib import Path
@@ -18,6 +19,7 @@ import pandas as pd
 
 from seedscope.errors import ReadingChoiceWarning, SeedscopeError
 from seedscope.io.delimited import Dialect, sniff
+from seedscope.io.validate import cannot_read, check_input
 from seedscope.io.common import (
     LINE,
     PASSTHROUGH_COLUMNS,
@@ -40,6 +42,8 @@ RUN_NAMES = ("run", "seed", "run_id")
 PROB_LIST_NAMES = ("probs", "probabilities")
 SEPARATORS = {"csv": ",", "tsv": "\t"}
 FORMATS = ("csv", "tsv", "jsonl", "parquet")
+#: how much of a delimited file's end is read to see whether its last line is whole
+TAIL_BYTES = 64 * 1024
 
 
 def read_tabular(paths: list[Path], fmt: str, options: ReadOptions) -> list[Source]:
@@ -61,6 +65,10 @@ def _read_one(path: Path, fmt: str, name: str, options: ReadOptions) -> Source:
     source = Source(path, pd.DataFrame(), unit)
     if run_column is not None and raw[run_column].isna().any():
         raise SeedscopeError(f"{source.where(raw.loc[raw[run_column].isna(), LINE].iloc[0])}: the run is empty")
+    nested = raw[id_column].map(lambda v: isinstance(v, (list, dict))).to_numpy()
+    if nested.any():
+        raise SeedscopeError(f"{source.where(raw[LINE].iloc[int(np.argmax(nested))])}: the example id is a "
+                             f"{type(raw[id_column].iloc[int(np.argmax(nested))]).__name__}, not a single id")
     frame = pd.DataFrame(
         {
             RUN: raw[run_column] if run_column is not None else name,
@@ -129,11 +137,14 @@ def load_table(path: Path, fmt: str, options: ReadOptions) -> tuple[pd.DataFrame
     Empty rows of a CSV / TSV (a spreadsheet's trailing ``,,,``) are dropped after numbering, so
     every message still names the right line.
     """
+    check_input(path)
     if fmt not in SEPARATORS and fmt != "parquet":
         return _load_json(path)
     if fmt == "parquet":
         try:
             raw = pd.read_parquet(path)
+        except PermissionError as error:
+            raise cannot_read(path, error) from None
         except Exception as error:  # pyarrow raises several types for a file that is not Parquet
             raise SeedscopeError(f"{path} is not a readable Parquet file ({error})") from None
         unit, first_line = "row", 1
@@ -145,6 +156,8 @@ def load_table(path: Path, fmt: str, options: ReadOptions) -> tuple[pd.DataFrame
         unit, first_line = "line", 2
     raw[LINE] = range(first_line, first_line + len(raw))
     raw = raw[raw.drop(columns=LINE).notna().any(axis=1)].reset_index(drop=True)
+    if fmt in SEPARATORS and not raw.empty:
+        check_last_line(path, raw, dialect.sep)
     if raw.empty:
         raise SeedscopeError(f"{path} has column names but no rows")
     return raw, unit
@@ -169,6 +182,55 @@ def _load_delimited(path: Path, dialect: Dialect, options: ReadOptions, fmt: str
         raise SeedscopeError(f"{path} is not a well-formed {fmt.upper()} file ({error})") from None
     except UnicodeDecodeError as error:
         raise not_utf8(path, error) from None
+    except OSError as error:
+        raise cannot_read(path, error) from None
+
+
+def _tail_rows(path: Path, sep: str) -> list[list[str]] | None:
+    """The fields of the whole lines in the file's last 64 KiB, last line last, when that line has no line end."""
+    with path.open("rb") as handle:
+        handle.seek(max(0, path.stat().st_size - TAIL_BYTES))
+        tail = handle.read()
+    if not tail or tail.endswith((b"\n", b"\r")):
+        return None
+    lines = tail.decode("utf-8", errors="replace").splitlines()
+    return list(csv.reader(lines[1:] or lines, delimiter=sep))  # the first is the header, or cut by the seek
+
+
+def unterminated_last_line(path: Path, sep: str) -> bool:
+    """True when the file's last line has no line end (where a file cut short ends)."""
+    return _tail_rows(path, sep) is not None
+
+
+def check_last_line(path: Path, raw: pd.DataFrame, sep: str) -> None:
+    """A last line without a line end that is short of fields, brings a class no other line has, or holds a number
+    written shorter than every other of its column is a file cut short: refused with its line, never read."""
+    rows = _tail_rows(path, sep)
+    if not rows:
+        return
+    fields, earlier_rows = rows[-1], [row for row in rows[:-1] if len(row) == len(rows[-1])]
+    columns = [c for c in raw.columns if c != LINE]
+    line = int(raw[LINE].iloc[-1])
+    if len(fields) < len(columns):
+        raise SeedscopeError(f"{path} line {line} has {len(fields)} of the {len(columns)} fields and no line end: "
+                             "the file looks cut short")
+    if len(earlier_rows) >= 4:
+        for column, text in zip(columns, fields):
+            others = [len(row[columns.index(column)]) for row in earlier_rows]
+            if pd.api.types.is_numeric_dtype(raw[column]) and text.strip() and len(text) < min(others):
+                raise SeedscopeError(f"{path} line {line}: {column} {text!r} is written shorter than every other value "
+                                     "of its column, and the line has no line end: the file looks cut short")
+    if len(raw) < 5:
+        return
+    earlier = raw.iloc[:-1]
+    for column in columns:
+        value = raw[column].iloc[-1]
+        if pd.api.types.is_numeric_dtype(raw[column]) or pd.isna(value):
+            continue
+        others = earlier[column].dropna()
+        if others.nunique() <= len(others) / 2 and value not in set(others):
+            raise SeedscopeError(f"{path} line {line}: {column} {value!r} appears on no other line, and the line has no "
+                                 "line end: the file looks cut short")
 
 
 def _load_json(path: Path) -> tuple[pd.DataFrame, str]:
