@@ -33,7 +33,8 @@ from seedscope.analysis.significance import (
 from seedscope.errors import DegenerateRunWarning, SeedscopeError
 from seedscope.metrics.macro import per_run_scores
 from seedscope.notes import noted
-from seedscope.metrics.resampling import bootstrap_mean_ci, check_confidence, check_resamples
+from seedscope.metrics.resampling import bootstrap_mean_ci
+from seedscope.validation import check_confidence, check_power, check_resamples, validate_params
 from seedscope.predictions import AlignedRuns, align_runs
 from seedscope.serialize import json_ready
 
@@ -123,8 +124,7 @@ def compare_systems(
     alpha = check_confidence(confidence)
     check_resamples(n_boot)
     check_resamples(n_permutations)
-    if not 0 < power < 1:
-        raise SeedscopeError(f"power must lie strictly between 0 and 1, not {power}")
+    check_power(power)
     system_rows = []
     for name in names:
         values = series[name].to_numpy()
@@ -252,6 +252,7 @@ def _mcnemar_rows(frame_a: pd.DataFrame, frame_b: pd.DataFrame, matched: list[st
 
 
 @noted
+@validate_params(confidence=check_confidence, n_boot=check_resamples, n_permutations=check_resamples, power=check_power)
 def compare_sweeps(
     tables: Mapping[str, pd.DataFrame | AlignedRuns],
     *,
@@ -269,9 +270,6 @@ def compare_sweeps(
     names no registry task); classification with gold labels also gives per-example correctness
     for the joint bootstrap and McNemar.
     """
-    check_confidence(confidence)  # a setting, not a fault of the first sweep read below
-    check_resamples(n_boot)
-    check_resamples(n_permutations)
     per_run, per_example = {}, {}
     chosen = metric
     for name, table in tables.items():

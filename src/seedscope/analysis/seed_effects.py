@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from seedscope.errors import SeedscopeError
+from seedscope.validation import check_power, validate_params
 from seedscope.serialize import json_ready
 from seedscope.metrics import macro as macro_metrics
 from seedscope.metrics import micro as micro_metrics
@@ -128,6 +129,7 @@ class Analysis:
         return json_ready(out)
 
 
+@validate_params(power=check_power)  # settings first, not a fault of the table read below
 def analyze(
     table_or_aligned: pd.DataFrame | AlignedRuns,
     *,
@@ -148,8 +150,6 @@ def analyze(
     drawn with ``seed``. A ``cluster`` column groups examples for the clustered SE; ``power``
     is that of the minimum detectable difference.
     """
-    if not 0 < power < 1:
-        raise SeedscopeError(f"power must lie strictly between 0 and 1, not {power}")
     texts = clusters = None
     if isinstance(table_or_aligned, AlignedRuns):
         aligned = table_or_aligned

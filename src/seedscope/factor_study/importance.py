@@ -25,13 +25,7 @@ import pandas as pd
 
 from seedscope.serialize import json_ready
 from seedscope.errors import SeedscopeError
-from seedscope.metrics.resampling import (
-    check_confidence,
-    check_resamples,
-    generator,
-    percentile_interval,
-    resample_indices,
-)
+from seedscope.metrics.resampling import interval
 
 IMPORTANT_SHARE = 0.5
 """Random and Fixed baselines call a factor important when its std reaches 50% of σ_GM."""
@@ -145,11 +139,8 @@ def bootstrap_importance(
     confidence: float = 0.95, seed: int = 0,
 ) -> tuple[float, float]:
     """Percentile interval of IS, resampling mitigation runs with replacement (σ_GM held fixed)."""
-    check_confidence(confidence)
-    check_resamples(n_boot)
-    index = resample_indices(generator(seed), n_boot, len(partial_mean))
-    _, _, scores = importance_from_groups(partial_mean[index], partial_std[index], golden_std)
-    low, high = percentile_interval(scores, confidence)
+    low, high = interval(lambda drawn: importance_from_groups(*drawn, golden_std)[2], (partial_mean, partial_std),
+                         n_resamples=n_boot, confidence=confidence, seed=seed)
     return float(low), float(high)
 
 
