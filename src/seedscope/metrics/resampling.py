@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Callable
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
 
 from seedscope.errors import SeedscopeError
 from seedscope.validation import MAX_RESAMPLES, check_confidence, check_resamples
@@ -121,6 +121,8 @@ def _scipy_interval(statistic, samples, method, confidence, n_resamples, seed, b
     """BCa / basic (and batched percentile) intervals of a one-sample statistic through ``scipy.stats.bootstrap``."""
     if len(samples) != 1:
         raise SeedscopeError(f"the {method} interval resamples one sample (paired arrays as one)")
+    from scipy import stats  # only here: scipy.stats takes longer to import than a large analysis takes to run
+
     sample = samples[0]
 
     def on_positions(index: np.ndarray, axis: int = -1) -> np.ndarray:
