@@ -54,3 +54,11 @@ def test_validate_params_checks_given_and_default_arguments_before_the_body():
     assert ran == [[1]]
     with pytest.raises(TypeError, match="no parameter power"):
         validate_params(power=check_power)(lambda x: x)
+
+
+def test_the_documented_example_runs():
+    import doctest
+
+    from seedscope import validation
+
+    assert doctest.testmod(validation).failed == 0

@@ -53,6 +53,27 @@ class Comparison:
     Bonferroni-adjusted over the pairs. ``mcnemar``: per pair and matched seed. ``expected_max``:
     expected best score of n runs per system. ``seeds_needed``: CI widths of mean and VAR by S.
     ``notes``: the texts of the :class:`~seedscope.errors.SeedscopeWarning` s raised while comparing.
+
+    Parameters
+    ----------
+    metric : str
+        The metric compared; the other fields are the DataFrames named above, plus the per-system
+        ``series``, the ``settings`` used and ``notes``.
+
+    Returns
+    -------
+    Comparison
+        Built by :func:`compare_systems` or :func:`compare_sweeps`; :meth:`to_dict` for JSON.
+
+    Examples
+    --------
+    >>> from seedscope import compare_systems
+    >>> import pandas as pd
+    >>> a = pd.Series([0.80, 0.82, 0.85, 0.79, 0.84], index=list("12345"))  # run → score
+    >>> b = pd.Series([0.78, 0.83, 0.80, 0.77, 0.81], index=list("12345"))  # the same seeds
+    >>> comparison = compare_systems({"A": a, "B": b}, n_boot=200, n_permutations=199)
+    >>> comparison.systems["n_runs"].tolist(), bool(comparison.pairs["paired"].iloc[0])
+    ([5, 5], True)
     """
 
     metric: str
@@ -111,6 +132,38 @@ def compare_systems(
     correctness, columns = example ids) for the joint bootstrap and McNemar. Every resampling
     uses ``seed``. ``paired=False`` never pairs runs (their names are row numbers, not seeds);
     ``power`` is that of each pair's minimum detectable difference.
+
+    Parameters
+    ----------
+    per_run : mapping
+        System → per-run values (a Series indexed by run name).
+    per_example : mapping, optional
+        System → runs × examples scores.
+    metric : str, default "score"
+        The metric's name, for the tables.
+    n_boot, n_permutations : int
+        Bootstrap resamples and permutations.
+    confidence : float, default 0.95
+    seed : int, default 0
+    aso_threshold : float, default 0.5
+        ε_min below which ASO calls one system better.
+    paired : bool, optional
+        False never pairs runs.
+    power : float, default 0.8
+
+    Returns
+    -------
+    Comparison
+
+    Examples
+    --------
+    >>> from seedscope import compare_systems
+    >>> import pandas as pd
+    >>> a = pd.Series([0.80, 0.82, 0.85, 0.79, 0.84], index=list("12345"))  # run → score
+    >>> b = pd.Series([0.78, 0.83, 0.80, 0.77, 0.81], index=list("12345"))  # the same seeds
+    >>> comparison = compare_systems({"A": a, "B": b}, n_boot=200, n_permutations=199)
+    >>> comparison.pairs.index.tolist(), round(float(comparison.pairs["delta"].iloc[0]), 3)
+    ([('A', 'B')], 0.022)
     """
     names = list(per_run)
     if len(names) < 2:
@@ -269,6 +322,30 @@ def compare_sweeps(
     primary metric — MCC for CoLA, Pearson for STS-B — or accuracy / Pearson for a table that
     names no registry task); classification with gold labels also gives per-example correctness
     for the joint bootstrap and McNemar.
+
+    Parameters
+    ----------
+    tables : mapping
+        System name → its prediction table or aligned runs.
+    metric : str, optional
+        Default: the task's primary metric.
+    n_boot, n_permutations, confidence, seed, power
+        As for :func:`compare_systems`.
+
+    Returns
+    -------
+    Comparison
+
+    Examples
+    --------
+    >>> from seedscope import compare_sweeps, read_predictions
+    >>> from glob import glob
+    >>> runs = sorted(glob("examples/rte/*.csv"))  # one file per seed, in the repository
+    >>> table = read_predictions(runs)
+    >>> first = table["run"].isin(["seed_42", "seed_52", "seed_62"])
+    >>> comparison = compare_sweeps({"A": table[first], "B": table[~first]}, n_boot=200, n_permutations=199)
+    >>> comparison.metric, comparison.pairs.index.tolist()
+    ('accuracy', [('A', 'B')])
     """
     per_run, per_example = {}, {}
     chosen = metric

@@ -69,6 +69,31 @@ class FactorStudy:
 
     ``chance`` is the score of a chance-level run (1/K for accuracy or macro-F1 with K
     classes, 0 for MCC); runs below it are counted as failed. ``None`` leaves failures uncounted.
+
+    Parameters
+    ----------
+    grids : dict
+        Factor → its investigation × mitigation grid of scores.
+    golden : numpy.ndarray
+        The golden-model runs' scores.
+    metric : str, default "score"
+    chance : float, optional
+
+    Returns
+    -------
+    FactorStudy
+        Built by :func:`study_from_table`.
+
+    Examples
+    --------
+    >>> from seedscope import study_from_table
+    >>> import numpy as np, pandas as pd
+    >>> rng = np.random.default_rng(0)
+    >>> rows = [{"experiment": "golden", "score": s} for s in 0.8 + 0.01 * rng.standard_normal(20)]
+    >>> rows += [{"experiment": "order", "order": i, "run": g, "score": 0.8 + 0.005 * rng.standard_normal()}
+    ...          for g in range(1, 6) for i in range(1, 5)]  # 5 mitigation groups × 4 data orders
+    >>> study_from_table(pd.DataFrame(rows), chance=0.5).chance
+    0.5
     """
 
     grids: dict[str, FactorGrid]
@@ -238,6 +263,28 @@ class FactorAnalysis:
     ``summary``: one row per factor (c_std, m_std, golden_std, importance, its interval, …);
     ``groups``: one row per (factor, mitigation run); ``baselines``: Random and Fixed per factor;
     ``convergence``: c, m, IS as M and N grow; ``golden``: the golden-model summary.
+
+    Parameters
+    ----------
+    summary, groups, baselines, convergence : pandas.DataFrame
+    golden, settings : dict
+
+    Returns
+    -------
+    FactorAnalysis
+        Built by :func:`analyze_factors`.
+
+    Examples
+    --------
+    >>> from seedscope import analyze_factors, study_from_table
+    >>> import numpy as np, pandas as pd
+    >>> rng = np.random.default_rng(0)
+    >>> rows = [{"experiment": "golden", "score": s} for s in 0.8 + 0.01 * rng.standard_normal(20)]
+    >>> rows += [{"experiment": "order", "order": i, "run": g, "score": 0.8 + 0.005 * rng.standard_normal()}
+    ...          for g in range(1, 6) for i in range(1, 5)]  # 5 mitigation groups × 4 data orders
+    >>> analysis = analyze_factors(study_from_table(pd.DataFrame(rows)), n_boot=200)
+    >>> sorted(analysis.to_dict())[:2]
+    ['factors', 'golden']
     """
 
     summary: pd.DataFrame
@@ -277,7 +324,34 @@ def analyze_factors(
     study: FactorStudy, *, factors: Iterable[str] | None = None, n_boot: int = 10_000, confidence: float = 0.95,
     seed: int = 0, allow_missing: bool = False, allow_small_groups: bool = False,
 ) -> FactorAnalysis:
-    """Importance of every factor of ``study`` (or of ``factors``), with baselines, interval and convergence."""
+    """Importance of every factor of ``study`` (or of ``factors``), with baselines, interval and convergence.
+
+    Parameters
+    ----------
+    study : FactorStudy
+    factors : list of str, optional
+        Default: every factor of the study.
+    n_boot, confidence, seed
+        Resampling of the importance interval.
+    **other options
+        Missing runs, small groups and the convergence grid.
+
+    Returns
+    -------
+    FactorAnalysis
+
+    Examples
+    --------
+    >>> from seedscope import analyze_factors, study_from_table
+    >>> import numpy as np, pandas as pd
+    >>> rng = np.random.default_rng(0)
+    >>> rows = [{"experiment": "golden", "score": s} for s in 0.8 + 0.01 * rng.standard_normal(20)]
+    >>> rows += [{"experiment": "order", "order": i, "run": g, "score": 0.8 + 0.005 * rng.standard_normal()}
+    ...          for g in range(1, 6) for i in range(1, 5)]  # 5 mitigation groups × 4 data orders
+    >>> analysis = analyze_factors(study_from_table(pd.DataFrame(rows)), n_boot=200)
+    >>> analysis.summary.index.tolist(), "importance" in analysis.summary
+    (['order'], True)
+    """
     validate_study(study)
     names = list(study.grids) if factors is None else list(factors)
     unknown = [name for name in names if name not in study.grids]

@@ -69,7 +69,33 @@ def _grid(rows: pd.DataFrame, factor: str, index_columns: list[str], metric: str
 def study_from_table(
     table: pd.DataFrame, *, metric: str = "score", chance: float | None = None
 ) -> FactorStudy:
-    """Turn a long score table into a :class:`FactorStudy` (grids with NaN for missing runs)."""
+    """Turn a long score table into a :class:`FactorStudy` (grids with NaN for missing runs).
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        Columns ``experiment``, the score and one index column per factor.
+    metric : str, default "score"
+        The score column.
+    chance : float, optional
+        The score of a chance-level run.
+
+    Returns
+    -------
+    FactorStudy
+
+    Examples
+    --------
+    >>> from seedscope import study_from_table
+    >>> import numpy as np, pandas as pd
+    >>> rng = np.random.default_rng(0)
+    >>> rows = [{"experiment": "golden", "score": s} for s in 0.8 + 0.01 * rng.standard_normal(20)]
+    >>> rows += [{"experiment": "order", "order": i, "run": g, "score": 0.8 + 0.005 * rng.standard_normal()}
+    ...          for g in range(1, 6) for i in range(1, 5)]  # 5 mitigation groups × 4 data orders
+    >>> study = study_from_table(pd.DataFrame(rows))
+    >>> list(study.grids), study.golden.shape
+    (['order'], (20,))
+    """
     if table.empty:
         raise SeedscopeError("the score table is empty")
     for column in ("experiment", metric):

@@ -68,6 +68,32 @@ class RunScores:
 
     ``paired``: runs were named by a run / seed column, so equal names across systems are
     matched seeds; ``notes`` say what was inferred or skipped (the warnings raised while reading).
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+    metrics : list of str
+        The score columns.
+    paired : bool
+    notes : list of str
+
+    Returns
+    -------
+    RunScores
+        Built by :func:`read_run_scores`.
+
+    Examples
+    --------
+    >>> from seedscope import read_run_scores
+    >>> import pandas as pd
+    >>> scores = pd.DataFrame({"system": ["A"] * 3 + ["B"] * 3, "run": [1, 2, 3] * 2,
+    ...                        "accuracy": [0.80, 0.82, 0.85, 0.78, 0.83, 0.80]})
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "scores.csv"
+    >>> scores.to_csv(path, index=False)
+    >>> found = read_run_scores(path)
+    >>> found.table.shape, found.paired
+    ((6, 3), True)
     """
 
     table: pd.DataFrame
@@ -160,6 +186,29 @@ def read_run_scores(
     columns whose values name a system; ``task`` keeps that task's rows; ``names`` names the
     systems of files that hold one system each (default: the file names); ``scale`` multiplies
     every score (``0.01`` turns percentages written without ``%`` into fractions).
+
+    Parameters
+    ----------
+    paths : path or list of paths
+        Score tables (CSV, TSV, JSON lines, Parquet, Excel …).
+    run_column, metric, system_columns, task, names, scale
+        As above.
+
+    Returns
+    -------
+    RunScores
+
+    Examples
+    --------
+    >>> from seedscope import read_run_scores
+    >>> import pandas as pd
+    >>> scores = pd.DataFrame({"system": ["A"] * 3 + ["B"] * 3, "run": [1, 2, 3] * 2,
+    ...                        "accuracy": [0.80, 0.82, 0.85, 0.78, 0.83, 0.80]})
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "scores.csv"
+    >>> scores.to_csv(path, index=False)
+    >>> read_run_scores(path).metrics
+    ['accuracy']
     """
     from seedscope.io.scores import table_format
 
