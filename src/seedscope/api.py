@@ -11,7 +11,7 @@ and scripts do::
 stays light.
 """
 
-from seedscope._names import API
+from seedscope._names import API as _API
 from seedscope.analysis.compare import Comparison, compare_sweeps, compare_systems
 from seedscope.analysis.run_scores import ScoreSummary, analyze_run_scores
 from seedscope.analysis.seed_effects import Analysis, analyze, analyze_groups
@@ -27,4 +27,4 @@ from seedscope.workflows.reporting import build_report, build_score_report
 from seedscope.store import ExperimentStore
 from seedscope.workflows.sweeping import sweep
 
-__all__ = list(API)
+__all__ = list(_API)

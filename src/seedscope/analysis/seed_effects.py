@@ -73,14 +73,13 @@ class Analysis:
     Returns
     -------
     Analysis
-        Built by :func:`analyze`; :meth:`to_dict` gives every number as JSON-ready values.
+        Built by :func:`analyze`; :meth:`to_dict` gives every number as JSON-ready values
 
     Examples
     --------
-    >>> from seedscope import analyze, read_predictions
-    >>> from glob import glob
-    >>> runs = sorted(glob("examples/rte/*.csv"))  # one file per seed, in the repository
-    >>> result = analyze(read_predictions(runs), n_boot=200)
+    >>> import glob, seedscope
+    >>> runs = sorted(glob.glob("examples/rte/*.csv"))  # one file per seed, in the repository
+    >>> result = seedscope.analyze(seedscope.read_predictions(runs), n_boot=200)
     >>> result.per_run.shape, result.con_matrix.shape
     ((5, 5), (5, 5))
     """
@@ -162,23 +161,18 @@ def analyze(
 ) -> Analysis:
     """Macro and micro seed effects of one prediction set (S ≥ 2 runs of one task and model).
 
-    ``table_or_aligned`` is a long prediction table (see :mod:`seedscope.predictions`) or
-    already aligned runs. ``intersect`` keeps only the example ids every run covers.
-    ``primary_metric`` (ζ of CCON for regression, and of summaries) defaults to accuracy for
-    classification and Pearson for regression. The bootstrap CI uses ``n_boot`` resamples
-    drawn with ``seed``. A ``cluster`` column groups examples for the clustered SE; ``power``
-    is that of the minimum detectable difference.
+    A ``cluster`` column of the table groups examples for the clustered standard error.
 
     Parameters
     ----------
     table_or_aligned : pandas.DataFrame or AlignedRuns
-        The predictions of S ≥ 2 runs.
+        The predictions of S ≥ 2 runs: a long table (:mod:`seedscope.predictions`) or aligned runs.
     task_type : {"classification", "regression"}, optional
         Default: regression when the predictions are non-integer floats.
     intersect : bool, default False
         Keep only the example ids every run covers.
     primary_metric : str, optional
-        ζ of the summaries (and of regression CCON).
+        ζ of the summaries (and of regression CCON); default: accuracy, or Pearson for regression.
     n_boot : int, default 10000
         Bootstrap resamples of the CI of the mean.
     confidence : float, default 0.95
@@ -195,10 +189,9 @@ def analyze(
 
     Examples
     --------
-    >>> from seedscope import analyze, read_predictions
-    >>> from glob import glob
-    >>> runs = sorted(glob("examples/rte/*.csv"))  # one file per seed, in the repository
-    >>> result = analyze(read_predictions(runs), n_boot=200)
+    >>> import glob, seedscope
+    >>> runs = sorted(glob.glob("examples/rte/*.csv"))  # one file per seed, in the repository
+    >>> result = seedscope.analyze(seedscope.read_predictions(runs), n_boot=200)
     >>> round(float(result.macro.loc["accuracy", "mean"]), 3), round(float(result.micro["con"].iloc[0]), 3)
     (0.748, 0.759)
     """

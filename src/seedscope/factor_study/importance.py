@@ -67,9 +67,6 @@ class FactorGrid:
 class FactorStudy:
     """All factors of one study plus the golden-model runs they share.
 
-    ``chance`` is the score of a chance-level run (1/K for accuracy or macro-F1 with K
-    classes, 0 for MCC); runs below it are counted as failed. ``None`` leaves failures uncounted.
-
     Parameters
     ----------
     grids : dict
@@ -78,21 +75,17 @@ class FactorStudy:
         The golden-model runs' scores.
     metric : str, default "score"
     chance : float, optional
+        A chance-level run's score (1/K for accuracy or macro-F1 with K classes, 0 for MCC): runs
+        below it are counted as failed; None leaves failures uncounted.
 
     Returns
     -------
     FactorStudy
-        Built by :func:`study_from_table`.
 
     Examples
     --------
-    >>> from seedscope import study_from_table
-    >>> import numpy as np, pandas as pd
-    >>> rng = np.random.default_rng(0)
-    >>> rows = [{"experiment": "golden", "score": s} for s in 0.8 + 0.01 * rng.standard_normal(20)]
-    >>> rows += [{"experiment": "order", "order": i, "run": g, "score": 0.8 + 0.005 * rng.standard_normal()}
-    ...          for g in range(1, 6) for i in range(1, 5)]  # 5 mitigation groups × 4 data orders
-    >>> study_from_table(pd.DataFrame(rows), chance=0.5).chance
+    >>> import numpy as np, seedscope
+    >>> seedscope.FactorStudy(grids={}, golden=np.array([0.80, 0.82]), chance=0.5).chance
     0.5
     """
 
@@ -260,30 +253,25 @@ def validate_study(study: FactorStudy) -> None:
 class FactorAnalysis:
     """Result of :func:`analyze_factors`; DataFrames for notebooks, :meth:`to_dict` for JSON.
 
-    ``summary``: one row per factor (c_std, m_std, golden_std, importance, its interval, …);
-    ``groups``: one row per (factor, mitigation run); ``baselines``: Random and Fixed per factor;
-    ``convergence``: c, m, IS as M and N grow; ``golden``: the golden-model summary.
-
     Parameters
     ----------
     summary, groups, baselines, convergence : pandas.DataFrame
+        One row per factor (c_std, m_std, golden_std, importance, its interval, …); per (factor,
+        mitigation run); Random and Fixed per factor; c, m, IS as M and N grow.
     golden, settings : dict
+        The golden-model summary; the settings used.
 
     Returns
     -------
     FactorAnalysis
-        Built by :func:`analyze_factors`.
 
     Examples
     --------
-    >>> from seedscope import analyze_factors, study_from_table
-    >>> import numpy as np, pandas as pd
-    >>> rng = np.random.default_rng(0)
-    >>> rows = [{"experiment": "golden", "score": s} for s in 0.8 + 0.01 * rng.standard_normal(20)]
-    >>> rows += [{"experiment": "order", "order": i, "run": g, "score": 0.8 + 0.005 * rng.standard_normal()}
-    ...          for g in range(1, 6) for i in range(1, 5)]  # 5 mitigation groups × 4 data orders
-    >>> analysis = analyze_factors(study_from_table(pd.DataFrame(rows)), n_boot=200)
-    >>> sorted(analysis.to_dict())[:2]
+    >>> import numpy as np, pandas as pd, seedscope
+    >>> rows = [{"experiment": "golden", "score": 0.8 + 0.01 * np.sin(i)} for i in range(20)] + [
+    ...     {"experiment": "order", "order": i, "run": g, "score": 0.8 + 0.005 * np.cos(i * g)}
+    ...     for g in range(1, 6) for i in range(1, 5)]  # 5 mitigation groups × 4 data orders
+    >>> sorted(seedscope.analyze_factors(seedscope.study_from_table(pd.DataFrame(rows)), n_boot=200).to_dict())[:2]
     ['factors', 'golden']
     """
 
@@ -333,8 +321,7 @@ def analyze_factors(
         Default: every factor of the study.
     n_boot, confidence, seed
         Resampling of the importance interval.
-    **other options
-        Missing runs, small groups and the convergence grid.
+    allow_missing, allow_small_groups : bool, default False
 
     Returns
     -------
@@ -342,15 +329,12 @@ def analyze_factors(
 
     Examples
     --------
-    >>> from seedscope import analyze_factors, study_from_table
-    >>> import numpy as np, pandas as pd
-    >>> rng = np.random.default_rng(0)
-    >>> rows = [{"experiment": "golden", "score": s} for s in 0.8 + 0.01 * rng.standard_normal(20)]
-    >>> rows += [{"experiment": "order", "order": i, "run": g, "score": 0.8 + 0.005 * rng.standard_normal()}
-    ...          for g in range(1, 6) for i in range(1, 5)]  # 5 mitigation groups × 4 data orders
-    >>> analysis = analyze_factors(study_from_table(pd.DataFrame(rows)), n_boot=200)
-    >>> analysis.summary.index.tolist(), "importance" in analysis.summary
-    (['order'], True)
+    >>> import numpy as np, pandas as pd, seedscope
+    >>> rows = [{"experiment": "golden", "score": 0.8 + 0.01 * np.sin(i)} for i in range(20)] + [
+    ...     {"experiment": "order", "order": i, "run": g, "score": 0.8 + 0.005 * np.cos(i * g)}
+    ...     for g in range(1, 6) for i in range(1, 5)]  # 5 mitigation groups × 4 data orders
+    >>> seedscope.analyze_factors(seedscope.study_from_table(pd.DataFrame(rows)), n_boot=200).summary.index.tolist()
+    ['order']
     """
     validate_study(study)
     names = list(study.grids) if factors is None else list(factors)

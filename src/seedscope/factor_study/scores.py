@@ -88,10 +88,9 @@ def study_from_table(
     --------
     >>> from seedscope import study_from_table
     >>> import numpy as np, pandas as pd
-    >>> rng = np.random.default_rng(0)
-    >>> rows = [{"experiment": "golden", "score": s} for s in 0.8 + 0.01 * rng.standard_normal(20)]
-    >>> rows += [{"experiment": "order", "order": i, "run": g, "score": 0.8 + 0.005 * rng.standard_normal()}
-    ...          for g in range(1, 6) for i in range(1, 5)]  # 5 mitigation groups × 4 data orders
+    >>> rows = [{"experiment": "golden", "score": 0.8 + 0.01 * np.sin(i)} for i in range(20)] + [
+    ...     {"experiment": "order", "order": i, "run": g, "score": 0.8 + 0.005 * np.cos(i * g)}
+    ...     for g in range(1, 6) for i in range(1, 5)]  # 5 mitigation groups × 4 data orders
     >>> study = study_from_table(pd.DataFrame(rows))
     >>> list(study.grids), study.golden.shape
     (['order'], (20,))
