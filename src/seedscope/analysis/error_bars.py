@@ -47,11 +47,7 @@ def _per_example(values, what: str) -> np.ndarray:
 def standard_error(values) -> np.ndarray:
     """SE of each run's mean over its examples: sqrt(s² / N), s² with divisor N − 1 (one value per run)."""
     array = _per_example(values, "the standard error")
-    n = array.shape[1]
-    if array.dtype.kind == "b":  # 0/1 correctness: s² = k(N − k) / (N(N − 1)) from the k correct, no float copy
-        correct = np.count_nonzero(array, axis=1).astype(float)
-        return np.sqrt(correct * (n - correct) / (n * (n - 1)) / n)
-    return np.sqrt(np.array([row.var(ddof=1) for row in array]) / n)
+    return np.sqrt(np.array([row.var(ddof=1) for row in array]) / array.shape[1])
 
 
 def clustered_standard_error(values, clusters, *, small_sample: bool = True) -> np.ndarray:
