@@ -149,3 +149,16 @@ def test_bad_settings():
         interval(None, np.ones((3, 1)), of_means=True, moments=True, method="bca")
     with pytest.raises(SeedscopeError, match="confidence must lie strictly between 0 and 1"):
         interval(None, np.ones(3), confidence=1.0)
+
+
+def test_the_replaced_helpers_still_work_with_a_deprecation_warning():
+    from seedscope.metrics.resampling import generator, interval_of, percentile_interval, resampled_column_means
+
+    draws = np.random.default_rng(0).normal(size=(200, 2))
+    with pytest.warns(DeprecationWarning, match="interval_of"):
+        np.testing.assert_array_equal(percentile_interval(draws.T, 0.9, axis=1), interval_of(draws, 0.9))
+    values = np.random.default_rng(1).random((50, 2))
+    with pytest.warns(DeprecationWarning, match="replicates"):
+        means = resampled_column_means(values, 30, generator(3))
+    np.testing.assert_array_equal(means, replicates(lambda m: m, values, of_means=True, moments=True,
+                                                    n_resamples=30, seed=3))

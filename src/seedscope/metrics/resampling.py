@@ -13,6 +13,7 @@ exact moments of those means instead of drawing every example.
 
 from __future__ import annotations
 
+import warnings
 from typing import Callable
 
 import numpy as np
@@ -24,6 +25,7 @@ from seedscope.validation import MAX_RESAMPLES, check_confidence, check_resample
 __all__ = [
     "LARGE_N", "MAX_RESAMPLES", "METHODS", "bootstrap_mean_ci", "check_confidence", "check_resamples", "generator",
     "interval", "interval_of", "normal_draws", "replicates", "resample_counts", "resample_indices",
+    "percentile_interval", "resampled_column_means",  # deprecated
 ]
 
 #: from this many examples on, a resampling of examples whose statistic is a function of column means draws those
@@ -189,3 +191,17 @@ def bootstrap_mean_ci(
     return interval(None, values, of_means=True, n_resamples=n_boot, confidence=confidence, seed=seed)
 
 
+
+
+def percentile_interval(replicates: np.ndarray, confidence: float, axis: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Deprecated (removed in the next release): :func:`interval_of`, or :func:`interval` for the whole estimate."""
+    warnings.warn("percentile_interval is deprecated; use seedscope.metrics.resampling.interval_of (or interval)",
+                  DeprecationWarning, stacklevel=2)
+    return interval_of(np.moveaxis(np.asarray(replicates), axis, 0), confidence)
+
+
+def resampled_column_means(values: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    """Deprecated (removed in the next release): ``replicates(None, values, of_means=True, moments=True)``."""
+    warnings.warn("resampled_column_means is deprecated; use seedscope.metrics.resampling.replicates(..., "
+                  "of_means=True, moments=True)", DeprecationWarning, stacklevel=2)
+    return _moment_means(values, n_boot, rng)
