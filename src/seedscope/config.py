@@ -57,9 +57,9 @@ class SweepConfig(BaseModel):
     Examples
     --------
     >>> from seedscope import load_preset
-    >>> config = load_preset("cpu-small")
+    >>> config = load_preset("roberta-large-paper")
     >>> config.models, config.method
-    (['all-minilm-l6-v2'], 'full')
+    (['FacebookAI/roberta-large'], 'full')
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -280,7 +280,7 @@ def load_config(path: str | Path) -> SweepConfig:
     >>> import tempfile, pathlib
     >>> from seedscope import load_config
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "sweep.yaml"
-    >>> _ = path.write_text("preset: cpu-small\\nseeds: [1, 2, 3]\\n")
+    >>> _ = path.write_text("preset: roberta-large-paper\\nseeds: [1, 2, 3]\\n")
     >>> load_config(path).seeds
     [1, 2, 3]
     """
@@ -302,9 +302,9 @@ def load_preset(name: str) -> SweepConfig:
     Examples
     --------
     >>> from seedscope import load_preset
-    >>> config = load_preset("cpu-small")
-    >>> config.tasks, config.seeds
-    (['sst2', 'stsb'], [42, 52, 62, 72, 82])
+    >>> config = load_preset("roberta-large-paper")
+    >>> len(config.tasks), config.seeds[:3]
+    (12, [42, 52, 62])
     """
     return build_config(preset=name)
 
