@@ -6,16 +6,9 @@ Every name of :mod:`seedscope.api` is available here, loaded on first use, so th
 
 from __future__ import annotations
 
+from seedscope._names import API as _API
 from seedscope.version import __version__
 
-_API = (
-    "Analysis", "Comparison", "ExperimentStore", "FactorAnalysis", "FactorStudy", "FactorStudyConfig",
-    "RunScores", "ScoreSummary", "SeedscopeError", "SubsetVariance", "SweepConfig", "TaskSummary", "analyze",
-    "analyze_factors", "analyze_groups", "analyze_run_scores", "analyze_subsets", "build_report",
-    "build_score_report", "callable_subset_variance", "compare_sweeps", "compare_systems", "load_config",
-    "load_preset", "read_aligned_runs", "read_predictions", "read_run_scores", "read_score_table",
-    "run_factor_study", "study_from_table", "subset_variance", "summarize_tasks", "sweep",
-)
 __all__ = ["__version__", *_API]
 
 

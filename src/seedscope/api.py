@@ -11,6 +11,7 @@ and scripts do::
 stays light.
 """
 
+from seedscope._names import API as _API
 from seedscope.analysis.compare import Comparison, compare_sweeps, compare_systems
 from seedscope.analysis.run_scores import ScoreSummary, analyze_run_scores
 from seedscope.analysis.seed_effects import Analysis, analyze, analyze_groups
@@ -26,11 +27,4 @@ from seedscope.workflows.reporting import build_report, build_score_report
 from seedscope.store import ExperimentStore
 from seedscope.workflows.sweeping import sweep
 
-__all__ = [
-    "Analysis", "Comparison", "ExperimentStore", "FactorAnalysis", "FactorStudy", "FactorStudyConfig",
-    "RunScores", "ScoreSummary", "SeedscopeError", "SubsetVariance", "SweepConfig", "TaskSummary", "analyze",
-    "analyze_factors", "analyze_groups", "analyze_run_scores", "analyze_subsets", "build_report",
-    "build_score_report", "callable_subset_variance", "compare_sweeps", "compare_systems", "load_config",
-    "load_preset", "read_aligned_runs", "read_predictions", "read_run_scores", "read_score_table",
-    "run_factor_study", "study_from_table", "subset_variance", "summarize_tasks", "sweep",
-]
+__all__ = list(_API)

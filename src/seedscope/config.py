@@ -38,7 +38,29 @@ _MERGED_KEYS = ("hparams", "task_hparams")
 
 
 class SweepConfig(BaseModel):
-    """A validated sweep: every task × model × seed, one method, per-task hyper-parameters."""
+    """A validated sweep: every task × model × seed, one method, per-task hyper-parameters.
+
+    Parameters
+    ----------
+    tasks, models : list of str
+    seeds : list of int
+    method : str
+        ``full`` or ``lora`` fine-tuning.
+    **other fields
+        Hyper-parameters, per-task overrides, output directory (see docs/sweep.md).
+
+    Returns
+    -------
+    SweepConfig
+        Usually from :func:`load_config` or :func:`load_preset`.
+
+    Examples
+    --------
+    >>> from seedscope import load_preset
+    >>> config = load_preset("roberta-large-paper")
+    >>> config.models, config.method
+    (['FacebookAI/roberta-large'], 'full')
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -242,12 +264,48 @@ def build_config(
 
 
 def load_config(path: str | Path) -> SweepConfig:
-    """A sweep config from a YAML file (which may build on a preset with ``preset: <name>``)."""
+    """A sweep config from a YAML file (which may build on a preset with ``preset: <name>``).
+
+    Parameters
+    ----------
+    path : path
+        A sweep YAML file.
+
+    Returns
+    -------
+    SweepConfig
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from seedscope import load_config
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "sweep.yaml"
+    >>> _ = path.write_text("preset: roberta-large-paper\\nseeds: [1, 2, 3]\\n")
+    >>> load_config(path).seeds
+    [1, 2, 3]
+    """
     return build_config(path=path)
 
 
 def load_preset(name: str) -> SweepConfig:
-    """A shipped preset, e.g. ``roberta-large-paper``, ``llama-3.2-3b-lora`` or ``cpu-small``."""
+    """A shipped preset, e.g. ``roberta-large-paper``, ``llama-3.2-3b-lora`` or ``cpu-small``.
+
+    Parameters
+    ----------
+    name : str
+        One of the shipped presets (``seedscope sweep --help`` lists them).
+
+    Returns
+    -------
+    SweepConfig
+
+    Examples
+    --------
+    >>> from seedscope import load_preset
+    >>> config = load_preset("roberta-large-paper")
+    >>> len(config.tasks), config.seeds[:3]
+    (12, [42, 52, 62])
+    """
     return build_config(preset=name)
 
 

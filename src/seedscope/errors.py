@@ -17,7 +17,29 @@ errors::
 
 
 class SeedscopeError(ValueError):
-    """A problem with the user's input or configuration, explained in one message."""
+    """A problem with the user's input or configuration, explained in one message.
+
+    Every user error (a missing file, an unknown task, mismatched example ids …) is one; it is
+    also a ``ValueError``. The command line prints its message and exits with status 2.
+
+    Parameters
+    ----------
+    message : str
+        What is wrong, naming the file or option at fault.
+
+    Returns
+    -------
+    SeedscopeError
+
+    Examples
+    --------
+    >>> from seedscope import SeedscopeError, read_predictions
+    >>> try:
+    ...     read_predictions(["missing.csv"])
+    ... except SeedscopeError as error:
+    ...     print(error)
+    missing.csv does not exist
+    """
 
 
 class Interrupted(Exception):

@@ -35,11 +35,16 @@ def test_a_multiple_choice_letter_is_mapped_to_its_option():
     table = read_predictions(RUN)
     state = json.loads((RUN / "scenario_state.json").read_text())["request_states"]
     letters = [s for s in state if s["result"]["completions"][0]["text"].strip() in (s.get("output_mapping") or {})]
-    assert letters  # SmolLM2 answered some with a letter
-    first = letters[0]
-    row = table[(table["example_id"] == first["instance"]["id"])
-                & (table["run"] == f"trial {first['train_trial_index'] + 1}")].iloc[0]
-    assert row["prediction"] in {"Even", "Odd"} or row["prediction"].endswith("(scored incorrect)")
+    assert len(letters) == 6  # SmolLM2 answered six with a letter, all "A" (= Even), right on id38 and id80
+    scored = {(r["instance_id"], r["train_trial_index"]): next(s["mean"] for s in r["stats"]
+                                                               if s["name"]["name"] == "exact_match")
+              for r in json.loads((RUN / "per_instance_stats.json").read_text())}
+    for request in letters:
+        key = (request["instance"]["id"], request["train_trial_index"])
+        option = request["output_mapping"][request["result"]["completions"][0]["text"].strip()]
+        row = table[(table["example_id"] == key[0]) & (table["run"] == f"trial {key[1] + 1}")].iloc[0]
+        assert row["prediction"] == option  # the letter's option itself, never marked: HELM scored the option
+        assert (row["prediction"] == row["label"]) == (scored[key] == 1.0)
 
 
 def test_metric_picks_a_stat_and_other_stats_are_per_example_scores():

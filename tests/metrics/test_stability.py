@@ -71,3 +71,17 @@ def test_regression_stability():
     assert stability["prediction_std"].tolist() == pytest.approx([0.0, 0.5])
     assert stability["abs_error_mean"].tolist() == pytest.approx([0.0, 0.5])
     assert most_unstable(stability, 1).index.tolist() == ["e1"]
+
+
+def test_the_first_rows_are_those_of_a_full_stable_sort():
+    """most_unstable sorts only the candidates for its k rows; the rows and their order are a full sort's."""
+    from seedscope.metrics.stability import _first
+
+    rng = np.random.default_rng(1)
+    for trial in range(300):
+        n, k = int(rng.integers(1, 60)), int(rng.integers(0, 70))
+        primary, secondary = rng.integers(0, 4, n) / 4.0, rng.integers(0, 3, n) / 2.0
+        if trial % 3 == 0:
+            primary[rng.random(n) < 0.3] = np.nan
+        keys = [secondary, primary] if trial % 2 else [primary]
+        np.testing.assert_array_equal(_first(keys, k), np.lexsort(keys)[:k])

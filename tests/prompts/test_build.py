@@ -74,8 +74,14 @@ def test_multiple_choice_answers_are_the_choices(data_dir):
 @pytest.mark.parametrize("task", ["sst2", "cola", "mrpc", "qqp", "qnli", "rte", "superglue-rte", "cb", "boolq",
                                   "multirc", "wic", "wsc", "copa"])
 def test_every_classification_task_has_a_verbaliser(task):
+    """One distinct label word per label; only a multiple-choice task (COPA) answers with its own choices."""
     prompt = get_task_prompt(task)
-    assert prompt.words is None or len(prompt.words) == len(get_task(task).label_names)
+    if task == "copa":
+        assert prompt.words is None and prompt.answers(["left", "right"]) == ["left", "right"]
+        return
+    assert prompt.words is not None, f"{task} has no label words"
+    assert len(prompt.words) == len(get_task(task).label_names)
+    assert len(set(prompt.words)) == len(prompt.words)
 
 
 def test_bad_inputs():

@@ -8,7 +8,7 @@ from scipy import stats
 
 from seedscope.analysis.checks import check_scores
 from seedscope.errors import SeedscopeError
-from seedscope.metrics.resampling import check_resamples, generator, percentile_interval, resample_indices
+from seedscope.metrics.resampling import interval
 
 
 def interquartile_mean(scores) -> float:
@@ -47,9 +47,10 @@ def interquartile_mean_ci(
     values = np.asarray(scores, dtype=float)
     values = values[:, None] if values.ndim == 1 else values
     check_scores(values, "the interquartile mean CI", 2)
-    check_resamples(n_boot)
-    rng = generator(seed)
-    columns = [values[resample_indices(rng, n_boot, len(values)), task] for task in range(values.shape[1])]
-    replicates = stats.trim_mean(np.concatenate(columns, axis=1), 0.25, axis=1)  # n_boot × (runs · tasks)
-    low, high = percentile_interval(replicates, confidence)
+    columns = [values[:, task] for task in range(values.shape[1])]  # each task a stratum, redrawn on its own
+
+    def pooled_iqm(*drawn: np.ndarray) -> np.ndarray:  # n_boot × (runs · tasks) → n_boot
+        return stats.trim_mean(np.concatenate(drawn, axis=1), 0.25, axis=1)
+
+    low, high = interval(pooled_iqm, *columns, n_resamples=n_boot, confidence=confidence, seed=seed)
     return interquartile_mean(values), float(low), float(high)

@@ -16,7 +16,8 @@ from scipy import stats
 
 from seedscope.analysis.checks import check_scores
 from seedscope.errors import SeedscopeError
-from seedscope.metrics.resampling import check_confidence, check_resamples, generator, resample_indices
+from seedscope.metrics.resampling import replicates
+from seedscope.validation import check_confidence, check_resamples
 
 #: ASO's bound needs a spread on each side: one score has none (deepsig issue #16 gives a meaningless bound)
 MIN_RUNS = 2
@@ -96,10 +97,8 @@ def aso(
     b = np.sort(check_scores(scores_b, "ASO (scores B)", MIN_RUNS))
     n, m = len(a), len(b)
     ratio = float(_violation_ratios(a, b))
-    rng = generator(seed)
-    boot_a = np.sort(a[resample_indices(rng, n_boot, n)], axis=1)
-    boot_b = np.sort(b[resample_indices(rng, n_boot, m)], axis=1)
-    samples = _violation_ratios(boot_a, boot_b)
+    samples = replicates(lambda boot_a, boot_b: _violation_ratios(np.sort(boot_a, axis=1), np.sort(boot_b, axis=1)),
+                         a, b, n_resamples=n_boot, seed=seed)
     scale = math.sqrt(n * m / (n + m))
     sigma = float(np.std(scale * (samples - ratio)))
     level = 1 - (1 - confidence) / n_comparisons

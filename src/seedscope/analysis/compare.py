@@ -33,7 +33,8 @@ from seedscope.analysis.significance import (
 from seedscope.errors import DegenerateRunWarning, SeedscopeError
 from seedscope.metrics.macro import per_run_scores
 from seedscope.notes import noted
-from seedscope.metrics.resampling import bootstrap_mean_ci, check_confidence, check_resamples
+from seedscope.metrics.resampling import bootstrap_mean_ci
+from seedscope.validation import check_confidence, check_power, check_resamples, validate_params
 from seedscope.predictions import AlignedRuns, align_runs
 from seedscope.serialize import json_ready
 
@@ -52,6 +53,27 @@ class Comparison:
     Bonferroni-adjusted over the pairs. ``mcnemar``: per pair and matched seed. ``expected_max``:
     expected best score of n runs per system. ``seeds_needed``: CI widths of mean and VAR by S.
     ``notes``: the texts of the :class:`~seedscope.errors.SeedscopeWarning` s raised while comparing.
+
+    Parameters
+    ----------
+    metric : str
+        The metric compared; the other fields are the DataFrames named above, plus the per-system
+        ``series``, the ``settings`` used and ``notes``.
+
+    Returns
+    -------
+    Comparison
+        Built by :func:`compare_systems` or :func:`compare_sweeps`; :meth:`to_dict` for JSON.
+
+    Examples
+    --------
+    >>> from seedscope import compare_systems
+    >>> import pandas as pd
+    >>> a = pd.Series([0.80, 0.82, 0.85, 0.79, 0.84], index=list("12345"))  # run → score
+    >>> b = pd.Series([0.78, 0.83, 0.80, 0.77, 0.81], index=list("12345"))  # the same seeds
+    >>> comparison = compare_systems({"A": a, "B": b}, n_boot=200, n_permutations=199)
+    >>> comparison.systems["n_runs"].tolist(), bool(comparison.pairs["paired"].iloc[0])
+    ([5, 5], True)
     """
 
     metric: str
@@ -110,6 +132,38 @@ def compare_systems(
     correctness, columns = example ids) for the joint bootstrap and McNemar. Every resampling
     uses ``seed``. ``paired=False`` never pairs runs (their names are row numbers, not seeds);
     ``power`` is that of each pair's minimum detectable difference.
+
+    Parameters
+    ----------
+    per_run : mapping
+        System → per-run values (a Series indexed by run name).
+    per_example : mapping, optional
+        System → runs × examples scores.
+    metric : str, default "score"
+        The metric's name, for the tables.
+    n_boot, n_permutations : int
+        Bootstrap resamples and permutations.
+    confidence : float, default 0.95
+    seed : int, default 0
+    aso_threshold : float, default 0.5
+        ε_min below which ASO calls one system better.
+    paired : bool, optional
+        False never pairs runs.
+    power : float, default 0.8
+
+    Returns
+    -------
+    Comparison
+
+    Examples
+    --------
+    >>> from seedscope import compare_systems
+    >>> import pandas as pd
+    >>> a = pd.Series([0.80, 0.82, 0.85, 0.79, 0.84], index=list("12345"))  # run → score
+    >>> b = pd.Series([0.78, 0.83, 0.80, 0.77, 0.81], index=list("12345"))  # the same seeds
+    >>> comparison = compare_systems({"A": a, "B": b}, n_boot=200, n_permutations=199)
+    >>> comparison.pairs.index.tolist(), round(float(comparison.pairs["delta"].iloc[0]), 3)
+    ([('A', 'B')], 0.022)
     """
     names = list(per_run)
     if len(names) < 2:
@@ -123,8 +177,7 @@ def compare_systems(
     alpha = check_confidence(confidence)
     check_resamples(n_boot)
     check_resamples(n_permutations)
-    if not 0 < power < 1:
-        raise SeedscopeError(f"power must lie strictly between 0 and 1, not {power}")
+    check_power(power)
     system_rows = []
     for name in names:
         values = series[name].to_numpy()
@@ -252,6 +305,7 @@ def _mcnemar_rows(frame_a: pd.DataFrame, frame_b: pd.DataFrame, matched: list[st
 
 
 @noted
+@validate_params(confidence=check_confidence, n_boot=check_resamples, n_permutations=check_resamples, power=check_power)
 def compare_sweeps(
     tables: Mapping[str, pd.DataFrame | AlignedRuns],
     *,
@@ -268,10 +322,31 @@ def compare_sweeps(
     primary metric — MCC for CoLA, Pearson for STS-B — or accuracy / Pearson for a table that
     names no registry task); classification with gold labels also gives per-example correctness
     for the joint bootstrap and McNemar.
+
+    Parameters
+    ----------
+    tables : mapping
+        System name → its prediction table or aligned runs.
+    metric : str, optional
+        Default: the task's primary metric.
+    n_boot, n_permutations, confidence, seed, power
+        As for :func:`compare_systems`.
+
+    Returns
+    -------
+    Comparison
+
+    Examples
+    --------
+    >>> from seedscope import compare_sweeps, read_predictions
+    >>> from glob import glob
+    >>> runs = sorted(glob("examples/rte/*.csv"))  # one file per seed, in the repository
+    >>> table = read_predictions(runs)
+    >>> first = table["run"].isin(["seed_42", "seed_52", "seed_62"])
+    >>> comparison = compare_sweeps({"A": table[first], "B": table[~first]}, n_boot=200, n_permutations=199)
+    >>> comparison.metric, comparison.pairs.index.tolist()
+    ('accuracy', [('A', 'B')])
     """
-    check_confidence(confidence)  # a setting, not a fault of the first sweep read below
-    check_resamples(n_boot)
-    check_resamples(n_permutations)
     per_run, per_example = {}, {}
     chosen = metric
     for name, table in tables.items():

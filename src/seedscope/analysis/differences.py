@@ -13,16 +13,8 @@ import numpy as np
 
 from seedscope.analysis.checks import check_scores
 from seedscope.errors import SeedscopeError
-from seedscope.metrics.resampling import (
-    LARGE_N,
-    bootstrap_mean_ci,
-    check_confidence,
-    check_resamples,
-    generator,
-    percentile_interval,
-    resample_counts,
-    resample_indices,
-)
+from seedscope.metrics.resampling import LARGE_N, generator, interval, interval_of, resample_counts
+from seedscope.validation import check_confidence, check_resamples
 
 #: values materialised per chunk of a resampling
 CHUNK_VALUES = 20_000_000
@@ -40,16 +32,14 @@ def mean_difference_ci(
     b = check_scores(scores_b, "the mean difference (B)")
     check_confidence(confidence)
     check_resamples(n_boot)
+    settings = dict(of_means=True, n_resamples=n_boot, confidence=confidence, seed=seed)
     if paired:
         if len(a) != len(b):
             raise SeedscopeError(f"a paired comparison needs matched seeds: {len(a)} vs {len(b)} values")
-        low, high = bootstrap_mean_ci(a - b, n_boot=n_boot, confidence=confidence, seed=seed)
+        low, high = interval(None, (a - b)[:, None], **settings)
         low, high = float(low[0]), float(high[0])
-    else:
-        rng = generator(seed)
-        means_a = a[resample_indices(rng, n_boot, len(a))].mean(axis=1)
-        means_b = b[resample_indices(rng, n_boot, len(b))].mean(axis=1)
-        low, high = (float(v) for v in percentile_interval(means_a - means_b, confidence))
+    else:  # A's seeds and B's seeds redrawn independently, from one generator
+        low, high = (float(v) for v in interval(np.subtract, a, b, **settings))
     return {"delta": float(a.mean() - b.mean()), "ci_low": low, "ci_high": high}
 
 
@@ -154,7 +144,7 @@ def joint_bootstrap(
     draw = _moment_matched if examples_on and a.shape[1] >= LARGE_N else _exact
     theta_a, theta_b = draw(a, b, rng, n_boot, seeds_on, examples_on, paired_seeds)
     delta = theta_a - theta_b
-    quantiles = lambda v: tuple(float(q) for q in percentile_interval(v, confidence))  # noqa: E731
+    quantiles = lambda v: tuple(float(q) for q in interval_of(v, confidence))  # noqa: E731
     below, above = int((delta <= 0).sum()), int((delta >= 0).sum())
     return JointBootstrap(
         mean_a=float(theta_a.mean()),

@@ -23,7 +23,8 @@ from scipy import special
 
 from seedscope.analysis.checks import check_scores
 from seedscope.errors import SeedscopeError
-from seedscope.metrics.resampling import check_confidence
+from seedscope.metrics.resampling import interval
+from seedscope.validation import check_confidence, check_power
 
 
 def _per_example(values, what: str) -> np.ndarray:
@@ -93,10 +94,8 @@ def variance_split(per_run_scores, standard_errors) -> pd.Series:
 def t_interval(values, confidence: float = 0.95) -> tuple[float, float]:
     """Student-t interval of the mean of S ≥ 2 values: mean ± t_{1−α/2, S−1} · s / sqrt(S)."""
     array = check_scores(values, "a t-interval", 2)
-    alpha = check_confidence(confidence)
-    mean = float(array.mean())
-    half = float(special.stdtrit(len(array) - 1, 1 - alpha) * array.std(ddof=1) / np.sqrt(len(array)))
-    return mean - half, mean + half
+    low, high = interval(None, array, method="t", confidence=confidence)
+    return float(low), float(high)
 
 
 def minimum_detectable_difference(sd: float, n: int, *, confidence: float = 0.95, power: float = 0.8) -> float:
@@ -106,8 +105,7 @@ def minimum_detectable_difference(sd: float, n: int, *, confidence: float = 0.95
     difference (per seed, or per example) and ``n`` how many are averaged.
     """
     alpha = check_confidence(confidence)
-    if not 0 < power < 1:
-        raise SeedscopeError(f"power must lie strictly between 0 and 1, not {power}")
+    check_power(power)
     if n < 1:
         raise SeedscopeError(f"a minimum detectable difference needs at least one observation, not {n}")
     if not np.isfinite(sd) or sd < 0:

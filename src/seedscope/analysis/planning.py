@@ -11,7 +11,8 @@ from scipy.special import gammaln
 
 from seedscope.analysis.checks import check_scores
 from seedscope.errors import SeedscopeError
-from seedscope.metrics.resampling import check_confidence, check_resamples, generator, percentile_interval
+from seedscope.metrics.resampling import interval
+from seedscope.validation import check_confidence, check_resamples
 
 
 def expected_max_performance(scores, n_max: int | None = None, *, replace: bool = True) -> pd.DataFrame:
@@ -70,9 +71,9 @@ def seeds_needed(
     for size in sizes:
         if int(size) < 2:
             raise SeedscopeError(f"a seeds-needed size must be at least 2, not {size}")
-        drawn = values[generator([seed, int(size)]).integers(0, len(values), size=(n_boot, int(size)))]
-        means, spreads = drawn.mean(axis=1), drawn.std(axis=1)
-        (m_low, m_high), (v_low, v_high) = percentile_interval(means, confidence), percentile_interval(spreads, confidence)
+        low, high = interval(lambda drawn: np.stack([drawn.mean(axis=1), drawn.std(axis=1)], axis=1), values,
+                             size=int(size), n_resamples=n_boot, confidence=confidence, seed=[seed, int(size)])
+        (m_low, v_low), (m_high, v_high) = low, high
         rows.append(
             {
                 "n_seeds": int(size),

@@ -26,7 +26,29 @@ NEEDS_PREDICTIONS = (
 
 @dataclass
 class ScoreSummary:
-    """One system's (and task's) runs: ``per_run`` (run × metric) and ``macro`` (metric × statistic)."""
+    """One system's (and task's) runs: ``per_run`` (run × metric) and ``macro`` (metric × statistic).
+
+    Parameters
+    ----------
+    task : str or None
+    system : str
+    per_run, macro : pandas.DataFrame
+
+    Returns
+    -------
+    ScoreSummary
+        Built by :func:`analyze_run_scores`.
+
+    Examples
+    --------
+    >>> from seedscope import analyze_run_scores
+    >>> import pandas as pd
+    >>> scores = pd.DataFrame({"system": ["A"] * 3 + ["B"] * 3, "run": [1, 2, 3] * 2,
+    ...                        "accuracy": [0.80, 0.82, 0.85, 0.78, 0.83, 0.80]})
+    >>> summary = analyze_run_scores(scores, ["accuracy"], n_boot=200)[0]
+    >>> round(float(summary.macro.loc["accuracy", "mean"]), 4)
+    0.8233
+    """
 
     task: str | None
     system: str
@@ -54,6 +76,29 @@ def analyze_run_scores(
 
     ``table``: columns system, run, optional task, and the ``metrics``. Each group needs two
     runs or more.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        Columns system, run, optional task, and the metrics.
+    metrics : list of str
+        The score columns.
+    n_boot, confidence, seed
+        As for :func:`analyze`.
+
+    Returns
+    -------
+    list of ScoreSummary
+        One per (task, system).
+
+    Examples
+    --------
+    >>> from seedscope import analyze_run_scores
+    >>> import pandas as pd
+    >>> scores = pd.DataFrame({"system": ["A"] * 3 + ["B"] * 3, "run": [1, 2, 3] * 2,
+    ...                        "accuracy": [0.80, 0.82, 0.85, 0.78, 0.83, 0.80]})
+    >>> [s.system for s in analyze_run_scores(scores, ["accuracy"], n_boot=200)]
+    ['A', 'B']
     """
     keys = [c for c in (TASK, SYSTEM) if c in table.columns]
     summaries = []

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from seedscope.errors import SeedscopeError
+from seedscope.validation import check_power, validate_params
 from seedscope.serialize import json_ready
 from seedscope.metrics import macro as macro_metrics
 from seedscope.metrics import micro as micro_metrics
@@ -63,6 +64,24 @@ class Analysis:
     ``variance_split``: the seed and example-sampling parts of the accuracy's variance and the
     minimum detectable difference (both None without per-example correctness: regression, no
     labels). ``degenerate``: runs that predict one class only or score at or below the baseline.
+
+    Parameters
+    ----------
+    aligned : AlignedRuns
+        The runs analysed; the other fields are the DataFrames named above.
+
+    Returns
+    -------
+    Analysis
+        Built by :func:`analyze`; :meth:`to_dict` gives every number as JSON-ready values
+
+    Examples
+    --------
+    >>> import glob, seedscope
+    >>> runs = sorted(glob.glob("examples/rte/*.csv"))  # one file per seed, in the repository
+    >>> result = seedscope.analyze(seedscope.read_predictions(runs), n_boot=200)
+    >>> result.per_run.shape, result.con_matrix.shape
+    ((5, 5), (5, 5))
     """
 
     aligned: AlignedRuns
@@ -128,6 +147,7 @@ class Analysis:
         return json_ready(out)
 
 
+@validate_params(power=check_power)  # settings first, not a fault of the table read below
 def analyze(
     table_or_aligned: pd.DataFrame | AlignedRuns,
     *,
@@ -141,15 +161,40 @@ def analyze(
 ) -> Analysis:
     """Macro and micro seed effects of one prediction set (S ≥ 2 runs of one task and model).
 
-    ``table_or_aligned`` is a long prediction table (see :mod:`seedscope.predictions`) or
-    already aligned runs. ``intersect`` keeps only the example ids every run covers.
-    ``primary_metric`` (ζ of CCON for regression, and of summaries) defaults to accuracy for
-    classification and Pearson for regression. The bootstrap CI uses ``n_boot`` resamples
-    drawn with ``seed``. A ``cluster`` column groups examples for the clustered SE; ``power``
-    is that of the minimum detectable difference.
+    A ``cluster`` column of the table groups examples for the clustered standard error.
+
+    Parameters
+    ----------
+    table_or_aligned : pandas.DataFrame or AlignedRuns
+        The predictions of S ≥ 2 runs: a long table (:mod:`seedscope.predictions`) or aligned runs.
+    task_type : {"classification", "regression"}, optional
+        Default: regression when the predictions are non-integer floats.
+    intersect : bool, default False
+        Keep only the example ids every run covers.
+    primary_metric : str, optional
+        ζ of the summaries (and of regression CCON); default: accuracy, or Pearson for regression.
+    n_boot : int, default 10000
+        Bootstrap resamples of the CI of the mean.
+    confidence : float, default 0.95
+        Confidence level of every interval.
+    seed : int, default 0
+        Seed of the resampling.
+    power : float, default 0.8
+        Power of the minimum detectable difference.
+
+    Returns
+    -------
+    Analysis
+        Macro, micro, per-example stability and error bars as DataFrames.
+
+    Examples
+    --------
+    >>> import glob, seedscope
+    >>> runs = sorted(glob.glob("examples/rte/*.csv"))  # one file per seed, in the repository
+    >>> result = seedscope.analyze(seedscope.read_predictions(runs), n_boot=200)
+    >>> round(float(result.macro.loc["accuracy", "mean"]), 3), round(float(result.micro["con"].iloc[0]), 3)
+    (0.748, 0.759)
     """
-    if not 0 < power < 1:
-        raise SeedscopeError(f"power must lie strictly between 0 and 1, not {power}")
     texts = clusters = None
     if isinstance(table_or_aligned, AlignedRuns):
         aligned = table_or_aligned
@@ -305,6 +350,25 @@ def analyze_groups(table: pd.DataFrame, **options) -> dict[tuple, Analysis]:
     and MultiRC answers are clustered by question for the clustered standard error. A task the
     reader found to hold per-example values (``table.attrs["regression_tasks"]``; ``"None"`` for a
     table without a task column) is analysed as regression unless ``task_type`` says otherwise.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        A long prediction table, optionally with ``task`` and ``model`` columns.
+    **options
+        Those of :func:`analyze`.
+
+    Returns
+    -------
+    dict
+        (task, model) → :class:`Analysis`.
+
+    Examples
+    --------
+    >>> from seedscope import analyze_groups, read_predictions
+    >>> groups = analyze_groups(read_predictions("examples/cb.csv"), n_boot=200)
+    >>> list(groups)
+    [('cb', None)]
     """
     columns = _group_columns(table)
     regression = set(table.attrs.get("regression_tasks", ()))

@@ -37,7 +37,29 @@ MIN_TASKS_FOR_CORRELATION = 3
 class TaskSummary:
     """``table1`` (rows ζ, VAR, CON, CCON × task columns), ``table7`` (task rows × (quantity,
     mean/±) columns), ``correlation`` (rows VAR, CON, CCON; columns r, p_value, n_tasks) and
-    the per-task ``analyses``."""
+    the per-task ``analyses``.
+
+    Parameters
+    ----------
+    table1, table7, correlation : pandas.DataFrame
+        The tables described above.
+    analyses : dict
+        Task → :class:`Analysis`.
+    train_sizes : pandas.Series, optional
+        The training sizes correlated.
+
+    Returns
+    -------
+    TaskSummary
+        Built by :func:`summarize_tasks`.
+
+    Examples
+    --------
+    >>> from seedscope import read_predictions, summarize_tasks
+    >>> summary = summarize_tasks(read_predictions("examples/cb.csv"), n_boot=200)
+    >>> list(summary.analyses)
+    ['cb']
+    """
 
     table1: pd.DataFrame
     table7: pd.DataFrame
@@ -68,6 +90,28 @@ def summarize_tasks(
     the registry's published training-split size.
     ``log_size`` correlates log10(size) instead of the size (the paper plots a log scale).
     ``options`` go to :func:`seedscope.analyze`.
+
+    Parameters
+    ----------
+    predictions : pandas.DataFrame or mapping
+        A long table with a ``task`` column, or task → :class:`Analysis`.
+    train_sizes : mapping, optional
+        Task → training examples used.
+    log_size : bool, default False
+        Correlate log10(size) instead of the size.
+    **options
+        Those of :func:`analyze`.
+
+    Returns
+    -------
+    TaskSummary
+
+    Examples
+    --------
+    >>> from seedscope import read_predictions, summarize_tasks
+    >>> summary = summarize_tasks(read_predictions("examples/cb.csv"), n_boot=200)
+    >>> summary.table1.index.tolist(), summary.table1.columns.tolist()
+    (['zeta', 'VAR', 'CON', 'CCON'], ['cb'])
     """
     if isinstance(predictions, pd.DataFrame):
         if "task" not in predictions.columns:

@@ -4,14 +4,14 @@ option given that the input at hand cannot use (never silently accepted)."""
 
 from __future__ import annotations
 
-import math
 import warnings
 from typing import Mapping
 
 import typer
 
-from seedscope.errors import IgnoredOptionWarning, SeedscopeError
+from seedscope.errors import IgnoredOptionWarning
 from seedscope.notes import recorded
+from seedscope.validation import check_power as check_probability
 
 RUN_COLUMN_OPTION = typer.Option(
     None, "--run-column", "--seed-column", help="Column naming the run or seed (long tables); default: auto-detected (run, seed, run_id …)."
@@ -50,11 +50,8 @@ PREDICTIONS = "per-example predictions (it is for per-run score tables)"
 
 
 def check_power(power: float) -> float:
-    """The power of a minimum detectable difference: a probability strictly between 0 and 1."""
-    if not (0 < power < 1) or math.isnan(power):
-        raise SeedscopeError(f"--power must lie strictly between 0 and 1 (the chance of detecting a real difference), "
-                             f"not {power}")
-    return power
+    """The power of a minimum detectable difference, checked by the library's one rule, named as the flag."""
+    return check_probability(power, "--power")
 
 
 def ignored_options(ctx: typer.Context, unused: Mapping[str, str]) -> list[str]:

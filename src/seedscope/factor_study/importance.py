@@ -25,13 +25,7 @@ import pandas as pd
 
 from seedscope.serialize import json_ready
 from seedscope.errors import SeedscopeError
-from seedscope.metrics.resampling import (
-    check_confidence,
-    check_resamples,
-    generator,
-    percentile_interval,
-    resample_indices,
-)
+from seedscope.metrics.resampling import interval
 
 IMPORTANT_SHARE = 0.5
 """Random and Fixed baselines call a factor important when its std reaches 50% of σ_GM."""
@@ -73,8 +67,26 @@ class FactorGrid:
 class FactorStudy:
     """All factors of one study plus the golden-model runs they share.
 
-    ``chance`` is the score of a chance-level run (1/K for accuracy or macro-F1 with K
-    classes, 0 for MCC); runs below it are counted as failed. ``None`` leaves failures uncounted.
+    Parameters
+    ----------
+    grids : dict
+        Factor → its investigation × mitigation grid of scores.
+    golden : numpy.ndarray
+        The golden-model runs' scores.
+    metric : str, default "score"
+    chance : float, optional
+        A chance-level run's score (1/K for accuracy or macro-F1 with K classes, 0 for MCC): runs
+        below it are counted as failed; None leaves failures uncounted.
+
+    Returns
+    -------
+    FactorStudy
+
+    Examples
+    --------
+    >>> import numpy as np, seedscope
+    >>> seedscope.FactorStudy(grids={}, golden=np.array([0.80, 0.82]), chance=0.5).chance
+    0.5
     """
 
     grids: dict[str, FactorGrid]
@@ -145,11 +157,8 @@ def bootstrap_importance(
     confidence: float = 0.95, seed: int = 0,
 ) -> tuple[float, float]:
     """Percentile interval of IS, resampling mitigation runs with replacement (σ_GM held fixed)."""
-    check_confidence(confidence)
-    check_resamples(n_boot)
-    index = resample_indices(generator(seed), n_boot, len(partial_mean))
-    _, _, scores = importance_from_groups(partial_mean[index], partial_std[index], golden_std)
-    low, high = percentile_interval(scores, confidence)
+    low, high = interval(lambda drawn: importance_from_groups(*drawn, golden_std)[2], (partial_mean, partial_std),
+                         n_resamples=n_boot, confidence=confidence, seed=seed)
     return float(low), float(high)
 
 
@@ -244,9 +253,26 @@ def validate_study(study: FactorStudy) -> None:
 class FactorAnalysis:
     """Result of :func:`analyze_factors`; DataFrames for notebooks, :meth:`to_dict` for JSON.
 
-    ``summary``: one row per factor (c_std, m_std, golden_std, importance, its interval, …);
-    ``groups``: one row per (factor, mitigation run); ``baselines``: Random and Fixed per factor;
-    ``convergence``: c, m, IS as M and N grow; ``golden``: the golden-model summary.
+    Parameters
+    ----------
+    summary, groups, baselines, convergence : pandas.DataFrame
+        One row per factor (c_std, m_std, golden_std, importance, its interval, …); per (factor,
+        mitigation run); Random and Fixed per factor; c, m, IS as M and N grow.
+    golden, settings : dict
+        The golden-model summary; the settings used.
+
+    Returns
+    -------
+    FactorAnalysis
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd, seedscope
+    >>> rows = [{"experiment": "golden", "score": 0.8 + 0.01 * np.sin(i)} for i in range(20)] + [
+    ...     {"experiment": "order", "order": i, "run": g, "score": 0.8 + 0.005 * np.cos(i * g)}
+    ...     for g in range(1, 6) for i in range(1, 5)]  # 5 mitigation groups × 4 data orders
+    >>> sorted(seedscope.analyze_factors(seedscope.study_from_table(pd.DataFrame(rows)), n_boot=200).to_dict())[:2]
+    ['factors', 'golden']
     """
 
     summary: pd.DataFrame
@@ -286,7 +312,30 @@ def analyze_factors(
     study: FactorStudy, *, factors: Iterable[str] | None = None, n_boot: int = 10_000, confidence: float = 0.95,
     seed: int = 0, allow_missing: bool = False, allow_small_groups: bool = False,
 ) -> FactorAnalysis:
-    """Importance of every factor of ``study`` (or of ``factors``), with baselines, interval and convergence."""
+    """Importance of every factor of ``study`` (or of ``factors``), with baselines, interval and convergence.
+
+    Parameters
+    ----------
+    study : FactorStudy
+    factors : list of str, optional
+        Default: every factor of the study.
+    n_boot, confidence, seed
+        Resampling of the importance interval.
+    allow_missing, allow_small_groups : bool, default False
+
+    Returns
+    -------
+    FactorAnalysis
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd, seedscope
+    >>> rows = [{"experiment": "golden", "score": 0.8 + 0.01 * np.sin(i)} for i in range(20)] + [
+    ...     {"experiment": "order", "order": i, "run": g, "score": 0.8 + 0.005 * np.cos(i * g)}
+    ...     for g in range(1, 6) for i in range(1, 5)]  # 5 mitigation groups × 4 data orders
+    >>> seedscope.analyze_factors(seedscope.study_from_table(pd.DataFrame(rows)), n_boot=200).summary.index.tolist()
+    ['order']
+    """
     validate_study(study)
     names = list(study.grids) if factors is None else list(factors)
     unknown = [name for name in names if name not in study.grids]

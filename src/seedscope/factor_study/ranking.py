@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 
 from seedscope.factor_study.importance import FactorStudy, group_stats, importance_from_groups, validate_study
-from seedscope.metrics.resampling import check_confidence, check_resamples, generator, percentile_interval, resample_indices
+from seedscope.metrics.resampling import interval
+from seedscope.validation import check_confidence, check_resamples
 
 
 def _key(label) -> tuple:
@@ -42,12 +43,15 @@ def importance_differences(study: FactorStudy, *, n_boot: int = 10_000, confiden
         if len(shared) < 2:
             continue
         values = {f: np.array([per_factor[f][key] for key in shared]) for f in (a, b)}  # groups × (mean, std)
-        index = resample_indices(generator(seed + offset), n_boot, len(shared))
-        point, draws = {}, {}
-        for f in (a, b):
-            point[f] = importance_from_groups(values[f][:, 0], values[f][:, 1], golden_std)[2]
-            draws[f] = importance_from_groups(values[f][index, 0], values[f][index, 1], golden_std)[2]
-        low, high = percentile_interval(draws[a] - draws[b], confidence)
+        point = {f: importance_from_groups(values[f][:, 0], values[f][:, 1], golden_std)[2] for f in (a, b)}
+
+        def difference(drawn):  # one draw of the shared groups for both factors: the pairing
+            mean_a, std_a, mean_b, std_b = drawn
+            return (importance_from_groups(mean_a, std_a, golden_std)[2]
+                    - importance_from_groups(mean_b, std_b, golden_std)[2])
+
+        paired = (values[a][:, 0], values[a][:, 1], values[b][:, 0], values[b][:, 1])
+        low, high = interval(difference, paired, n_resamples=n_boot, confidence=confidence, seed=seed + offset)
         rows.append({"factor_a": a, "factor_b": b, "difference": float(point[a] - point[b]), "ci_low": float(low),
                      "ci_high": float(high), "n_shared_groups": len(shared), "ranked": bool(low > 0 or high < 0)})
     columns = ["factor_a", "factor_b", "difference", "ci_low", "ci_high", "n_shared_groups", "ranked"]

@@ -112,6 +112,30 @@ def study_from_table(
     A run given twice with the same score counts once (a :class:`~seedscope.errors.DuplicateRowsWarning`);
     twice with different scores is an error naming both rows. Every score must be a finite, sane number, and within
     its metric's bounds (an accuracy in [0, 1]).
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        Columns ``experiment``, the score and one index column per factor.
+    metric : str, default "score"
+        The score column.
+    chance : float, optional
+        The score of a chance-level run.
+
+    Returns
+    -------
+    FactorStudy
+
+    Examples
+    --------
+    >>> from seedscope import study_from_table
+    >>> import numpy as np, pandas as pd
+    >>> rows = [{"experiment": "golden", "score": 0.8 + 0.01 * np.sin(i)} for i in range(20)] + [
+    ...     {"experiment": "order", "order": i, "run": g, "score": 0.8 + 0.005 * np.cos(i * g)}
+    ...     for g in range(1, 6) for i in range(1, 5)]  # 5 mitigation groups × 4 data orders
+    >>> study = study_from_table(pd.DataFrame(rows))
+    >>> list(study.grids), study.golden.shape
+    (['order'], (20,))
     """
     if table.empty:
         raise SeedscopeError("the score table is empty")

@@ -93,6 +93,31 @@ def read_predictions(
     or a lighteval metric (default: the choices' argmax for multiple choice, else the first metric).
     Choices made (such as the lm-eval filter used) are said as :class:`~seedscope.errors.SeedscopeWarning` s
     (:mod:`warnings`), and their texts are kept in ``table.attrs["notes"]``.
+
+    Parameters
+    ----------
+    paths : path or list of paths
+        Files or folders, all of one format.
+    format : str, optional
+        One of :data:`FORMATS`; default: detected from the files.
+    run_column, id_column, prediction_column, label_column, cluster_column : str, optional
+        Column names, when a table's are not found by default.
+    **other options
+        ``prob_columns``, ``task``, ``data_dir``, ``filter``, ``run_names``, ``runs_by``, ``metric``, as above.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The long prediction table, one row per (run, example).
+
+    Examples
+    --------
+    >>> from seedscope import read_predictions
+    >>> from glob import glob
+    >>> runs = sorted(glob("examples/rte/*.csv"))  # one file per seed, in the repository
+    >>> table = read_predictions(runs)
+    >>> table["run"].nunique(), len(table)
+    (5, 1000)
     """
     paths = [Path(paths)] if isinstance(paths, (str, os.PathLike)) else [Path(p) for p in paths]
     if not paths:
@@ -131,6 +156,29 @@ def read_aligned_runs(
     one plain classification file per run (Parquet, CSV, TSV): aligned int8 codes straight from
     pyarrow. None when the inputs need the long-table readers (see :mod:`seedscope.io.columnar`);
     ``options`` are those of :func:`read_predictions`.
+
+    Parameters
+    ----------
+    paths : list of paths
+        One plain classification file per run.
+    format : str, optional
+        The files' format; default: detected.
+    **options
+        As for :func:`read_predictions`.
+
+    Returns
+    -------
+    AlignedRuns or None
+        The runs as S × N class codes on the same sorted example ids, or None.
+
+    Examples
+    --------
+    >>> from seedscope import read_aligned_runs
+    >>> from glob import glob
+    >>> runs = sorted(glob("examples/rte/*.csv"))  # one file per seed, in the repository
+    >>> aligned = read_aligned_runs(runs)
+    >>> aligned.n_runs, len(aligned.example_ids), aligned.classes
+    (5, 200, ['entailment', 'not_entailment'])
     """
     paths = [Path(p) for p in paths]
     paths = expand_inputs(paths, format)

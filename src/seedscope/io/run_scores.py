@@ -26,7 +26,6 @@ from __future__ import annotations
 import os
 import re
 import warnings
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -36,12 +35,12 @@ import pandas as pd
 from seedscope.errors import DuplicateRowsWarning, ReadingChoiceWarning, RescaledValuesWarning, SeedscopeError
 from seedscope.io.common import LINE, ReadOptions, as_ids, pick_column, require_readable, run_names
 from seedscope.io.detect import TABLE_SUFFIXES
+from seedscope.io.run_score_table import RUN, SYSTEM, TASK, RunScores
 from seedscope.io.tabular import ID_NAMES, PREDICTION_NAMES, load_table, read_delimited
 from seedscope.notes import noted
 from seedscope.io.validate import names_unreadable_files
 from seedscope.metrics.bounds import ABSURD, bound_of, check_score
 
-SYSTEM, RUN, TASK = "system", "run", "task"
 #: private column: the file a row came from (for messages naming two lines of two files)
 SOURCE = "_source"
 #: run / seed columns of a score table (compared lower-case)
@@ -63,40 +62,6 @@ SUMMARY_LABELS = frozenset({
     "std", "stdev", "std dev", "std. dev.", "sd", "standard deviation", "var", "variance", "se", "sem",
     "standard error", "stderr", "range", "ci", "95% ci",
 })
-
-
-@dataclass
-class RunScores:
-    """Per-run scores: ``table`` has columns system, run, (task,) and one column per metric.
-
-    ``paired``: runs were named by a run / seed column, so equal names across systems are
-    matched seeds; ``notes`` say what was inferred or skipped (the warnings raised while reading).
-    """
-
-    table: pd.DataFrame
-    metrics: list[str]
-    paired: bool
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def systems(self) -> list[str]:
-        return list(dict.fromkeys(self.table[SYSTEM]))
-
-    @property
-    def tasks(self) -> list[str]:
-        return list(dict.fromkeys(self.table[TASK])) if TASK in self.table.columns else []
-
-    def series(self, metric: str | None = None) -> tuple[dict[str, pd.Series], str]:
-        """(system → per-run values indexed by run, the metric): what a comparison of one task takes."""
-        if len(self.tasks) > 1:
-            raise SeedscopeError(f"the score tables hold several tasks ({', '.join(self.tasks)}); pick one with --task")
-        if metric is None and len(self.metrics) > 1:
-            raise SeedscopeError(f"the score tables hold several metrics ({', '.join(self.metrics)}); pick one with --metric")
-        chosen = metric or self.metrics[0]
-        if len(self.systems) < 2:
-            raise SeedscopeError(f"a comparison needs two or more systems; the score tables hold one ({self.systems[0]})")
-        table = self.table
-        return {name: table.loc[table[SYSTEM] == name].set_index(RUN)[chosen] for name in self.systems}, chosen
 
 
 def is_metric_name(column) -> bool:
@@ -164,6 +129,29 @@ def read_run_scores(
     columns whose values name a system; ``task`` keeps that task's rows; ``names`` names the
     systems of files that hold one system each (default: the file names); ``scale`` multiplies
     every score (``0.01`` turns percentages written without ``%`` into fractions).
+
+    Parameters
+    ----------
+    paths : path or list of paths
+        Score tables (CSV, TSV, JSON lines, Parquet, Excel …).
+    run_column, metric, system_columns, task, names, scale
+        As above.
+
+    Returns
+    -------
+    RunScores
+
+    Examples
+    --------
+    >>> from seedscope import read_run_scores
+    >>> import pandas as pd
+    >>> scores = pd.DataFrame({"system": ["A"] * 3 + ["B"] * 3, "run": [1, 2, 3] * 2,
+    ...                        "accuracy": [0.80, 0.82, 0.85, 0.78, 0.83, 0.80]})
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "scores.csv"
+    >>> scores.to_csv(path, index=False)
+    >>> read_run_scores(path).metrics
+    ['accuracy']
     """
     from seedscope.io.scores import table_format
 

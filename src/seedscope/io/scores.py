@@ -48,6 +48,30 @@ def read_score_table(path: str | os.PathLike, *, fmt: str | None = None) -> pd.D
     """A factor study's long score table (``experiment``, a score column, one index column per factor).
 
     ``attrs`` carries the file (``source``) and each row's line (``lines``), so that the study's checks name them.
+
+    Parameters
+    ----------
+    path : path
+        A CSV, TSV, JSON lines or Parquet file.
+    fmt : str, optional
+        Default: from the extension.
+
+    Returns
+    -------
+    pandas.DataFrame
+
+    Examples
+    --------
+    >>> from seedscope import read_score_table
+    >>> import numpy as np, pandas as pd
+    >>> rows = [{"experiment": "golden", "score": 0.8 + 0.01 * np.sin(i)} for i in range(20)] + [
+    ...     {"experiment": "order", "order": i, "run": g, "score": 0.8 + 0.005 * np.cos(i * g)}
+    ...     for g in range(1, 6) for i in range(1, 5)]  # 5 mitigation groups × 4 data orders
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "study.csv"
+    >>> pd.DataFrame(rows).to_csv(path, index=False)
+    >>> read_score_table(path).shape
+    (40, 4)
     """
     path = Path(path)
     if path.is_dir():

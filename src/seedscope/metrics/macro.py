@@ -18,10 +18,9 @@ from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
-from scipy import special
 
 from seedscope.metrics.micro import DENSE_CLASSES
-from seedscope.metrics.resampling import bootstrap_mean_ci
+from seedscope.metrics.resampling import bootstrap_mean_ci, interval
 from seedscope.predictions import AlignedRuns
 
 CLASSIFICATION_METRICS = ("accuracy", "precision_macro", "recall_macro", "f1_macro", "mcc")
@@ -186,7 +185,7 @@ def summarize_runs(
         cv = np.where(mean != 0, std_sample / np.abs(mean), np.nan)
     low, high = bootstrap_mean_ci(values, n_boot=n_boot, confidence=confidence, seed=seed)
     with np.errstate(invalid="ignore"):
-        half = special.stdtrit(n_runs - 1, (1 + confidence) / 2) * std_sample / np.sqrt(n_runs) if n_runs > 1 else np.nan
+        t_low, t_high = interval(None, values, method="t", confidence=confidence)
     summary = pd.DataFrame(
         {
             "mean": mean,
@@ -197,8 +196,8 @@ def summarize_runs(
             "max": values.max(axis=0),
             "ci_low": low,
             "ci_high": high,
-            "t_low": mean - half,
-            "t_high": mean + half,
+            "t_low": t_low,
+            "t_high": t_high,
         },
         index=pd.Index(per_run.columns, name="metric"),
     )

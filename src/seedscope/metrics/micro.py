@@ -151,9 +151,10 @@ def con_matrix(predictions: np.ndarray, n_classes: int) -> np.ndarray:
         for a in range(n_runs - 1):
             matrix[a, a + 1 :] = matrix[a + 1 :, a] = (predictions[a + 1 :] == predictions[a]).mean(axis=1)
         return matrix
-    classes = np.arange(n_classes)
+    classes = np.arange(n_classes, dtype=predictions.dtype)[:, None, None]
+    # C × S × k compares (the long axis innermost), then S × C × k: a chunk's Gram counts stay exact in float32
     chunks = (
-        predictions[:, start : start + MATRIX_CHUNK, None] == classes
+        np.moveaxis(predictions[None, :, start : start + MATRIX_CHUNK] == classes, 0, 1)
         for start in range(0, n_examples, MATRIX_CHUNK)
     )
     return _gram(chunks, n_runs, n_examples)

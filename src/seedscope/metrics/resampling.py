@@ -1,59 +1,40 @@
-"""The one resampling helper: bootstrap draws from an explicit seed, and percentile intervals.
+"""The one interval estimator: an aggregate function of the data plus :func:`interval`, as rliable shapes it.
 
-Every bootstrap in seedscope (metric CIs over runs, differences between systems, ASO, the
-joint seed × example bootstrap, seeds-needed curves, factor-importance intervals) draws its
-indices here, from a ``numpy`` Generator seeded explicitly, so the same seed gives the same
-interval; paired resamples use one draw for both sides. (Score functions of a whole example
-pool are resampled through ``scipy.stats.bootstrap``, also seeded.)
+Every confidence interval in seedscope goes through :func:`interval`: metric CIs over runs,
+differences between systems, the stratified IQM bootstrap, seeds-needed curves, whole-pool
+scores and pair differences, factor-importance intervals and their differences (and the
+Student-t interval beside them). The joint seed × example bootstrap, which weights two axes at
+once, draws its own replicates and takes their interval from :func:`interval_of`, the
+estimator's last step. Every draw comes from a ``numpy`` Generator seeded explicitly
+(:func:`generator`), so the same seed gives the same interval, and paired samples share one
+draw. From :data:`LARGE_N` examples on, a statistic of column means can be resampled from the
+exact moments of those means instead of drawing every example.
 """
 
 from __future__ import annotations
 
+import warnings
+from typing import Callable
+
 import numpy as np
+from scipy import special
 
 from seedscope.errors import SeedscopeError
+from seedscope.validation import MAX_RESAMPLES, check_confidence, check_resamples
 
-
-def check_confidence(confidence: float) -> float:
-    """Refuse a confidence level outside (0, 1); return the share α/2 = (1 − confidence)/2 cut from each tail."""
-    if not 0 < confidence < 1:
-        raise SeedscopeError(f"confidence must lie strictly between 0 and 1, not {confidence}")
-    return (1 - confidence) / 2
-
-
-#: the most resamples (bootstrap draws, permutations) any command makes: beyond it memory or time run out,
-#: and the Monte-Carlo error of a percentile is already far below the third decimal
-MAX_RESAMPLES = 1_000_000
-
-
-def check_resamples(n_resamples: int) -> None:
-    """Refuse a resampling count below one or above :data:`MAX_RESAMPLES` (the same rule in every command)."""
-    if n_resamples < 1:
-        raise SeedscopeError(f"the number of resamples must be at least 1, not {n_resamples}")
-    if n_resamples > MAX_RESAMPLES:
-        raise SeedscopeError(
-            f"{n_resamples:,} resamples is more than seedscope draws ({MAX_RESAMPLES:,} at most, which bounds memory "
-            "and time; 10,000 already gives percentiles to about ±0.005)"
-        )
-
+__all__ = [
+    "LARGE_N", "MAX_RESAMPLES", "METHODS", "bootstrap_mean_ci", "check_confidence", "check_resamples", "generator",
+    "interval", "interval_of", "normal_draws", "replicates", "resample_counts", "resample_indices",
+    "percentile_interval", "resampled_column_means",  # deprecated
+]
 
 #: from this many examples on, a resampling of examples whose statistic is a function of column means draws those
 #: means from their exact mean and covariance (the normal limit of the multinomial draw) instead of drawing every
 #: example: at a million examples the draw would cost n_resamples × 10⁶ indices for no visible difference
 LARGE_N = 10_000
 
-
-def normal_draws(mean: np.ndarray, covariance: np.ndarray, n_draws: int, rng: np.random.Generator) -> np.ndarray:
-    """``n_draws`` × C normal vectors with the given mean and (positive semi-definite) covariance."""
-    return rng.multivariate_normal(np.asarray(mean, float), np.asarray(covariance, float), size=n_draws, method="eigh")
-
-
-def resampled_column_means(values: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
-    """``n_boot`` × C column means of ``values`` (N × C) over bootstrap resamples of its rows, for N ≥ LARGE_N:
-    drawn from their exact mean (the column means) and covariance (the rows' population covariance ÷ N)."""
-    values = np.asarray(values, float)
-    covariance = np.atleast_2d(np.cov(values, rowvar=False, bias=True)) / len(values)
-    return normal_draws(values.mean(axis=0), covariance, n_boot, rng)
+#: interval methods: bootstrap percentile, bias-corrected and accelerated, basic (reverse percentile), Student-t
+METHODS = ("percentile", "bca", "basic", "t")
 
 
 def generator(seed) -> np.random.Generator:
@@ -61,9 +42,9 @@ def generator(seed) -> np.random.Generator:
     return np.random.default_rng(seed)
 
 
-def resample_indices(rng: np.random.Generator, n_boot: int, size: int) -> np.ndarray:
-    """``n_boot`` × ``size`` positions drawn with replacement from ``range(size)``: one bootstrap sample per row."""
-    return rng.integers(0, size, size=(n_boot, size))
+def resample_indices(rng: np.random.Generator, n_boot: int, size: int, pool: int | None = None) -> np.ndarray:
+    """``n_boot`` × ``size`` positions drawn with replacement from ``range(pool)`` (default ``size``)."""
+    return rng.integers(0, size if pool is None else pool, size=(n_boot, size))
 
 
 def resample_counts(rng: np.random.Generator, n_boot: int, size: int) -> np.ndarray:
@@ -72,11 +53,127 @@ def resample_counts(rng: np.random.Generator, n_boot: int, size: int) -> np.ndar
     return np.bincount(draws.ravel(), minlength=n_boot * size).reshape(n_boot, size).astype(float)
 
 
-def percentile_interval(replicates: np.ndarray, confidence: float, axis: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """The central ``confidence`` range of bootstrap replicates along ``axis`` (percentile method)."""
+def normal_draws(mean: np.ndarray, covariance: np.ndarray, n_draws: int, rng: np.random.Generator) -> np.ndarray:
+    """``n_draws`` × C normal vectors with the given mean and (positive semi-definite) covariance."""
+    return rng.multivariate_normal(np.asarray(mean, float), np.asarray(covariance, float), size=n_draws, method="eigh")
+
+
+def _moment_means(values: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    """``n_boot`` × C column means of ``values`` (N × C) over resamples of its rows, drawn from their exact mean
+    (the column means) and covariance (the rows' population covariance ÷ N): the large-pool path."""
+    values = np.asarray(values, float)
+    covariance = np.atleast_2d(np.cov(values, rowvar=False, bias=True)) / len(values)
+    return normal_draws(values.mean(axis=0), covariance, n_boot, rng)
+
+
+def _length(sample) -> int:
+    return len(sample[0]) if isinstance(sample, tuple) else len(sample)
+
+
+def _take(sample, index: np.ndarray, of_means: bool):
+    if isinstance(sample, tuple):  # paired arrays: one draw serves them all
+        return tuple(_take(part, index, of_means) for part in sample)
+    drawn = sample[index]
+    return drawn.mean(axis=index.ndim - 1) if of_means else drawn  # over the drawn rows
+
+
+def replicates(
+    statistic: Callable, *samples, n_resamples: int = 10_000, seed=0, size: int | None = None,
+    of_means: bool = False, moments: bool = False,
+) -> np.ndarray:
+    """The aggregate ``statistic`` of each of ``n_resamples`` bootstrap resamples (first axis: the resample).
+
+    Each sample (an array resampled along its first axis, or a tuple of equally long arrays that
+    share one draw: paired) is redrawn independently, in order, from one generator seeded with
+    ``seed``; ``size`` draws that many per resample (m-out-of-n; default: the sample's length).
+    ``statistic(*resampled)`` receives arrays with a leading resample axis; with ``of_means`` it
+    receives their means over the drawn rows instead, and ``moments`` then draws those means from
+    their exact moments (one sample of N × C values, for N ≥ :data:`LARGE_N`).
+    """
+    check_resamples(n_resamples)
+    rng = generator(seed)
+    if moments:
+        if not of_means or len(samples) != 1 or isinstance(samples[0], tuple):
+            raise SeedscopeError("the large-pool moment path resamples the column means of one sample")
+        return statistic(_moment_means(samples[0], n_resamples, rng))
+    drawn = [_take(sample, resample_indices(rng, n_resamples, _length(sample) if size is None else size,
+                                            _length(sample)), of_means) for sample in samples]
+    return statistic(*drawn)
+
+
+def interval_of(draws: np.ndarray, confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+    """The central ``confidence`` range of replicates along their first axis (the percentile step)."""
     alpha = check_confidence(confidence)
-    low, high = np.quantile(replicates, [alpha, 1 - alpha], axis=axis)
+    low, high = np.quantile(draws, [alpha, 1 - alpha], axis=0)
     return low, high
+
+
+def _t_interval(values: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray]:
+    """mean ± t_{1−α/2, S−1} · s / sqrt(S) along the first axis; NaN for a single value."""
+    alpha = check_confidence(confidence)
+    n = values.shape[0]
+    mean = values.mean(axis=0)
+    if n < 2:
+        return np.full_like(mean, np.nan), np.full_like(mean, np.nan)
+    half = special.stdtrit(n - 1, 1 - alpha) * values.std(axis=0, ddof=1) / np.sqrt(n)
+    return mean - half, mean + half
+
+
+def _scipy_interval(statistic, samples, method, confidence, n_resamples, seed, batch, of_means):
+    """BCa / basic (and batched percentile) intervals of a one-sample statistic through ``scipy.stats.bootstrap``."""
+    if len(samples) != 1:
+        raise SeedscopeError(f"the {method} interval resamples one sample (paired arrays as one)")
+    from scipy import stats  # only here: scipy.stats takes longer to import than a large analysis takes to run
+
+    sample = samples[0]
+
+    def on_positions(index: np.ndarray, axis: int = -1) -> np.ndarray:
+        return statistic(_take(sample, index, of_means))
+
+    with np.errstate(all="ignore"):
+        result = stats.bootstrap((np.arange(_length(sample)),), on_positions, n_resamples=n_resamples,
+                                 confidence_level=confidence, method=method, vectorized=True, batch=batch,
+                                 rng=generator(seed))
+    return result.confidence_interval.low, result.confidence_interval.high
+
+
+def interval(
+    statistic: Callable | None,
+    *samples,
+    method: str = "percentile",
+    confidence: float = 0.95,
+    n_resamples: int = 10_000,
+    seed=0,
+    size: int | None = None,
+    of_means: bool = False,
+    moments: bool = False,
+    batch: int | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The one interval estimator: ``(low, high)`` of the aggregate ``statistic`` of ``samples``.
+
+    ``method``: ``percentile`` (central range of :func:`replicates`, the default), ``bca`` or
+    ``basic`` (``scipy.stats.bootstrap`` of one sample's positions, also used for a percentile
+    interval drawn in ``batch``-sized chunks, which bounds memory), or ``t`` (Student-t interval
+    of the mean of one sample along its first axis; ``statistic`` must be None). ``statistic``
+    None is the identity (with ``of_means``: the resampled means). See :func:`replicates` for
+    ``seed``, ``size``, ``of_means`` and ``moments`` (the large-pool path, percentile only).
+    """
+    if method not in METHODS:
+        raise SeedscopeError(f"unknown interval method {method!r}: use {', '.join(METHODS)}")
+    check_confidence(confidence)
+    check_resamples(n_resamples)
+    if method == "t":
+        if statistic is not None or len(samples) != 1:
+            raise SeedscopeError("the t interval is the interval of one sample's mean")
+        return _t_interval(np.asarray(samples[0], dtype=float), confidence)
+    statistic = statistic or (lambda drawn: drawn)
+    if method != "percentile" or (batch is not None and not moments):
+        if moments:
+            raise SeedscopeError(f"the large-pool moment path gives a percentile interval, not {method}")
+        return _scipy_interval(statistic, samples, method, confidence, n_resamples, seed, batch, of_means)
+    draws = replicates(statistic, *samples, n_resamples=n_resamples, seed=seed, size=size, of_means=of_means,
+                       moments=moments)
+    return interval_of(draws, confidence)
 
 
 def bootstrap_mean_ci(
@@ -88,10 +185,23 @@ def bootstrap_mean_ci(
     any run has a NaN interval) rather than being silently dropped. All metrics share one set
     of resampled runs.
     """
-    check_confidence(confidence)
-    check_resamples(n_boot)
     values = np.asarray(values, dtype=float)
     if values.ndim == 1:
         values = values[:, None]
-    means = values[resample_indices(generator(seed), n_boot, values.shape[0])].mean(axis=1)  # n_boot × M
-    return percentile_interval(means, confidence)
+    return interval(None, values, of_means=True, n_resamples=n_boot, confidence=confidence, seed=seed)
+
+
+
+
+def percentile_interval(replicates: np.ndarray, confidence: float, axis: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Deprecated (removed in the next release): :func:`interval_of`, or :func:`interval` for the whole estimate."""
+    warnings.warn("percentile_interval is deprecated; use seedscope.metrics.resampling.interval_of (or interval)",
+                  DeprecationWarning, stacklevel=2)
+    return interval_of(np.moveaxis(np.asarray(replicates), axis, 0), confidence)
+
+
+def resampled_column_means(values: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    """Deprecated (removed in the next release): ``replicates(None, values, of_means=True, moments=True)``."""
+    warnings.warn("resampled_column_means is deprecated; use seedscope.metrics.resampling.replicates(..., "
+                  "of_means=True, moments=True)", DeprecationWarning, stacklevel=2)
+    return _moment_means(values, n_boot, rng)

@@ -40,6 +40,29 @@ class ExperimentStore:
 
     Create one with :meth:`create`, reopen it with :meth:`open`. One store object may be shared
     by threads (the catalog opens a short connection per call, under a lock).
+
+    Parameters
+    ----------
+    path : path
+        The experiment directory.
+
+    Returns
+    -------
+    ExperimentStore
+        Use :meth:`create` or :meth:`open` rather than the constructor.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from seedscope import ExperimentStore, SeedscopeError
+    >>> folder = tempfile.mkdtemp()
+    >>> ExperimentStore.is_store(folder)
+    False
+    >>> try:
+    ...     ExperimentStore.open(folder)
+    ... except SeedscopeError as error:
+    ...     print("not a store:", "no catalog.sqlite" in str(error))
+    not a store: True
     """
 
     def __init__(self, path: Path):

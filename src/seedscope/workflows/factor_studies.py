@@ -104,6 +104,28 @@ class FactorStudyConfig:
     its factors are the sampling of demonstrations and the prompt format; ``runner`` ``meta``
     meta-learns (``method`` protonet, maml or reptile; :class:`MetaSettings`), its factors the
     episodes, the support set, the initialisation and the data.
+
+    Parameters
+    ----------
+    task, model : str
+    factors : list of str
+    n_investigation, n_mitigation : int
+        N investigation runs in each of M mitigation groups.
+    n_golden : int, optional
+    **other fields
+        Labelled examples, split, preset, config, hparams, runner, method, tolerance, as above.
+
+    Returns
+    -------
+    FactorStudyConfig
+
+    Examples
+    --------
+    >>> from seedscope import FactorStudyConfig
+    >>> config = FactorStudyConfig(task="sst2", model="bert-tiny", factors=["data_order"], n_investigation=3,
+    ...                            n_mitigation=2)
+    >>> config.factors, config.n_investigation
+    (['data_order'], 3)
     """
 
     task: str
@@ -188,6 +210,25 @@ def run_factor_study(
 
     Everything that can be wrong (executor options, data, model, plan) is checked before the
     experiment directory is created; ``resume`` continues a directory holding the same plan.
+
+    Parameters
+    ----------
+    config : FactorStudyConfig
+    out : path
+        The experiment directory.
+    resume, fail_fast : bool
+    **execution options
+        Executor, parallel runs, retries, GPUs, data directory.
+
+    Returns
+    -------
+    ExperimentStore
+
+    Examples
+    --------
+    >>> from seedscope import FactorStudyConfig, run_factor_study
+    >>> config = FactorStudyConfig(task="sst2", model="bert-tiny", factors=["data_order"])
+    >>> store = run_factor_study(config, out="study-out")  # trains N × M + L models  # doctest: +SKIP
     """
     check_executor(executor, ray_address, gpus_per_run, max_retries)
     plan = config.plan

@@ -101,6 +101,31 @@ def build_report(
     ``.tex`` plus ``.csv`` and ``.md``), ``figures_dir`` (every figure as ``fig_format``),
     ``unstable_csv``. ``read_options`` go to :func:`seedscope.io.read_predictions` (``format``,
     ``run_column`` …), ``analysis_options`` to :func:`seedscope.analyze`.
+
+    Parameters
+    ----------
+    source : path, table, Analysis, mapping or TaskSummary
+        What to report.
+    html : path, optional
+    latex_dir, figures_dir : path, optional
+    fig_format : str, default "png"
+    **other options
+        As above, and those of :func:`analyze`.
+
+    Returns
+    -------
+    Report
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from seedscope import build_report, read_predictions
+    >>> from glob import glob
+    >>> runs = sorted(glob("examples/rte/*.csv"))  # one file per seed, in the repository
+    >>> page = pathlib.Path(tempfile.mkdtemp()) / "report.html"
+    >>> report = build_report(read_predictions(runs), html=page, n_boot=200)
+    >>> page.exists()
+    True
     """
     check_fig_format(fig_format)
     if top_k < 0:
@@ -135,7 +160,34 @@ def build_score_report(
 ) -> ScoreReport:
     """The report of per-run score tables (read by :func:`seedscope.io.read_run_scores`): the
     macro part per system and, with two or more systems of one task, their comparison on
-    ``metric`` (default: the first score column)."""
+    ``metric`` (default: the first score column).
+
+    Parameters
+    ----------
+    paths : list of paths
+        Per-run score tables.
+    html, latex_dir, figures_dir, fig_format
+        As for :func:`build_report`.
+    **other options
+        Reading (as :func:`read_run_scores`) and the compared ``metric``.
+
+    Returns
+    -------
+    ScoreReport
+
+    Examples
+    --------
+    >>> from seedscope import build_score_report
+    >>> import pandas as pd
+    >>> scores = pd.DataFrame({"system": ["A"] * 3 + ["B"] * 3, "run": [1, 2, 3] * 2,
+    ...                        "accuracy": [0.80, 0.82, 0.85, 0.78, 0.83, 0.80]})
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "scores.csv"
+    >>> scores.to_csv(path, index=False)
+    >>> report = build_score_report([path], html=path.with_suffix(".html"))
+    >>> path.with_suffix(".html").exists()
+    True
+    """
     check_fig_format(fig_format)
     options = dict(read_options or {})
     scores = read_run_scores(paths, task=task, metric=[metric] if metric else None, **options)

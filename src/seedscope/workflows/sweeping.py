@@ -78,6 +78,27 @@ def sweep(
     holding the same plan (finished runs are kept, unfinished ones redone). With Ray, a run
     whose worker dies is started again up to ``max_retries`` times. Returns the store; its
     ``runs()`` tell which runs are done or failed (with their error).
+
+    Parameters
+    ----------
+    config : SweepConfig, mapping or path
+    out : path, optional
+        The experiment directory.
+    resume : bool, default False
+    fail_fast : bool, default False
+    **execution options
+        Executor (local or Ray), parallel runs, retries, GPUs, data directory.
+
+    Returns
+    -------
+    ExperimentStore
+
+    Examples
+    --------
+    >>> from seedscope import load_preset, sweep
+    >>> store = sweep(load_preset("cpu-small"), out="sweep-out")  # trains 10 models, minutes  # doctest: +SKIP
+    >>> store.runs()["status"].unique()  # needs the sweep above  # doctest: +SKIP
+    array(['done'], dtype=object)
     """
     config = as_config(config)
     out = out or config.out

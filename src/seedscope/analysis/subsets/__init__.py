@@ -82,6 +82,30 @@ def analyze_subsets(
     """Everything ``seedscope subsets`` reports: seed variance, full-pool CIs and tests, size for a target CV.
 
     Every resampling uses ``seed``, so the same call gives the same numbers.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame or ScorePool
+    subset_size, n_seeds, seed, score
+        As for :func:`subset_variance`.
+    **other options
+        The target CV, resamples and confidence of the full-pool intervals and tests.
+
+    Returns
+    -------
+    SubsetVariance
+        With ``pool_ci`` and ``pair_tests`` filled.
+
+    Examples
+    --------
+    >>> from seedscope import analyze_subsets
+    >>> import numpy as np, pandas as pd
+    >>> rng = np.random.default_rng(0)
+    >>> pool = pd.DataFrame({"system": np.repeat(["A", "B"], 500), "example_id": np.tile(np.arange(500), 2),
+    ...                      "score": (rng.random(1000) < 0.8).astype(float)})  # per-example 0/1 correctness
+    >>> result = analyze_subsets(pool, subset_size=100, n_seeds=10)
+    >>> result.pool_ci.index.tolist()
+    ['A', 'B']
     """
     pool = table if isinstance(table, ScorePool) else score_pool(table, score)
     result = subset_variance(pool, subset_size=subset_size, n_seeds=n_seeds, seed=seed)

@@ -12,32 +12,28 @@ from seedscope.analysis.significance import adjust_p_values, paired_swap_test
 from seedscope.analysis.subsets.scores import SYSTEM, ScorePool
 from seedscope.analysis.subsets.variance import pair_names
 from seedscope.errors import SeedscopeError
-from seedscope.metrics.resampling import (
-    LARGE_N, check_confidence, check_resamples, generator, percentile_interval, resampled_column_means,
-)
+from seedscope.metrics.resampling import LARGE_N, interval
+from seedscope.validation import check_confidence, check_resamples, validate_params
 
 #: values gathered per chunk when a resampling is materialised
 CHUNK_VALUES = 20_000_000
-
-
-def _mean_of_rows(values: np.ndarray, index: np.ndarray) -> np.ndarray:
-    """Column means of ``values`` (N × D) over each row of resampled positions ``index`` (… × N)."""
-    return values[index].mean(axis=-2)
 
 
 def _batch(pool_size: int, width: int) -> int:
     return max(1, CHUNK_VALUES // max(1, pool_size * width))
 
 
-def _moment_interval(statistic, values: np.ndarray, n_boot: int, confidence: float, seed) -> tuple[float, float]:
-    """Percentile interval of ``statistic`` of the column means, the resampled means drawn from their exact moments."""
-    check_resamples(n_boot)
+def _pool_interval(statistic, values: np.ndarray, n_boot: int, confidence: float, seed, method: str) -> tuple[float, float]:
+    """Interval of ``statistic`` of the resampled column means of ``values`` (examples × columns), resampled by
+    position; from :data:`LARGE_N` examples on, the means are drawn from their exact moments (percentile)."""
+    large = len(values) >= LARGE_N
     with np.errstate(all="ignore"):
-        draws = statistic(resampled_column_means(values, n_boot, generator(seed)))
-    low, high = percentile_interval(draws, confidence)
+        low, high = interval(statistic, values, of_means=True, moments=large, method="percentile" if large else method,
+                             batch=_batch(*values.shape), n_resamples=n_boot, confidence=confidence, seed=seed)
     return float(low), float(high)
 
 
+@validate_params(confidence=check_confidence)
 def full_pool_ci(
     pool: ScorePool, *, n_boot: int = 2000, confidence: float = 0.95, seed: int = 0, method: str = "percentile"
 ) -> pd.DataFrame:
@@ -48,8 +44,6 @@ def full_pool_ci(
     From :data:`~seedscope.metrics.resampling.LARGE_N` examples on, the resampled column means
     are drawn from their exact mean and covariance instead (percentile interval).
     """
-    check_confidence(confidence)
-    positions = np.arange(pool.n_examples)
     rows = []
     for m, name in enumerate(pool.systems):
         values = pool.values[m]
@@ -59,34 +53,12 @@ def full_pool_ci(
                 f"ratio score undefined: m({pool.spec.columns[2]}) − m({pool.spec.columns[1]}) is 0 for system "
                 f"{name} on the full pool, so the denominator is zero"
             )
-
-        def statistic(index: np.ndarray, axis: int = -1) -> np.ndarray:
-            return pool.theta(_mean_of_rows(values, index))
-
-        if pool.n_examples >= LARGE_N:  # the resampled means from their exact moments (percentile interval)
-            low, high = _moment_interval(pool.theta, values, n_boot, confidence, seed)
-        else:
-            low, high = _bootstrap_interval(statistic, positions, n_boot, confidence, seed, method, values.shape[1])
+        low, high = _pool_interval(pool.theta, values, n_boot, confidence, seed, method)
         rows.append({"score": point, "ci_low": low, "ci_high": high})
     return pd.DataFrame(rows, index=pd.Index(pool.systems, name=SYSTEM))
 
 
-def _bootstrap_interval(statistic, positions, n_boot, confidence, seed, method, width) -> tuple[float, float]:
-    check_resamples(n_boot)
-    with np.errstate(all="ignore"):
-        result = stats.bootstrap(
-            (positions,),
-            statistic,
-            n_resamples=n_boot,
-            confidence_level=confidence,
-            method=method,
-            vectorized=True,
-            batch=_batch(len(positions), width),
-            rng=generator(seed),
-        )
-    return float(result.confidence_interval.low), float(result.confidence_interval.high)
-
-
+@validate_params(confidence=check_confidence, n_permutations=check_resamples)
 def paired_pool_tests(
     pool: ScorePool,
     *,
@@ -105,9 +77,6 @@ def paired_pool_tests(
     :data:`~seedscope.metrics.resampling.LARGE_N` examples on, both resamplings draw the column
     means (the swapped sums) from their exact mean and covariance.
     """
-    check_confidence(confidence)
-    check_resamples(n_permutations)
-    positions = np.arange(pool.n_examples)
     index = {name: m for m, name in enumerate(pool.systems)}
     rows = []
     for a, b in pair_names(pool.systems):
@@ -115,16 +84,11 @@ def paired_pool_tests(
         both = np.concatenate([values_a, values_b], axis=1)
         width = values_a.shape[1]
 
-        def difference(idx: np.ndarray, axis: int = -1) -> np.ndarray:
-            means = _mean_of_rows(both, idx)
+        def difference(means: np.ndarray) -> np.ndarray:  # one draw of both systems' means: the pairing
             return pool.theta(means[..., :width]) - pool.theta(means[..., width:])
 
         delta = float(pool.theta(values_a.mean(axis=0)) - pool.theta(values_b.mean(axis=0)))
-        if pool.n_examples >= LARGE_N:  # one draw of both systems' means: the pairing kept by their covariance
-            low, high = _moment_interval(lambda means: pool.theta(means[:, :width]) - pool.theta(means[:, width:]),
-                                         both, n_boot, confidence, seed)
-        else:
-            low, high = _bootstrap_interval(difference, positions, n_boot, confidence, seed, "percentile", 2 * width)
+        low, high = _pool_interval(difference, both, n_boot, confidence, seed, "percentile")
         p_value = paired_swap_test(values_a, values_b, pool.theta, n_permutations=n_permutations, seed=seed)
         rows.append({"system_a": a, "system_b": b, "delta": delta, "ci_low": low, "ci_high": high, "p_value": p_value})
     columns = ["system_a", "system_b", "delta", "ci_low", "ci_high", "p_value"]

@@ -109,6 +109,29 @@ class SubsetVariance:
     sign-consistency, seed_robust. Optional extras: ``pool_ci`` (full-pool score and its
     bootstrap CI per system), ``pair_tests`` (paired difference on the full pool, its CI and
     a paired permutation p-value), ``size_grid`` / ``needed_size`` (CV by subset size).
+
+    Parameters
+    ----------
+    score : str
+    subset_size, pool_size : int
+    seeds : numpy.ndarray
+    theta, summary, deltas, pairs : pandas.DataFrame
+
+    Returns
+    -------
+    SubsetVariance
+        Built by :func:`subset_variance`, :func:`analyze_subsets` or :func:`callable_subset_variance`.
+
+    Examples
+    --------
+    >>> from seedscope import subset_variance
+    >>> import numpy as np, pandas as pd
+    >>> rng = np.random.default_rng(0)
+    >>> pool = pd.DataFrame({"system": np.repeat(["A", "B"], 500), "example_id": np.tile(np.arange(500), 2),
+    ...                      "score": (rng.random(1000) < 0.8).astype(float)})  # per-example 0/1 correctness
+    >>> result = subset_variance(pool, subset_size=100, n_seeds=10)
+    >>> result.subset_size, result.pool_size, len(result.seeds)
+    (100, 500, 10)
     """
 
     score: str
@@ -226,6 +249,34 @@ def subset_variance(
     ``table`` is a long score table (``system``, ``example_id`` and the score's columns) or a
     :class:`ScorePool`. Subset k uses seed ``seeds[k]`` (default ``seed + k``); see the module
     docstring for the exact draw.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame or ScorePool
+        Columns system, example_id and the score's columns.
+    subset_size : int
+        Examples per subset (n).
+    n_seeds : int, default 20
+        Subsets drawn (K).
+    seed : int, default 0
+    seeds : list of int, optional
+    score : str or ScoreSpec, default "mean"
+        The score of a subset.
+
+    Returns
+    -------
+    SubsetVariance
+
+    Examples
+    --------
+    >>> from seedscope import subset_variance
+    >>> import numpy as np, pandas as pd
+    >>> rng = np.random.default_rng(0)
+    >>> pool = pd.DataFrame({"system": np.repeat(["A", "B"], 500), "example_id": np.tile(np.arange(500), 2),
+    ...                      "score": (rng.random(1000) < 0.8).astype(float)})  # per-example 0/1 correctness
+    >>> result = subset_variance(pool, subset_size=100, n_seeds=10)
+    >>> result.theta.shape, result.summary.columns.tolist()[:4]
+    ((10, 2), ['mean', 'var_seed', 'std', 'cv'])
     """
     pool = table if isinstance(table, ScorePool) else score_pool(table, score)
     seed_array = subset_seeds(n_seeds, seed) if seeds is None else np.asarray(seeds, dtype=np.int64)
@@ -262,6 +313,29 @@ def callable_subset_variance(
     the table path does) so that the subsets do not depend on the order the pool was listed
     in; each callable receives an array of the user's own ids. A progress bar shows the
     K × M calls.
+
+    Parameters
+    ----------
+    scorers : callable or mapping
+        ``score(subset_ids) -> float``, or system → such a callable.
+    example_ids : sequence
+        The pool.
+    subset_size, n_seeds, seed
+        As for :func:`subset_variance`.
+
+    Returns
+    -------
+    SubsetVariance
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from seedscope import callable_subset_variance
+    >>> correct = dict(enumerate(np.random.default_rng(0).random(500) < 0.8))
+    >>> result = callable_subset_variance(lambda ids: float(np.mean([correct[i] for i in ids])), list(range(500)),
+    ...                                   subset_size=100, n_seeds=10)
+    >>> result.theta.shape
+    (10, 1)
     """
     if callable(scorers):
         scorers = {"system": scorers}
