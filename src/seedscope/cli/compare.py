@@ -3,28 +3,43 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
 from seedscope.cli.inputs import (
-    FILTER_OPTION,
-    FORMAT_OPTION,
-    ID_COLUMN_OPTION,
-    LABEL_COLUMN_OPTION,
-    PREDICTION_COLUMN_OPTION,
-    RUN_COLUMN_OPTION,
-    RUNS_BY_OPTION,
-    SCALE_OPTION,
-    SCORE_TABLES,
-    SYSTEM_COLUMN_OPTION,
     PREDICTIONS,
-    check_power,
+    SCORE_TABLES,
+    IdColumn,
+    InputFormat,
+    LabelColumn,
+    LmEvalFilter,
+    PredictionColumn,
+    Reading,
+    RunColumn,
+    RunsBy,
+    Scale,
+    SystemColumn,
+    Task,
     ignored_options,
 )
-from seedscope.cli.outputs import check_outputs, emit_sections, output_console, tidy_sections
-from seedscope.cli.subsets import CONFIDENCE_OPTION, CSV_OPTION, JSON_OPTION, LATEX_OPTION, MARKDOWN_OPTION
+from seedscope.cli.outputs import (
+    Boot,
+    Confidence,
+    CsvFile,
+    JsonFile,
+    LatexFile,
+    MarkdownFile,
+    OutputFiles,
+    Power,
+    Seed,
+    output_console,
+    print_notes,
+)
 from seedscope.errors import SeedscopeError
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 COMPARE_HELP = """Seed-level comparison of two or more sweeps (S seeds each) on one metric.
 
@@ -67,68 +82,70 @@ def compare_command(
     sweeps: list[Path] = typer.Argument(..., help="Two or more sweeps (experiment directories, prediction tables, folders of per-run files), or per-run score tables."),
     names: Optional[list[str]] = typer.Option(None, "--names", help="Display name of a sweep, repeated once per sweep in order (--names A --names B); default: the path names."),
     metric: Optional[str] = typer.Option(None, help="Per-run metric to compare (accuracy, f1_macro, mcc, pearson …, or a score table's column); default: the task's primary one."),
-    task: Optional[str] = typer.Option(None, help="Task to read from multi-task stores or tables."),
-    input_format: Optional[str] = FORMAT_OPTION,
-    run_column: Optional[str] = RUN_COLUMN_OPTION,
-    id_column: Optional[str] = ID_COLUMN_OPTION,
-    prediction_column: Optional[str] = PREDICTION_COLUMN_OPTION,
-    label_column: Optional[str] = LABEL_COLUMN_OPTION,
-    system_column: Optional[list[str]] = SYSTEM_COLUMN_OPTION,
-    scale: Optional[float] = SCALE_OPTION,
-    lm_eval_filter: Optional[str] = FILTER_OPTION,
-    runs_by: Optional[str] = RUNS_BY_OPTION,
-    n_boot: int = typer.Option(10_000, help="Bootstrap resamples (CIs, ASO, joint bootstrap, seeds needed)."),
+    task: Task = None,
+    input_format: InputFormat = None,
+    run_column: RunColumn = None,
+    id_column: IdColumn = None,
+    prediction_column: PredictionColumn = None,
+    label_column: LabelColumn = None,
+    system_column: SystemColumn = None,
+    scale: Scale = None,
+    lm_eval_filter: LmEvalFilter = None,
+    runs_by: RunsBy = None,
+    n_boot: Boot = 10_000,
     n_permutations: int = typer.Option(9999, help="Sign flips of the paired permutation test (exact when 2^S is smaller)."),
-    confidence: float = CONFIDENCE_OPTION,
-    seed: int = typer.Option(0, min=0, help="Seed of every resampling."),
-    power: float = typer.Option(0.8, help="Power of each pair's minimum detectable difference (mdd)."),
-    json_file: Optional[Path] = JSON_OPTION,
-    markdown_file: Optional[Path] = MARKDOWN_OPTION,
-    latex_file: Optional[Path] = LATEX_OPTION,
-    csv_file: Optional[Path] = CSV_OPTION,
+    confidence: Confidence = 0.95,
+    seed: Seed = 0,
+    power: Power = 0.8,
+    json_file: JsonFile = None,
+    markdown_file: MarkdownFile = None,
+    latex_file: LatexFile = None,
+    csv_file: CsvFile = None,
 ) -> None:
-    from seedscope.analysis.compare import compare_sweeps, compare_systems
-    from seedscope.io import holds_run_scores, read_run_scores, read_sweep
+    from seedscope.analysis.compare import compare_sweeps
     from seedscope.report.tables import comparison_sections
 
-    check_outputs(json_file, markdown_file, latex_file, csv_file)
-    check_power(power)
-    from seedscope.metrics.resampling import check_confidence
-
-    check_confidence(confidence)  # before any input is read, whatever its kind
+    outputs = OutputFiles.of(ctx.params)  # checked, with the confidence level and power, before any input is read
+    reading = Reading.of({**ctx.params, "metric": None})  # --metric is the compared metric here, not a scorer
     console = output_console()
     settings = dict(n_boot=n_boot, n_permutations=n_permutations, confidence=confidence, seed=seed, power=power)
-    if holds_run_scores(sweeps, input_format):
-        ignored = ignored_options(ctx, UNUSED_BY_SCORE_TABLES)
-        scores = read_run_scores(sweeps, run_column=run_column, metric=metric, system_columns=system_column, task=task,
-                                 fmt=input_format, names=names if names and len(names) == len(sweeps) else None,
-                                 scale=scale)
-        per_run, chosen = scores.series(metric)
-        with console.status("comparing…"):
-            comparison = compare_systems(per_run, metric=chosen, paired=None if scores.paired else False, **settings)
-        comparison.notes = scores.notes + ignored + [
-            "per-run score tables: the per-example tests (joint seed × example bootstrap, McNemar) need per-example "
-            "predictions and are skipped"
-        ] + comparison.notes
+    if reading.holds_run_scores(sweeps):
+        comparison = compare_scores(console, sweeps, reading, metric, names, settings,
+                                    ignored_options(ctx, UNUSED_BY_SCORE_TABLES))
     else:
-        for note in ignored_options(ctx, UNUSED_BY_PREDICTIONS):
-            console.print(f"note: {note}", highlight=False)
-        options = dict(format=input_format, task=task, run_column=run_column, id_column=id_column,
-                       prediction_column=prediction_column, label_column=label_column, filter=lm_eval_filter,
-                       runs_by=runs_by)
+        print_notes(console, ignored_options(ctx, UNUSED_BY_PREDICTIONS))
         with console.status("reading sweeps…"):
-            if len(sweeps) == 1:  # one store (or table) holding several models: each model is a system
-                tables_by_name = _systems_of_one_input(read_sweep(sweeps[0], **options), sweeps[0])
-            else:
-                labels = _sweep_names(sweeps, names)
-                tables_by_name = {label: read_sweep(path, **options) for label, path in zip(labels, sweeps)}
+            tables_by_name = read_systems(sweeps, reading, names)
         with console.status("comparing…"):
             comparison = compare_sweeps(tables_by_name, metric=metric, **settings)
-    sections = comparison_sections(comparison)
-    emit_sections(console, sections, comparison.to_dict(), tidy_sections(sections), json_file, markdown_file,
-                  latex_file, csv_file)
-    for note in comparison.notes:
-        console.print(f"note: {note}")
+    outputs.emit(console, comparison_sections(comparison), comparison.to_dict(), notes=comparison.notes)
+
+
+def compare_scores(console: Console, paths: list[Path], reading: Reading, metric: str | None,
+                   names: list[str] | None, settings: dict, ignored: list[str]):
+    """The comparison of the systems of per-run score tables (the per-example tests skipped, and said; the options
+    that do not apply, ``ignored``, noted)."""
+    from seedscope.analysis.compare import compare_systems
+
+    scores = reading.run_scores(paths, metric=metric, names=names if names and len(names) == len(paths) else None)
+    per_run, chosen = scores.series(metric)
+    with console.status("comparing…"):
+        comparison = compare_systems(per_run, metric=chosen, paired=None if scores.paired else False, **settings)
+    comparison.notes = scores.notes + ignored + [
+        "per-run score tables: the per-example tests (joint seed × example bootstrap, McNemar) need per-example "
+        "predictions and are skipped"
+    ] + comparison.notes
+    return comparison
+
+
+def read_systems(paths: list[Path], reading: Reading, names: list[str] | None) -> dict:
+    """System name → its predictions: one per sweep, or the models of a single input."""
+    from seedscope.io import read_sweep
+
+    if len(paths) == 1:  # one store (or table) holding several models: each model is a system
+        return _systems_of_one_input(read_sweep(paths[0], format=reading.format, options=reading.options), paths[0])
+    return {label: read_sweep(path, format=reading.format, options=reading.options)
+            for label, path in zip(_sweep_names(paths, names), paths)}
 
 
 def _systems_of_one_input(table, path: Path) -> dict:

@@ -64,7 +64,9 @@ def demo_command(
     runner: Demo = typer.Option(Demo.finetune, "--runner", help="finetune: MiniLM fine-tuned; icl: SmolLM2 prompted; lora: SmolLM2 fine-tuned with LoRA and prompted, side by side; "
     "meta: ProtoNet, MAML and Reptile, with a factor study each."),
     seeds: Optional[str] = typer.Option(None, "--seeds", help="Comma-separated seeds; default: 42,52,62,72,82."),
-    data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Task data folder (default $SEEDSCOPE_DATA_DIR or ../shared/data)."),
+    data_dir: Optional[Path] = typer.Option(
+        None, "--data-dir", help="Folder of the GLUE / SuperGLUE files (default $SEEDSCOPE_DATA_DIR, else ../shared/data "
+        "beside a source checkout)."),
 ) -> None:
     from seedscope.workflows.demos import demo_plan
 
@@ -100,7 +102,7 @@ def show_adaptations(store, console: Console) -> None:
     names = {"lora": "LoRA fine-tuning", "icl": "prompting (in-context)"}
     by_method = {names[method]: analyses for method, analyses in analyses_by_method(store).items()}
     console.print(variants_table(by_method, "One model, two ways to adapt it: the seed effects side by side"))
-    console.print(f"compare them seed by seed: seedscope compare {store.path}", highlight=False)
+    console.print(f"compare them seed by seed: seedscope compare {store.path}", highlight=False, markup=False)
 
 
 def show_meta_methods(store, console: Console) -> None:
@@ -123,7 +125,7 @@ def run_meta_studies(out: Path, data_dir: Optional[Path], console: Console) -> N
     rows = {}
     for folder, study in meta_studies(out).items():
         done = run_factor_study(study, out=folder, resume=Path(folder, "catalog.sqlite").is_file(),
-                                data_dir=data_dir or demo_data_dir(), progress=RunProgress())
+                                data_dir=demo_data_dir(data_dir), progress=RunProgress())
         summary = done.analyze(n_boot=2000, seed=0)[0].summary
         rows[study.method] = [f"{v:+.2f} [{lo:+.2f}, {hi:+.2f}]" for v, lo, hi in
                               zip(summary["importance"], summary["importance_ci_low"], summary["importance_ci_high"])]

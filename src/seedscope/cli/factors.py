@@ -8,29 +8,32 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
-from seedscope.cli.outputs import check_outputs, output_console, resumable, write_outputs
+from seedscope.cli.outputs import check_outputs, output_console, print_notes, resumable, write_outputs
 from seedscope.cli.run_options import (
-    CPUS_PER_RUN_OPTION,
-    DATA_DIR_OPTION,
-    EXECUTOR_OPTION,
-    FAIL_FAST_OPTION,
-    FORMAT_OPTION,
-    GPUS_PER_RUN_OPTION,
-    MAX_RETRIES_OPTION,
-    PREDICT_OPTION,
-    RAY_ADDRESS_OPTION,
-    METHOD_OPTION,
-    RUNNER_OPTION,
-    SET_OPTION,
-    SHOTS_OPTION,
+    ConfigFile,
+    CpusPerRun,
+    DataDir,
     Executor,
-    Method,
-    Predict,
+    ExecutorOption,
+    FailFast,
+    GpusPerRun,
+    MaxRetries,
+    MethodOption,
+    Out,
+    Parallel,
+    Preset,
+    PredictOption,
+    PromptFormat,
+    RayAddress,
+    Resume,
+    RunChoice,
     Runner,
-    parse_settings,
+    RunnerOption,
+    Settings,
+    Shots,
+    execution_options,
+    presets_text,
     quiet_libraries,
-    runner_settings,
-    split_values,
 )
 from seedscope.errors import SeedscopeError
 from seedscope.serialize import dumps
@@ -56,7 +59,6 @@ factors_app = typer.Typer(
 )
 console = output_console()
 DIGITS = 5
-ALL = "all"
 
 
 def _chance(num_classes: Optional[int], chance: Optional[float]) -> Optional[float]:
@@ -85,10 +87,10 @@ def show_analysis(result: FactorAnalysis, notes: list[str], ranking: pd.DataFram
         shown.index = [f"{a} − {b}" for a, b in zip(shown.pop("factor_a"), shown.pop("factor_b"))]
         console.print(to_rich(shown, title, digits=DIGITS))
         sections[title] = shown
-    console.print(golden_line(result), highlight=False)
+    console.print(golden_line(result), highlight=False, markup=False)
     missing = int(result.summary["n_missing"].sum())
-    for note in notes + ([f"{missing} missing run(s); groups used the runs present"] if missing else []):
-        console.print(f"[yellow]note:[/] {note}", highlight=False)
+    print_notes(console, notes + ([f"{missing} missing run(s); groups used the runs present"] if missing else []),
+                prefix="[yellow]note:[/] ")
     return sections
 
 
@@ -204,16 +206,15 @@ def simulate_adaptive_command(
                     "within_tolerance_share", "reference_within_tolerance_share"]].set_axis(
         ["IS (all runs)", "M used", "runs used", "saved vs 10×100", "IS within tol.", "M=100 within tol."], axis=1)
     console.print(to_rich(shown, f"Adaptive run count, tolerance {tolerance} ({repeats} random orders)", digits=3))
-    for note in notes:
-        console.print(f"[yellow]note:[/] {note}", highlight=False)
+    print_notes(console, notes, prefix="[yellow]note:[/] ")
     if json_out:
         payload = {"schedule": schedule.__dict__, "repeats": repeats, "seed": seed,
                    "factors": json.loads(result.drop(columns=list(schedule.__dict__)).to_json(orient="index"))}
         write_outputs({json_out: dumps(payload)}, console)
 
 
-@factors_app.command("run")
 def run_command(
+    ctx: typer.Context,
     task: str = typer.Option(..., "--task", help="Task, e.g. sst2, cola, mrpc, glue-rte."),
     model: str = typer.Option(..., "--model", help="Hugging Face model id, local folder, or all-minilm-l6-v2."),
     factor: list[str] = typer.Option(..., "--factor", help="data_split, label_choice, data_order, model_init (icl: sample_choice, sample_order, prompt_format instead of the last two; meta: sample_order, sample_choice instead of data_order), or all (repeatable)."),
@@ -226,23 +227,24 @@ def run_command(
     start: int = typer.Option(10, "--start", help="Adaptive: mitigation runs before the first check."),
     batch: int = typer.Option(10, "--batch", help="Adaptive: mitigation runs added per step."),
     patience: int = typer.Option(2, "--patience", help="Adaptive: successive settled steps needed to stop."),
-    runner: Runner = RUNNER_OPTION,
-    method: Optional[Method] = METHOD_OPTION,
-    shots: Optional[int] = SHOTS_OPTION,
-    prompt_format: Optional[list[str]] = FORMAT_OPTION,
-    predict: Optional[Predict] = PREDICT_OPTION,
-    preset: Optional[str] = typer.Option(None, "--preset", help="Hyper-parameters of a shipped preset, e.g. cpu-small."),
-    config: Optional[Path] = typer.Option(None, "--config", help="Hyper-parameters from a sweep YAML config."),
-    settings: Optional[list[str]] = SET_OPTION,
-    out: Optional[Path] = typer.Option(None, "--out", help="Experiment directory (required unless --plan-only)."),
-    resume: bool = typer.Option(False, "--resume", help="Continue a directory holding the same plan."),
-    fail_fast: bool = FAIL_FAST_OPTION,
-    executor: Executor = EXECUTOR_OPTION,
-    ray_address: Optional[str] = RAY_ADDRESS_OPTION,
-    gpus_per_run: float = GPUS_PER_RUN_OPTION,
-    cpus_per_run: float = CPUS_PER_RUN_OPTION,
-    max_retries: int = MAX_RETRIES_OPTION,
-    data_dir: Optional[Path] = DATA_DIR_OPTION,
+    runner: RunnerOption = Runner.finetune,
+    method: MethodOption = None,
+    shots: Shots = None,
+    prompt_format: PromptFormat = None,
+    predict: PredictOption = None,
+    preset: Preset = None,
+    config_file: ConfigFile = None,
+    settings: Settings = None,
+    out: Out = None,
+    resume: Resume = False,
+    fail_fast: FailFast = False,
+    executor: ExecutorOption = Executor.local,
+    parallel: Parallel = 1,
+    ray_address: RayAddress = None,
+    gpus_per_run: GpusPerRun = 0.0,
+    cpus_per_run: CpusPerRun = 1.0,
+    max_retries: MaxRetries = 2,
+    data_dir: DataDir = None,
     plan_only: bool = typer.Option(False, "--plan-only", help="Print the plan size and a cost estimate from one timed run; store nothing."),
     metric: Optional[str] = typer.Option(
         None, "--metric", help="Run metric to analyse (and to settle with --tolerance), e.g. f1_macro as the reference; default: the task's primary metric."
@@ -252,34 +254,16 @@ def run_command(
     json_out: Optional[Path] = ANALYSIS_OPTIONS["json_out"],
     markdown_out: Optional[Path] = ANALYSIS_OPTIONS["markdown_out"],
 ) -> None:
-    """Fine-tune the investigation × mitigation plan of each factor plus the shared golden runs, then analyse.
-
-    Every run pools the task's labelled data, re-splits it (stratified, --test-fraction held
-    out, data_split seed), picks --num-labelled class-balanced examples (label_choice seed)
-    and fine-tunes with its own data_order, model_init and optimisation (dropout) seeds.
-    Seeds are drawn without replacement (master seeds 42 and 27) and stored with every run.
-
-    Examples:
-
-    seedscope factors run --task sst2 --model all-minilm-l6-v2 --factor data_order --factor label_choice
-    -N 5 -M 10 -L 50 --num-labelled 200 --metric f1_macro --out runs/sst2-factors
-
-    seedscope factors run --task sst2 --model bert-base-uncased --factor all -N 10 -M 100
-    --tolerance 0.05 --executor ray --gpus-per-run 0.25 --out runs/bert-factors
-
-    Add --plan-only to print the plan size and a cost estimate from one timed run.
-    """
-    from seedscope.report.tables import to_rich
     from seedscope.workflows.factor_studies import FactorStudyConfig, run_factor_study
-    from seedscope.workflows.sweeping import check_executor, preflight
+    from seedscope.workflows.sweeping import preflight
 
     check_outputs(json_out, markdown_out)
-    check_executor(executor.value, ray_address, gpus_per_run, max_retries)  # before anything is written, as sweep does
-    chosen_method, icl_settings = runner_settings(runner, method, shots, split_values(prompt_format), predict)
+    execution = execution_options(ctx.params)  # before anything is written, as sweep does
+    choice = RunChoice.of(ctx.params)
     study = FactorStudyConfig(
         task=task, model=model, factors=factor, n_investigation=investigation_runs, n_mitigation=mitigation_runs,
-        n_golden=golden_runs, num_labelled=num_labelled, test_fraction=test_fraction, method=chosen_method or "full",
-        preset=preset, config=config, hparams={**icl_settings, **(parse_settings(settings) or {})}, tolerance=tolerance,
+        n_golden=golden_runs, num_labelled=num_labelled, test_fraction=test_fraction, method=choice.method or "full",
+        preset=choice.preset, config=choice.config, hparams=choice.hparams, tolerance=tolerance,
         start=start, batch=batch, patience=patience, metric=metric, runner=runner.value,
     )
     plan = study.plan  # validated here, before anything is written; run_factor_study reuses it
@@ -294,20 +278,50 @@ def run_command(
     from seedscope.progress import RunProgress
 
     with resumable(out):
-        done = run_factor_study(study, out=out, resume=resume, fail_fast=fail_fast, executor=executor.value,
-                                data_dir=data_dir, ray_address=ray_address, gpus_per_run=gpus_per_run,
-                                cpus_per_run=cpus_per_run, max_retries=max_retries, progress=RunProgress())
+        done = run_factor_study(study, out=out, resume=resume, execution=execution, data_dir=data_dir,
+                                progress=RunProgress())
+    show_study(done, out, bootstrap, seed, json_out, markdown_out)
+
+
+def show_study(done, out: Path, bootstrap: int, seed: int, json_out: Optional[Path], markdown_out: Optional[Path]) -> None:
+    """The importance of a finished study, its ranking, the runs used per factor and the wall time; then its files."""
+    from seedscope.report.tables import to_rich
+
     result, notes = done.analyze(n_boot=bootstrap, seed=seed)
     ranking = rank(done.study[0], None, bootstrap, result.settings["confidence"], seed)
     sections = show_analysis(result, notes, ranking)
     shown = done.runs_used.drop(columns="trace")
     console.print(to_rich(shown, "Runs per factor (reference: N = 10 × M = 100 = 1000)", digits=3))
     finished = int((done.store.runs()["status"] == "done").sum())
-    console.print(f"wall time {done.wall_seconds:.0f} s; {finished} runs done in {out}", highlight=False)
+    console.print(f"wall time {done.wall_seconds:.0f} s; {finished} runs done in {out}", highlight=False, markup=False)
     sections["Runs per factor"] = shown
     _write(result, sections, json_out, markdown_out,
            {"runs": json.loads(done.runs_used.to_json(orient="index")), "wall_seconds": done.wall_seconds,
             **_ranking_json(ranking)})
+
+
+RUN_HELP = """Fine-tune the investigation × mitigation plan of each factor plus the shared golden runs, then analyse.
+
+Every run pools the task's labelled data, re-splits it (stratified, --test-fraction held
+out, data_split seed), picks --num-labelled class-balanced examples (label_choice seed)
+and fine-tunes with its own data_order, model_init and optimisation (dropout) seeds.
+Seeds are drawn without replacement (master seeds 42 and 27) and stored with every run.
+
+The shipped presets (--preset):
+
+{presets}
+
+Examples:
+
+seedscope factors run --task sst2 --model all-minilm-l6-v2 --factor data_order --factor label_choice
+-N 5 -M 10 -L 50 --num-labelled 200 --metric f1_macro --out runs/sst2-factors
+
+seedscope factors run --task sst2 --model bert-base-uncased --factor all -N 10 -M 100
+--tolerance 0.05 --executor ray --gpus-per-run 0.25 --out runs/bert-factors
+
+Add --plan-only to print the plan size and a cost estimate from one timed run.
+"""
+factors_app.command("run", help=RUN_HELP.format(presets=presets_text()))(run_command)
 
 
 def _plan_only(plan, data_dir: Optional[Path]) -> None:

@@ -1,57 +1,109 @@
-"""Options that tell the readers how to read prediction files, shared by every command that reads them,
-and the checks every command runs on them whatever its input: values in range, and a note for each
-option given that the input at hand cannot use (never silently accepted)."""
+"""The reading options of ``analyze``, ``report``, ``compare`` and ``subsets``, declared once, and the object they make.
+
+Each option is an ``Annotated`` alias a command names as a parameter (``run_column:
+RunColumn = None``). :meth:`Reading.of` turns the parameters a command was given into one
+:class:`Reading` — the input format, the readers' :class:`~seedscope.io.common.ReadOptions` and
+the options of per-run score tables — which the command hands to the readers. It also says,
+for the kind of input at hand, which options given on the command line do not apply (a note
+each: never silently accepted).
+"""
 
 from __future__ import annotations
 
 import warnings
-from typing import Mapping
+from dataclasses import dataclass, fields
+from enum import Enum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Mapping, Optional
 
 import typer
 
 from seedscope.errors import IgnoredOptionWarning
 from seedscope.notes import recorded
-from seedscope.validation import check_power as check_probability
 
-RUN_COLUMN_OPTION = typer.Option(
-    None, "--run-column", "--seed-column", help="Column naming the run or seed (long tables); default: auto-detected (run, seed, run_id …)."
-)
-ID_COLUMN_OPTION = typer.Option(None, help="Column with the example id; default: auto-detected.")
-PREDICTION_COLUMN_OPTION = typer.Option(None, help="Column with the prediction; default: auto-detected.")
-LABEL_COLUMN_OPTION = typer.Option(None, help="Column with the gold label; default: auto-detected.")
-FORMAT_OPTION = typer.Option(
-    None, "--format", help="Input format when the file extension does not tell (csv, tsv, jsonl, parquet, lm-eval, run-glue, store)."
-)
-CLUSTER_COLUMN_OPTION = typer.Option(
-    None, help="Column grouping examples (answers of one question, prompts of one item) for clustered standard errors."
-)
-METRIC_OPTION = typer.Option(
-    None, "--metric",
-    help="Per-run score tables: the score column(s), comma-separated; default: every numeric column. inspect_ai logs: the scorer (default: the first).",
-)
-SCALE_OPTION = typer.Option(
-    None, "--scale", help="Per-run score tables: multiply every score by this (0.01 reads percentages written without % as fractions)."
-)
-SYSTEM_COLUMN_OPTION = typer.Option(
-    None, "--system-column",
-    help="Per-run score tables: column(s) whose values name the system (repeatable); default: the columns that vary.",
-)
-FILTER_OPTION = typer.Option(None, "--filter", help="lm-evaluation-harness filter to read (default: the only or first one).")
-RUNS_BY_OPTION = typer.Option(
-    None, "--runs-by",
+if TYPE_CHECKING:
+    from seedscope.io.common import ReadOptions
+
+
+class TaskTypeChoice(str, Enum):
+    classification = "classification"
+    regression = "regression"
+
+
+RunColumn = Annotated[Optional[str], typer.Option(
+    "--run-column", "--seed-column", help="Column naming the run or seed (long tables); default: auto-detected (run, seed, run_id …).")]
+IdColumn = Annotated[Optional[str], typer.Option("--id-column", help="Column with the example id; default: auto-detected.")]
+PredictionColumn = Annotated[Optional[str], typer.Option(
+    "--prediction-column", help="Column with the prediction; default: auto-detected.")]
+LabelColumn = Annotated[Optional[str], typer.Option("--label-column", help="Column with the gold label; default: auto-detected.")]
+InputFormat = Annotated[Optional[str], typer.Option(
+    "--format", help="Input format when the file extension does not tell (csv, tsv, jsonl, parquet, lm-eval, run-glue, store).")]
+ClusterColumn = Annotated[Optional[str], typer.Option(
+    "--cluster-column", help="Column grouping examples (answers of one question, prompts of one item) for clustered standard errors.")]
+ProbColumns = Annotated[Optional[str], typer.Option(
+    "--prob-columns", help="Prefix (or list-valued column) of the class-probability columns; default: prob_<class>.")]
+Metric = Annotated[Optional[str], typer.Option(
+    "--metric",
+    help="Per-run score tables: the score column(s), comma-separated; default: every numeric column. inspect_ai logs: the scorer (default: the first).")]
+Scale = Annotated[Optional[float], typer.Option(
+    "--scale", help="Per-run score tables: multiply every score by this (0.01 reads percentages written without % as fractions).")]
+SystemColumn = Annotated[Optional[list[str]], typer.Option(
+    "--system-column",
+    help="Per-run score tables: column(s) whose values name the system (repeatable); default: the columns that vary.")]
+LmEvalFilter = Annotated[Optional[str], typer.Option(
+    "--filter", help="lm-evaluation-harness filter to read (default: the only or first one).")]
+RunsBy = Annotated[Optional[str], typer.Option(
+    "--runs-by",
     help="lm-eval logs: 'file' makes every samples file one run of one task (prompt templates, checkpoints …), "
-    "named after the part of its file name that differs; default: a folder or file per run, a file per task.",
-)
-
+    "named after the part of its file name that differs; default: a folder or file per run, a file per task.")]
+Task = Annotated[Optional[str], typer.Option(
+    "--task", help="Task name (e.g. rte, sst2): picks one from multi-task inputs, or names it for files without one "
+    "(run_glue.py predictions get their gold labels from it).")]
+DataDir = Annotated[Optional[Path], typer.Option(
+    "--data-dir", help="Folder with the task's labelled files, for gold labels and example texts (default $SEEDSCOPE_DATA_DIR).")]
+TaskType = Annotated[Optional[TaskTypeChoice], typer.Option(
+    "--task-type", help="classification or regression; default: regression when predictions are non-integer floats.")]
 
 #: why an option does nothing for an input kind, to say in its note
 SCORE_TABLES = "per-run score tables (one number per run, no per-example predictions)"
 PREDICTIONS = "per-example predictions (it is for per-run score tables)"
+#: command parameters whose name differs from the ReadOptions field they fill
+FIELD_OF_PARAMETER = {"lm_eval_filter": "filter"}
 
 
-def check_power(power: float) -> float:
-    """The power of a minimum detectable difference, checked by the library's one rule, named as the flag."""
-    return check_probability(power, "--power")
+@dataclass(frozen=True)
+class Reading:
+    """How a command reads its inputs: the format, the readers' options, and the score-table options."""
+
+    format: str | None
+    options: ReadOptions
+    system_columns: list[str] | None = None
+    scale: float | None = None
+
+    @classmethod
+    def of(cls, params: Mapping[str, Any]) -> Reading:
+        """The reading options among a command's parameters (``ctx.params``); those it lacks keep their default."""
+        from seedscope.io.common import ReadOptions
+
+        names = {field.name for field in fields(ReadOptions)}
+        values = {FIELD_OF_PARAMETER.get(key, key): getattr(value, "value", value) for key, value in params.items()}
+        return cls(format=params.get("input_format"),
+                   options=ReadOptions(**{key: value for key, value in values.items() if key in names}),
+                   system_columns=params.get("system_column"), scale=params.get("scale"))
+
+    def holds_run_scores(self, paths: list[Path]) -> bool:
+        """True when every input is a per-run score table."""
+        from seedscope.io import holds_run_scores
+
+        return holds_run_scores(paths, self.format)
+
+    def run_scores(self, paths: list[Path], *, metric: list[str] | str | None, names: list[str] | None = None):
+        """The per-run score tables of ``paths`` (:func:`seedscope.io.read_run_scores`)."""
+        from seedscope.io import read_run_scores
+
+        return read_run_scores(paths, run_column=self.options.run_column, metric=metric, names=names,
+                               system_columns=self.system_columns, task=self.options.task, fmt=self.format,
+                               scale=self.scale)
 
 
 def ignored_options(ctx: typer.Context, unused: Mapping[str, str]) -> list[str]:

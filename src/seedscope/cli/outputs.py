@@ -7,10 +7,13 @@ them, each atomically, so a failing run leaves no file (and never half a file) b
 from __future__ import annotations
 
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Annotated, Any, Iterator, Mapping, Optional
 
+import typer
 from rich.console import Console
+from rich.markup import escape
 
 from seedscope.atomic import atomic_write_text
 from seedscope.errors import Interrupted, SeedscopeError
@@ -74,7 +77,7 @@ def write_outputs(outputs: dict[Path, str], console: Console) -> None:
             atomic_write_text(path, text)
         except OSError as error:
             raise SeedscopeError(f"cannot write {path}: {error.strerror or error}") from error
-        console.print(f"wrote {path}")
+        console.print(f"wrote {escape(str(path))}", highlight=False)
 
 
 def tidy_sections(sections: dict) -> "pd.DataFrame":
@@ -89,22 +92,68 @@ def tidy_sections(sections: dict) -> "pd.DataFrame":
     return pd.DataFrame(rows).set_index("section")
 
 
-def emit_sections(console, sections, document, long, json_file, markdown_file, latex_file, csv_file) -> None:
-    """Print the tables and write the requested files (all rendered before any is written)."""
-    from seedscope.report import tables
+JsonFile = Annotated[Optional[Path], typer.Option(
+    "--json", help="Write every number as JSON (the schema is on the command's page under docs/).")]
+MarkdownFile = Annotated[Optional[Path], typer.Option("--markdown", help="Write the tables as Markdown.")]
+LatexFile = Annotated[Optional[Path], typer.Option("--latex", help="Write the tables as LaTeX (booktabs).")]
+CsvFile = Annotated[Optional[Path], typer.Option(
+    "--csv", help="Write every number as a tidy CSV (section, name, statistic, value; analyze adds the group).")]
+Confidence = Annotated[float, typer.Option("--confidence", help="Confidence level of the intervals (and of ASO in compare).")]
+Power = Annotated[float, typer.Option(
+    "--power", help="Power of the minimum detectable difference (with the confidence level as 1 − α).")]
+Boot = Annotated[int, typer.Option("--n-boot", help="Bootstrap resamples of every interval.")]
+Seed = Annotated[int, typer.Option("--seed", min=0, help="Seed of every resampling.")]
 
-    outputs = {}
-    if json_file:
-        outputs[json_file] = dumps(document)
-    if markdown_file:
-        outputs[markdown_file] = tables.render_markdown(sections)
-    if latex_file:
-        outputs[latex_file] = tables.render_latex(sections)
-    if csv_file:
-        outputs[csv_file] = tables.to_csv(long)
-    for title, frame in sections.items():
-        if len(frame) <= 50:
-            console.print(tables.to_rich(frame, title=title))
-        else:
-            console.print(f"{title}: {len(frame)} rows (in the JSON / CSV / Markdown outputs)")
-    write_outputs(outputs, console)
+
+@dataclass(frozen=True)
+class OutputFiles:
+    """The files a table command writes (each optional): JSON, Markdown, LaTeX and tidy CSV."""
+
+    json: Path | None = None
+    markdown: Path | None = None
+    latex: Path | None = None
+    csv: Path | None = None
+
+    @classmethod
+    def of(cls, params: Mapping[str, Any]) -> OutputFiles:
+        """The output files among a command's parameters (``ctx.params``), checked, and with them its confidence
+        level and power: all refused, when wrong, before any input is read."""
+        from seedscope.validation import check_confidence, check_power
+
+        files = cls(*(params.get(name) for name in ("json_file", "markdown_file", "latex_file", "csv_file")))
+        check_outputs(files.json, files.markdown, files.latex, files.csv)
+        if "power" in params:
+            check_power(params["power"], "--power")
+        if "confidence" in params:
+            check_confidence(params["confidence"])
+        return files
+
+    def emit(self, console: Console, sections: dict, document: dict | None, long: "pd.DataFrame | None" = None, *,
+             max_rows: int | None = 50, notes: list[str] = ()) -> None:
+        """Print the tables (one longer than ``max_rows`` as a line) and the ``notes``, then write the requested files,
+        all rendered before any is written; ``document`` is the JSON, ``long`` the tidy CSV (default: every cell of
+        ``sections``)."""
+        from seedscope.report import tables
+
+        outputs = {}
+        if self.json:
+            outputs[self.json] = dumps(document)
+        if self.markdown:
+            outputs[self.markdown] = tables.render_markdown(sections)
+        if self.latex:
+            outputs[self.latex] = tables.render_latex(sections)
+        if self.csv:
+            outputs[self.csv] = tables.to_csv(tidy_sections(sections) if long is None else long)
+        for title, frame in sections.items():
+            if max_rows is None or len(frame) <= max_rows:
+                console.print(tables.to_rich(frame, title=title))
+            else:
+                console.print(f"{escape(title)}: {len(frame)} rows (in the JSON / CSV / Markdown outputs)", highlight=False)
+        print_notes(console, list(notes))
+        write_outputs(outputs, console)
+
+
+def print_notes(console: Console, notes: list[str], prefix: str = "note: ") -> None:
+    """One line per note, its text printed literally (paths and names may hold brackets)."""
+    for note in notes:
+        console.print(f"{prefix}{escape(str(note))}", highlight=False)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from typing import Optional
@@ -10,21 +11,25 @@ import typer
 from rich.console import Console
 
 from seedscope.cli.inputs import (
-    CLUSTER_COLUMN_OPTION,
-    FILTER_OPTION,
-    FORMAT_OPTION,
-    ID_COLUMN_OPTION,
-    LABEL_COLUMN_OPTION,
-    METRIC_OPTION,
-    PREDICTION_COLUMN_OPTION,
-    RUN_COLUMN_OPTION,
-    RUNS_BY_OPTION,
-    SCALE_OPTION,
-    SCORE_TABLES,
-    SYSTEM_COLUMN_OPTION,
     PREDICTIONS,
+    SCORE_TABLES,
+    ClusterColumn,
+    DataDir,
+    IdColumn,
+    InputFormat,
+    LabelColumn,
+    LmEvalFilter,
+    Metric,
+    PredictionColumn,
+    Reading,
+    RunColumn,
+    RunsBy,
+    Scale,
+    SystemColumn,
+    Task,
     ignored_options,
 )
+from seedscope.cli.outputs import output_console, print_notes
 from seedscope.errors import SeedscopeError
 
 HELP = (
@@ -81,25 +86,23 @@ def report_command(
     fig_format: Optional[FigFormat] = typer.Option(None, "--fig-format", help="Format of the --figures files (default png)."),
     unstable_csv: Optional[Path] = typer.Option(None, "--unstable-csv", help="Write the most unstable examples of every task as CSV."),
     top: int = typer.Option(20, min=0, help="How many of the most unstable examples to list per task."),
-    task: Optional[str] = typer.Option(None, help="Task name (e.g. rte) of predictions that carry no task column."),
-    data_dir: Optional[Path] = typer.Option(
-        None, help="Folder with the task data, to show the text of unstable examples (default $SEEDSCOPE_DATA_DIR)."
-    ),
+    task: Task = None,
+    data_dir: DataDir = None,
     intersect: bool = typer.Option(False, help="Use only the example ids that every run covers."),
     factor_scores: Optional[Path] = typer.Option(
         None, help="A factor score table (as for `seedscope factors analyze`) whose factor importance the report adds."
     ),
-    input_format: Optional[str] = FORMAT_OPTION,
-    run_column: Optional[str] = RUN_COLUMN_OPTION,
-    id_column: Optional[str] = ID_COLUMN_OPTION,
-    prediction_column: Optional[str] = PREDICTION_COLUMN_OPTION,
-    label_column: Optional[str] = LABEL_COLUMN_OPTION,
-    cluster_column: Optional[str] = CLUSTER_COLUMN_OPTION,
-    lm_eval_filter: Optional[str] = FILTER_OPTION,
-    runs_by: Optional[str] = RUNS_BY_OPTION,
-    metric: Optional[str] = METRIC_OPTION,
-    system_column: Optional[list[str]] = SYSTEM_COLUMN_OPTION,
-    scale: Optional[float] = SCALE_OPTION,
+    input_format: InputFormat = None,
+    run_column: RunColumn = None,
+    id_column: IdColumn = None,
+    prediction_column: PredictionColumn = None,
+    label_column: LabelColumn = None,
+    cluster_column: ClusterColumn = None,
+    lm_eval_filter: LmEvalFilter = None,
+    runs_by: RunsBy = None,
+    metric: Metric = None,
+    system_column: SystemColumn = None,
+    scale: Scale = None,
     subset_scores: Optional[list[Path]] = typer.Option(
         None, "--subset-scores", help="Score file(s) as for `seedscope subsets` (repeatable): adds the evaluation-subset seed section."
     ),
@@ -112,51 +115,73 @@ def report_command(
 ) -> None:
     from seedscope.factor_study.importance import analyze_factors
     from seedscope.factor_study.scores import study_from_table
-    from seedscope.io import holds_run_scores, read_score_table
-    from seedscope.progress import stage_progress
-    from seedscope.workflows.reporting import build_report, build_score_report
+    from seedscope.io import read_score_table
 
+    files = ReportFiles(html, latex, figures, (fig_format or FigFormat.png).value, unstable_csv)
     if fig_format is not None and figures is None:
         raise SeedscopeError("--fig-format needs --figures DIR to say where the figures go")
     subsets = _subset_analysis(subset_scores, subset_size, subset_seeds, subset_score)
-    if html is None and latex is None and figures is None and unstable_csv is None:
-        html = DEFAULT_HTML
     factors = analyze_factors(study_from_table(read_score_table(factor_scores))) if factor_scores else None
-    if holds_run_scores(paths, input_format):
+    reading = Reading.of({**ctx.params, "metric": None})  # --metric is the score column of score tables here
+    console = output_console()
+    if reading.holds_run_scores(paths):
         if factors is not None or subsets is not None or unstable_csv is not None:
             raise SeedscopeError("per-run score tables make a report of their own: --factor-scores, --subset-scores and "
                                  "--unstable-csv need predictions")
-        build_score_report(paths, html=html, latex_dir=latex, figures_dir=figures,
-                           fig_format=(fig_format or FigFormat.png).value, metric=metric, task=task, title=title,
-                           read_options={"run_column": run_column, "system_columns": system_column, "fmt": input_format,
-                                         "scale": scale})
-        _print_notes(ignored_options(ctx, UNUSED_BY_SCORE_TABLES))
-        _print_written(html, latex, figures, unstable_csv)
+        report_scores(paths, reading, files, metric=metric, title=title)
+        print_notes(console, ignored_options(ctx, UNUSED_BY_SCORE_TABLES))
+        files.print_written(console)
         return
-    _print_notes(ignored_options(ctx, UNUSED_BY_PREDICTIONS))
-    read_options = {"format": input_format, "run_column": run_column, "id_column": id_column,
-                    "prediction_column": prediction_column, "label_column": label_column,
-                    "cluster_column": cluster_column, "filter": lm_eval_filter, "runs_by": runs_by}
+    print_notes(console, ignored_options(ctx, UNUSED_BY_PREDICTIONS))
+    report_predictions(paths, reading, files, console, factors=factors, subsets=subsets, top=top,
+                       intersect=intersect, title=title)
+    files.print_written(console)
+
+
+@dataclass(frozen=True)
+class ReportFiles:
+    """Where the report goes: the HTML page, the paper tables, the figures (and their format), the unstable examples;
+    the HTML page alone when nothing is named."""
+
+    html: Path | None
+    latex: Path | None
+    figures: Path | None
+    fig_format: str
+    unstable_csv: Path | None
+
+    def __post_init__(self) -> None:
+        if self.html is None and self.latex is None and self.figures is None and self.unstable_csv is None:
+            object.__setattr__(self, "html", DEFAULT_HTML)
+
+    def print_written(self, console: Console) -> None:
+        for label, path in (("HTML report", self.html), ("paper tables", self.latex), ("figures", self.figures),
+                            ("unstable examples", self.unstable_csv)):
+            if path is not None:
+                console.print(f"wrote {label}: {path}", highlight=False, markup=False)
+
+
+def report_scores(paths: list[Path], reading: Reading, files: ReportFiles, *, metric: str | None, title: str) -> None:
+    """The report of per-run score tables."""
+    from seedscope.workflows.reporting import build_score_report
+
+    build_score_report(paths, html=files.html, latex_dir=files.latex, figures_dir=files.figures,
+                       fig_format=files.fig_format, metric=metric, task=reading.options.task, title=title,
+                       read_options={"run_column": reading.options.run_column, "system_columns": reading.system_columns,
+                                     "fmt": reading.format, "scale": reading.scale})
+
+
+def report_predictions(paths: list[Path], reading: Reading, files: ReportFiles, console: Console, **options) -> None:
+    """The report of predictions (``options``: factors, subsets, top, intersect, title), its notes printed."""
+    from seedscope.progress import stage_progress
+    from seedscope.workflows.reporting import build_report
+
+    options["top_k"] = options.pop("top")
     with stage_progress() as progress:
-        build_report(
-            [str(p) for p in paths], html=html, latex_dir=latex, figures_dir=figures,
-            fig_format=(fig_format or FigFormat.png).value, unstable_csv=unstable_csv, top_k=top,
-            task=task, data_dir=data_dir, intersect=intersect, title=title, progress=progress, factors=factors,
-            subsets=subsets, read_options=read_options,
-        )
-    _print_written(html, latex, figures, unstable_csv)
-
-
-def _print_notes(notes: list[str]) -> None:
-    for note in notes:
-        Console().print(f"note: {note}", highlight=False)
-
-
-def _print_written(html, latex, figures, unstable_csv) -> None:
-    out = Console()
-    for label, path in (("HTML report", html), ("paper tables", latex), ("figures", figures), ("unstable examples", unstable_csv)):
-        if path is not None:
-            out.print(f"wrote {label}: {path}")
+        report = build_report([str(p) for p in paths], html=files.html, latex_dir=files.latex,
+                              figures_dir=files.figures, fig_format=files.fig_format, unstable_csv=files.unstable_csv,
+                              task=reading.options.task, data_dir=reading.options.data_dir, progress=progress,
+                              read_options={"format": reading.format, "options": reading.options}, **options)
+    print_notes(console, report.notes)
 
 
 def _subset_analysis(paths: list[Path] | None, size: int | None, n_seeds: int | None, score: str | None):

@@ -1,4 +1,9 @@
-"""The options every command that runs models shares (``sweep``, ``demo``, ``factors run``), and their meaning.
+"""The options every command that runs models shares (``sweep``, ``factors run``), declared once, and their meaning.
+
+Each option is an ``Annotated`` alias a command names as a parameter. From the parameters a
+command builds two checked objects: :class:`RunChoice` (what runs: runner, method, preset,
+config, ``--set`` values) and :class:`~seedscope.executors.options.ExecutionOptions` (where and
+how: executor, parallel, Ray, retries, fail-fast), and hands them to the workflows.
 
 ``--runner icl`` (with ``--shots``, ``--format``, ``--predict``) prompts the model instead of
 fine-tuning it, and ``--runner meta`` (``--method protonet | maml | reptile``) meta-learns a small
@@ -9,13 +14,18 @@ hyper-parameters of the run specs, refusing flags that belong to another runner.
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Optional
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Mapping, Optional
 
 import typer
 import yaml
 
 from seedscope.errors import SeedscopeError
+
+if TYPE_CHECKING:
+    from seedscope.executors.options import ExecutionOptions
 
 
 class Method(str, Enum):
@@ -75,24 +85,74 @@ def quiet_libraries() -> None:
     warnings.filterwarnings("ignore", category=UserWarning, module="torch")
 
 
-SET_OPTION = typer.Option(None, "--set", help="Hyper-parameter override KEY=VALUE, e.g. --set learning_rate=1e-5 (repeatable).")
-FAIL_FAST_OPTION = typer.Option(False, "--fail-fast", help="Stop at the first failed run instead of recording it and going on.")
-EXECUTOR_OPTION = typer.Option(Executor.local, "--executor", help="local: one run after another here; ray: Ray tasks.")
-RAY_ADDRESS_OPTION = typer.Option(None, "--ray-address", help="Join this Ray cluster (e.g. auto); default: start a local one.")
-GPUS_PER_RUN_OPTION = typer.Option(0.0, "--gpus-per-run", min=0.0, help="GPUs per Ray run; a fraction (0.25) packs runs on one GPU.")
-MAX_RETRIES_OPTION = typer.Option(2, "--max-retries", help="Ray: start a run again this often when its worker dies (killed, out of memory).")
-CPUS_PER_RUN_OPTION = typer.Option(1.0, "--cpus-per-run", min=0.01, help="CPUs per Ray run (its torch threads).")
-DATA_DIR_OPTION = typer.Option(None, "--data-dir", help="Folder laid out like glue/RTE/dev.tsv (default $SEEDSCOPE_DATA_DIR, else the hub).")
+def presets_text() -> str:
+    """Every shipped preset with the first sentence of its description, as a Markdown list read from the files
+    (for the ``--help`` of the commands that take ``--preset``)."""
+    from seedscope.presets import preset_summaries
+
+    return "\n".join(f"- **{name}**: {summary}" for name, summary in preset_summaries().items())
 
 
-RUNNER_OPTION = typer.Option(
-    Runner.finetune, "--runner", help="finetune: train the model (full, or --method lora); icl: prompt it with demonstrations, train nothing; "
-    "meta: meta-learn a text CNN over its frozen token states (--method protonet, maml or reptile).")
-METHOD_OPTION = typer.Option(None, "--method", help="finetune: full (default) or lora; meta: protonet (default), maml or reptile.")
-SHOTS_OPTION = typer.Option(None, "--shots", min=0, help="icl: demonstrations per class (default 2).")
-FORMAT_OPTION = typer.Option(
-    None, "--format", help="icl: prompt format minimal, instruction or chat; repeat it to make the format a randomness factor (the prompt_format seed picks one per run).")
-PREDICT_OPTION = typer.Option(None, "--predict", help="icl: score the label words' log-likelihood (default) or generate an answer.")
+Settings = Annotated[Optional[list[str]], typer.Option(
+    "--set", help="Hyper-parameter override KEY=VALUE, e.g. --set learning_rate=1e-5 (repeatable).")]
+Preset = Annotated[Optional[str], typer.Option(
+    "--preset", help="Shipped settings to start from (every preset is listed above, with what it runs).")]
+ConfigFile = Annotated[Optional[Path], typer.Option(
+    "--config", help="YAML config (keys as in docs/config.md); may start from a preset.")]
+RunnerOption = Annotated[Runner, typer.Option(
+    "--runner", help="finetune: train the model (full, or --method lora); icl: prompt it with demonstrations, train nothing; "
+    "meta: meta-learn a text CNN over its frozen token states (--method protonet, maml or reptile).")]
+MethodOption = Annotated[Optional[Method], typer.Option(
+    "--method", help="finetune: full (default) or lora; meta: protonet (default), maml or reptile.")]
+Shots = Annotated[Optional[int], typer.Option("--shots", min=0, help="icl: demonstrations per class (default 2).")]
+PromptFormat = Annotated[Optional[list[str]], typer.Option(
+    "--format", help="icl: prompt format minimal, instruction or chat; repeat it to make the format a randomness factor "
+    "(the prompt_format seed picks one per run).")]
+PredictOption = Annotated[Optional[Predict], typer.Option(
+    "--predict", help="icl: score the label words' log-likelihood (default) or generate an answer.")]
+Out = Annotated[Optional[Path], typer.Option("--out", help="Experiment directory to create (or continue with --resume).")]
+Resume = Annotated[bool, typer.Option("--resume", help="Continue the experiment in --out: keep finished runs, redo the rest.")]
+FailFast = Annotated[bool, typer.Option("--fail-fast", help="Stop at the first failed run instead of recording it and going on.")]
+ExecutorOption = Annotated[Executor, typer.Option("--executor", help="local: runs here (one after another, or --parallel); ray: Ray tasks.")]
+PARALLEL_OPTION = typer.Option("--parallel", min=1, help="Runs at once on this machine, in worker processes (packing executor).")
+Parallel = Annotated[int, PARALLEL_OPTION]
+RayAddress = Annotated[Optional[str], typer.Option(
+    "--ray-address", help="Join this Ray cluster (e.g. auto); default: start a local one.")]
+GpusPerRun = Annotated[float, typer.Option(
+    "--gpus-per-run", min=0.0, help="GPUs per Ray run; a fraction (0.25) packs runs on one GPU.")]
+CpusPerRun = Annotated[float, typer.Option("--cpus-per-run", min=0.01, help="CPUs per Ray run (its torch threads).")]
+MaxRetries = Annotated[int, typer.Option(
+    "--max-retries", help="Ray: start a run again this often when its worker dies (killed, out of memory).")]
+DataDir = Annotated[Optional[Path], typer.Option(
+    "--data-dir", help="Folder laid out like glue/RTE/dev.tsv (default $SEEDSCOPE_DATA_DIR, else the hub).")]
+
+#: the ExecutionOptions field each command parameter fills
+EXECUTION_PARAMETERS = ("executor", "parallel", "ray_address", "gpus_per_run", "cpus_per_run", "max_retries", "fail_fast")
+
+
+def execution_options(params: Mapping[str, Any]) -> ExecutionOptions:
+    """The checked :class:`ExecutionOptions` of a command's parameters (``ctx.params``)."""
+    from seedscope.executors.options import ExecutionOptions
+
+    return ExecutionOptions(**{name: params[name] for name in EXECUTION_PARAMETERS if name in params})
+
+
+@dataclass(frozen=True)
+class RunChoice:
+    """What the runs are: the method and hyper-parameter overrides the runner flags make, a preset and a config file."""
+
+    method: str | None
+    hparams: dict[str, Any]
+    preset: str | None = None
+    config: Path | None = None
+
+    @classmethod
+    def of(cls, params: Mapping[str, Any]) -> RunChoice:
+        """The runner flags among a command's parameters, checked (a flag of another runner is refused)."""
+        method, hparams = runner_settings(params["runner"], params.get("method"), params.get("shots"),
+                                          split_values(params.get("prompt_format")), params.get("predict"))
+        return cls(method, {**hparams, **(parse_settings(params.get("settings")) or {})}, params.get("preset"),
+                   params.get("config_file"))
 
 
 def runner_settings(runner: Runner, method: Optional[Method], shots: Optional[int], formats: Optional[list[str]],

@@ -61,13 +61,14 @@ def show_prompt_command(
     rows = prompts.examples.set_index(prompts.examples["example_id"].astype(str))
     if example is None:
         console.print(f"run {run}: {len(rows)} test examples; the prefix every example shares "
-                      f"({len(prompts.prefix):,} characters):", highlight=False)
+                      f"({len(prompts.prefix):,} characters):", highlight=False, markup=False)
         console.print(Panel(Text(prompts.prefix), title="shared prefix", title_align="left"))
     shown = records if example is not None or limit == 0 else records[:limit]
     for record in shown:
         row = rows.loc[record["example_id"]]
         gold = f"label {row['label']}, " if "label" in row.index else ""
-        console.print(f"example {record['example_id']} ({gold}predicted {row['prediction']})", highlight=False)
+        console.print(f"example {record['example_id']} ({gold}predicted {row['prediction']})", highlight=False,
+                      markup=False)
         text = record["context"] if example is not None else record["context"][len(prompts.prefix.rstrip()):]
         console.print(Panel(Text(text), title="whole context" if example is not None else "after the prefix",
                             title_align="left"))

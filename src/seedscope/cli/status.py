@@ -5,7 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from seedscope.cli.outputs import output_console
 from seedscope.cli.verify import PROBLEMS_FOUND
@@ -60,24 +62,26 @@ def status_command(
     runs = store.runs()
     counts = runs["status"].value_counts()
     shown = runs[runs["status"] == "failed"] if failed else runs
-    table = Table(title=f"{directory} — {len(runs)} runs: " + ", ".join(f"{n} {s}" for s, n in counts.items()))
+    table = Table(title=Text(f"{directory} — {len(runs)} runs: " + ", ".join(f"{n} {s}" for s, n in counts.items())))
     for column in ("run", "task", "model", "seeds", "status", "duration", "primary metric", "error"):
         table.add_column(column, overflow="fold")
     for _, run in shown.iterrows():
         metric = "" if pd.isna(run["primary_value"]) else f"{run['primary_metric']} {run['primary_value']:.4f}"
         error = "" if pd.isna(run["error"]) else str(run["error"])
-        table.add_row(
-            run["run_id"], run["task"], run["model_name"] + ("" if run["method"] == "full" else f" ({run['method']})"),
-            _seeds(run), f"[{STATUS_STYLE[run['status']]}]{run['status']}[/]", _duration(run["duration_s"]), metric,
-            error if failed else error.splitlines()[-1][:120] if error else "",
+        model = run["model_name"] + ("" if run["method"] == "full" else f" ({run['method']})")
+        shown_error = error if failed else error.splitlines()[-1][:120] if error else ""
+        table.add_row(  # names and errors are the user's text: shown literally, never read as markup
+            Text(str(run["run_id"])), Text(str(run["task"])), Text(model), Text(_seeds(run)),
+            Text(run["status"], style=STATUS_STYLE[run["status"]]), _duration(run["duration_s"]), metric,
+            Text(shown_error),
         )
     console = output_console()
     console.print(table)
     problems = store.check()
     for problem in problems:
-        console.print(f"[bold yellow]integrity:[/] {problem}", highlight=False, soft_wrap=True)
+        console.print(f"[bold yellow]integrity:[/] {escape(str(problem))}", highlight=False, soft_wrap=True)
     if problems:
-        console.print(f"see `seedscope verify {directory}`; --resume repairs these", highlight=False)
+        console.print(f"see `seedscope verify {directory}`; --resume repairs these", highlight=False, markup=False)
         raise typer.Exit(PROBLEMS_FOUND)
 
 

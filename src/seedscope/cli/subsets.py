@@ -8,15 +8,28 @@ from typing import TYPE_CHECKING, Optional
 import typer
 
 from seedscope.cli.inputs import (
-    FILTER_OPTION,
-    FORMAT_OPTION,
-    ID_COLUMN_OPTION,
-    LABEL_COLUMN_OPTION,
-    PREDICTION_COLUMN_OPTION,
-    RUN_COLUMN_OPTION,
-    RUNS_BY_OPTION,
+    IdColumn,
+    InputFormat,
+    LabelColumn,
+    LmEvalFilter,
+    PredictionColumn,
+    Reading,
+    RunColumn,
+    RunsBy,
+    Task,
 )
-from seedscope.cli.outputs import check_outputs, emit_sections, output_console, parse_int_list, tidy_sections
+from seedscope.cli.outputs import (
+    Boot,
+    Confidence,
+    CsvFile,
+    JsonFile,
+    LatexFile,
+    MarkdownFile,
+    OutputFiles,
+    output_console,
+    parse_int_list,
+    print_notes,
+)
 from seedscope.errors import SeedscopeError
 
 if TYPE_CHECKING:
@@ -54,13 +67,6 @@ seedscope subsets out/pythia-160m out/pythia-410m --subset-size 200      # two m
 ```
 """
 
-#: the output options `subsets` and `compare` share
-CONFIDENCE_OPTION = typer.Option(0.95, help="Confidence level of the intervals (and of ASO in compare).")
-JSON_OPTION = typer.Option(None, "--json", help="Write every number as JSON (schema: docs/subsets.md).")
-MARKDOWN_OPTION = typer.Option(None, "--markdown", help="Write the tables as Markdown.")
-LATEX_OPTION = typer.Option(None, "--latex", help="Write the tables as LaTeX (booktabs).")
-CSV_OPTION = typer.Option(None, "--csv", help="Write every number as a tidy CSV (section, name, statistic, value).")
-
 SUBSET_HEADERS = {
     "mean": "mean θ̄",
     "var_seed": "Var_seed (÷K−1)",
@@ -84,6 +90,7 @@ PAIR_HEADERS = {
 
 
 def subsets_command(
+    ctx: typer.Context,
     scores: list[Path] = typer.Argument(..., help="Score files: one per system, or long tables with a system column."),
     subset_size: int = typer.Option(..., "--subset-size", "-n", help="Examples per subset (n)."),
     n_seeds: int = typer.Option(20, "--n-seeds", "-k", help="Number of subset seeds K (at least 2)."),
@@ -92,66 +99,57 @@ def subsets_command(
         None, help="Score files: mean[:column] (default: mean of column score), accuracy[:prediction,label] or "
         "ratio:num,base,ref. Predictions: per-example correctness.",
     ),
-    id_column: Optional[str] = ID_COLUMN_OPTION,
+    id_column: IdColumn = None,
     system_column: str = typer.Option("system", help="Column naming the system in a long score table."),
-    input_format: Optional[str] = FORMAT_OPTION,
-    run_column: Optional[str] = RUN_COLUMN_OPTION,
-    prediction_column: Optional[str] = PREDICTION_COLUMN_OPTION,
-    label_column: Optional[str] = LABEL_COLUMN_OPTION,
-    task: Optional[str] = typer.Option(None, help="Task to read from multi-task predictions or lm-eval folders."),
-    lm_eval_filter: Optional[str] = FILTER_OPTION,
-    runs_by: Optional[str] = RUNS_BY_OPTION,
+    input_format: InputFormat = None,
+    run_column: RunColumn = None,
+    prediction_column: PredictionColumn = None,
+    label_column: LabelColumn = None,
+    task: Task = None,
+    lm_eval_filter: LmEvalFilter = None,
+    runs_by: RunsBy = None,
     target_cv: Optional[float] = typer.Option(None, help="Also find the subset size whose CV falls below this target (e.g. 0.02)."),
     sizes: Optional[str] = typer.Option(None, help="Comma-separated subset sizes for --target-cv (default: a geometric grid up to N)."),
     full_pool: bool = typer.Option(True, help="Bootstrap CI of each full-pool score and paired tests of each pair."),
-    n_boot: int = typer.Option(2000, help="Bootstrap resamples for the full-pool CIs."),
+    n_boot: Boot = 2000,
     n_permutations: int = typer.Option(2000, help="Random swaps for the paired permutation test."),
-    confidence: float = CONFIDENCE_OPTION,
-    json_file: Optional[Path] = JSON_OPTION,
-    markdown_file: Optional[Path] = MARKDOWN_OPTION,
-    latex_file: Optional[Path] = LATEX_OPTION,
-    csv_file: Optional[Path] = CSV_OPTION,
+    confidence: Confidence = 0.95,
+    json_file: JsonFile = None,
+    markdown_file: MarkdownFile = None,
+    latex_file: LatexFile = None,
+    csv_file: CsvFile = None,
 ) -> None:
-    from seedscope.analysis.subsets import analyze_subsets, correctness_scores, parse_score
-    from seedscope.io import holds_predictions, read_sweep, read_system_scores
-    from seedscope.io.common import run_names
+    from seedscope.analysis.subsets import analyze_subsets, parse_score
 
-    check_outputs(json_file, markdown_file, latex_file, csv_file)
+    outputs = OutputFiles.of(ctx.params)  # checked, with the confidence level, before any input is read
+    reading = Reading.of({key: value for key, value in ctx.params.items() if key != "system_column"})
     console = output_console()
     spec = parse_score(score or "mean")
     grid = parse_int_list(sizes, "--sizes", "100,200,500")
     if grid is not None and target_cv is None:
         raise SeedscopeError("--sizes is the grid searched by --target-cv; give --target-cv too (e.g. --target-cv 0.02)")
     with console.status("reading scores…"):
-        if score is None and all(holds_predictions(path, input_format, system_column=system_column) for path in scores):
-            options = dict(format=input_format, task=task, run_column=run_column, id_column=id_column,
-                           prediction_column=prediction_column, label_column=label_column, filter=lm_eval_filter,
-                           runs_by=runs_by)
-            names = run_names([Path(p) for p in scores])
-            table = correctness_scores({name: read_sweep(path, **options) for name, path in zip(names, scores)})
-        else:
-            table = read_system_scores(
-                scores, id_column=id_column, system_column=system_column, fmt=input_format, columns=spec.columns
-            )
-            for note in table.attrs.get("notes", []):
-                console.print(note, highlight=False, markup=False)
-    result = analyze_subsets(
-        table,
-        subset_size=subset_size,
-        n_seeds=n_seeds,
-        seed=seed,
-        score=spec,
-        target_cv=target_cv,
-        sizes=grid,
-        n_boot=n_boot,
-        n_permutations=n_permutations,
-        confidence=confidence,
-        full_pool=full_pool,
-        progress=True,
-    )
-    sections = subset_sections(result)
-    emit_sections(console, sections, result.to_dict(), tidy_sections(sections), json_file, markdown_file, latex_file,
-                  csv_file)
+        table = read_scores(scores, reading, spec, system_column, predictions=score is None)
+    print_notes(console, table.attrs.get("notes", []), prefix="")
+    result = analyze_subsets(table, subset_size=subset_size, n_seeds=n_seeds, seed=seed, score=spec,
+                             target_cv=target_cv, sizes=grid, n_boot=n_boot, n_permutations=n_permutations,
+                             confidence=confidence, full_pool=full_pool, progress=True)
+    outputs.emit(console, subset_sections(result), result.to_dict())
+
+
+def read_scores(paths: list[Path], reading: Reading, spec, system_column: str, *, predictions: bool) -> pd.DataFrame:
+    """The per-example scores of every system: given in score files, or the correctness of predictions (one input
+    per system, when no ``--score`` is given and every input holds predictions)."""
+    from seedscope.analysis.subsets import correctness_scores
+    from seedscope.io import holds_predictions, read_sweep, read_system_scores
+    from seedscope.io.common import run_names
+
+    if predictions and all(holds_predictions(path, reading.format, system_column=system_column) for path in paths):
+        names = run_names([Path(p) for p in paths])
+        return correctness_scores({name: read_sweep(path, format=reading.format, options=reading.options)
+                                   for name, path in zip(names, paths)})
+    return read_system_scores(paths, id_column=reading.options.id_column, system_column=system_column,
+                              fmt=reading.format, columns=spec.columns)
 
 
 def subset_sections(result) -> dict[str, pd.DataFrame]:

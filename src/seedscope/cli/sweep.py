@@ -3,33 +3,38 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from seedscope.cli.outputs import output_console, parse_int_list, resumable
 from seedscope.cli.run_options import (
-    CPUS_PER_RUN_OPTION,
-    DATA_DIR_OPTION,
-    EXECUTOR_OPTION,
-    FAIL_FAST_OPTION,
-    FORMAT_OPTION,
-    GPUS_PER_RUN_OPTION,
-    MAX_RETRIES_OPTION,
-    PREDICT_OPTION,
-    RAY_ADDRESS_OPTION,
-    METHOD_OPTION,
-    RUNNER_OPTION,
-    SET_OPTION,
-    SHOTS_OPTION,
+    ConfigFile,
+    CpusPerRun,
+    DataDir,
     Executor,
-    Method,
-    Predict,
+    ExecutorOption,
+    FailFast,
+    GpusPerRun,
+    MaxRetries,
+    MethodOption,
+    Out,
+    Parallel,
+    Preset,
+    PredictOption,
+    PromptFormat,
+    RayAddress,
+    Resume,
+    RunChoice,
     Runner,
-    parse_settings,
+    RunnerOption,
+    Settings,
+    Shots,
+    execution_options,
+    presets_text,
     quiet_libraries,
-    runner_settings,
     split_values,
 )
 
@@ -39,6 +44,10 @@ predictions in an experiment directory (SQLite catalog + one Parquet file per ru
 with the macro (mean, VAR, std) and micro (CON, CCON) seed effects.
 
 Settings come from a preset (--preset), a YAML file (--config) and the flags, in that order.
+The shipped presets:
+
+{presets}
+
 A run that fails is recorded with its error and the sweep goes on (--fail-fast to stop);
 --resume continues a killed sweep, keeping finished runs and redoing unfinished ones.
 
@@ -57,7 +66,9 @@ seedscope sweep --runner icl --task sst2 --model smollm2-135m-instruct --shots 2
 
 
 def run_sweep(config, console: Console, *, resume_hint: str = "rerun the same command with --resume", **options):
-    """Run a sweep with a progress display, print its analysis and a line per failed run; return the store."""
+    """Run a sweep with a progress display, print its analysis and a line per failed run; return the store.
+
+    ``options`` are those of :func:`seedscope.workflows.sweeping.sweep` (``resume``, ``execution``, ``specs``)."""
     from seedscope.progress import RunProgress
     from seedscope.workflows.sweeping import sweep
 
@@ -68,11 +79,12 @@ def run_sweep(config, console: Console, *, resume_hint: str = "rerun the same co
     runs = store.runs()
     failed = runs[runs["status"] == "failed"]
     for run in failed.itertuples():
-        console.print(f"[red]failed:[/] {run.run_id}: {str(run.error).strip().splitlines()[-1]}", highlight=False)
+        console.print(f"[red]failed:[/] {escape(f'{run.run_id}: {str(run.error).strip().splitlines()[-1]}')}",
+                      highlight=False)
     if len(failed):
         console.print(f"{len(failed)} run(s) failed; fix the cause and rerun with --resume to redo them")
         raise SystemExit(1)  # typer.Exit codes are swallowed by main(standalone_mode=False)
-    console.print(f"experiment directory: {store.path}", highlight=False)
+    console.print(f"experiment directory: {store.path}", highlight=False, markup=False)
     return store
 
 
@@ -99,7 +111,7 @@ def print_analysis(store, console: Console) -> None:
     for label, result in labelled.items():
         line = tables.baseline_text(result)
         if line:
-            console.print(f"{label}: {line}", highlight=False)
+            console.print(f"{label}: {line}", highlight=False, markup=False)
     summary = summarize_tasks(labelled, train_sizes=train_sizes(store))
     wanted = {"Table 1": 1, "Table 7": 2, "Pearson": MIN_TASKS_FOR_CORRELATION}  # groups needed to show it
     for title, frame in tables.summary_sections(summary).items():
@@ -141,45 +153,48 @@ def variants_table(variants: dict, title: str):
     return tables.to_rich(shown, title=f"{title} (fractions)")
 
 
+Tasks = Annotated[Optional[list[str]], typer.Option(
+    "--task", help="Task(s): rte, sst2, cola, copa, stsb, superglue-rte … (repeat or comma-separate).")]
+Models = Annotated[Optional[list[str]], typer.Option(
+    "--model", help="Hub id or local folder (repeat or comma-separate); all-minilm-l6-v2 and smollm2-135m-instruct are built in.")]
+Seeds = Annotated[Optional[str], typer.Option("--seeds", help="Comma-separated seeds; default: the paper's 42,52,…,132.")]
+
+
 def sweep_command(
-    task: Optional[list[str]] = typer.Option(None, "--task", help="Task(s): rte, sst2, cola, copa, stsb, superglue-rte … (repeat or comma-separate)."),
-    model: Optional[list[str]] = typer.Option(None, "--model", help="Hub id or local folder (repeat or comma-separate); all-minilm-l6-v2 and smollm2-135m-instruct are built in."),
-    seeds: Optional[str] = typer.Option(None, "--seeds", help="Comma-separated seeds; default: the paper's 42,52,…,132."),
-    runner: Runner = RUNNER_OPTION,
-    method: Optional[Method] = METHOD_OPTION,
-    shots: Optional[int] = SHOTS_OPTION,
-    prompt_format: Optional[list[str]] = FORMAT_OPTION,
-    predict: Optional[Predict] = PREDICT_OPTION,
-    preset: Optional[str] = typer.Option(None, "--preset", help="Shipped settings: roberta-large-paper, llama-3.2-3b-lora, cpu-small."),
-    config_file: Optional[Path] = typer.Option(None, "--config", help="YAML config (keys as in docs/config.md); may start from a preset."),
-    settings: Optional[list[str]] = SET_OPTION,
-    out: Optional[Path] = typer.Option(None, "--out", help="Experiment directory to create (or continue with --resume)."),
-    resume: bool = typer.Option(False, "--resume", help="Continue the sweep in --out: keep finished runs, redo the rest."),
-    fail_fast: bool = FAIL_FAST_OPTION,
-    executor: Executor = EXECUTOR_OPTION,
-    ray_address: Optional[str] = RAY_ADDRESS_OPTION,
-    gpus_per_run: float = GPUS_PER_RUN_OPTION,
-    cpus_per_run: float = CPUS_PER_RUN_OPTION,
-    max_retries: int = MAX_RETRIES_OPTION,
-    data_dir: Optional[Path] = DATA_DIR_OPTION,
+    ctx: typer.Context,
+    task: Tasks = None,
+    model: Models = None,
+    seeds: Seeds = None,
+    runner: RunnerOption = Runner.finetune,
+    method: MethodOption = None,
+    shots: Shots = None,
+    prompt_format: PromptFormat = None,
+    predict: PredictOption = None,
+    preset: Preset = None,
+    config_file: ConfigFile = None,
+    settings: Settings = None,
+    out: Out = None,
+    resume: Resume = False,
+    fail_fast: FailFast = False,
+    executor: ExecutorOption = Executor.local,
+    parallel: Parallel = 1,
+    ray_address: RayAddress = None,
+    gpus_per_run: GpusPerRun = 0.0,
+    cpus_per_run: CpusPerRun = 1.0,
+    max_retries: MaxRetries = 2,
+    data_dir: DataDir = None,
 ) -> None:
     from seedscope.config import build_config
 
-    chosen_method, icl_settings = runner_settings(runner, method, shots, split_values(prompt_format), predict)
-    overrides = {
-        "tasks": split_values(task),
-        "models": split_values(model),
-        "seeds": parse_int_list(seeds, "--seeds", "42,52,62"),
-        "method": chosen_method,
-        "hparams": {**icl_settings, **(parse_settings(settings) or {})} or None,
-        "out": out,
-        "data_dir": data_dir,
-    }
-    config = build_config(preset=preset, path=config_file, overrides=overrides)
-    run_sweep(config, output_console(), resume=resume, fail_fast=fail_fast, executor=executor.value,
-              ray_address=ray_address, gpus_per_run=gpus_per_run, cpus_per_run=cpus_per_run, max_retries=max_retries)
+    execution = execution_options(ctx.params)
+    choice = RunChoice.of(ctx.params)
+    overrides = {"tasks": split_values(task), "models": split_values(model), "out": out, "data_dir": data_dir,
+                 "seeds": parse_int_list(seeds, "--seeds", "42,52,62"), "method": choice.method,
+                 "hparams": choice.hparams or None}
+    config = build_config(preset=choice.preset, path=choice.config, overrides=overrides)
+    run_sweep(config, output_console(), resume=resume, execution=execution)
 
 
 def register(app: typer.Typer) -> None:
     """Add ``sweep`` to the main app."""
-    app.command("sweep", help=SWEEP_HELP, no_args_is_help=True)(sweep_command)
+    app.command("sweep", help=SWEEP_HELP.format(presets=presets_text()), no_args_is_help=True)(sweep_command)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from seedscope.cli.outputs import output_console
 from seedscope.errors import SeedscopeError
@@ -46,13 +47,13 @@ def verify_command(directory: Path = typer.Argument(..., help="Experiment direct
         runs = store.runs()
         done = int((runs["status"] == "done").sum())
         console.print(f"{directory}: sound — catalog intact, {done} of {len(runs)} runs done, every file matches "
-                      "its catalog row", highlight=False)
+                      "its catalog row", highlight=False, markup=False)
         return
-    table = Table(title=f"{directory}: {len(problems)} integrity problem(s)")
+    table = Table(title=Text(f"{directory}: {len(problems)} integrity problem(s)"))
     for column in ("kind", "run", "problem", "--resume does"):
         table.add_column(column, overflow="fold")
     for problem in problems:
-        table.add_row(problem.kind, problem.run_id or "", problem.message, problem.repair)
+        table.add_row(*(Text(str(cell)) for cell in (problem.kind, problem.run_id or "", problem.message, problem.repair)))
     console.print(table)
     raise typer.Exit(PROBLEMS_FOUND)
 

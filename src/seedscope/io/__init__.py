@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import warnings
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -79,6 +80,7 @@ def read_predictions(
     run_names: Iterable[str] | None = None,
     runs_by: str | None = None,
     metric: str | None = None,
+    options: ReadOptions | None = None,
 ) -> pd.DataFrame:
     """One long prediction table (run, example_id, prediction, label, prob_<class>, task, model).
 
@@ -104,6 +106,8 @@ def read_predictions(
         Column names, when a table's are not found by default.
     **other options
         ``prob_columns``, ``task``, ``data_dir``, ``filter``, ``run_names``, ``runs_by``, ``metric``, as above.
+    options : ReadOptions, optional
+        All of these at once; a keyword given beside it wins.
 
     Returns
     -------
@@ -123,25 +127,16 @@ def read_predictions(
     if not paths:
         raise SeedscopeError("no input given: name at least one predictions file or folder")
     paths = expand_inputs(paths, format)
-    options = ReadOptions(
-        run_column=run_column,
-        id_column=id_column,
-        prediction_column=prediction_column,
-        label_column=label_column,
-        cluster_column=cluster_column,
-        prob_columns=prob_columns,
-        task=task,
-        task_type=task_type,
-        data_dir=data_dir,
-        filter=filter,
-        run_names=tuple(run_names) if run_names is not None else None,
-        runs_by=_runs_by(runs_by),
-        metric=metric,
-    )
+    given = dict(run_column=run_column, id_column=id_column, prediction_column=prediction_column,
+                 label_column=label_column, cluster_column=cluster_column, prob_columns=prob_columns, task=task,
+                 task_type=task_type, data_dir=data_dir, filter=filter,
+                 run_names=tuple(run_names) if run_names is not None else None, runs_by=runs_by, metric=metric)
+    options = replace(options or ReadOptions(), **{key: value for key, value in given.items() if value is not None})
+    options = replace(options, runs_by=_runs_by(options.runs_by))
     fmt = common_format(paths, format)
     with recorded() as notes:
-        table = merge_sources(READERS[fmt](paths, options), task_type)
-        if metric is not None and fmt not in METRIC_FORMATS:
+        table = merge_sources(READERS[fmt](paths, options), options.task_type)
+        if options.metric is not None and fmt not in METRIC_FORMATS:
             warnings.warn(f"--metric picks an inspect_ai scorer, a HELM stat or a score table's column; {fmt} "
                           "predictions have neither, so it is ignored", IgnoredOptionWarning, stacklevel=2)
     table.attrs["notes"] = notes
@@ -150,7 +145,7 @@ def read_predictions(
 
 @names_unreadable_files
 def read_aligned_runs(
-    paths: Iterable[str | os.PathLike], *, format: str | None = None, **options
+    paths: Iterable[str | os.PathLike], *, format: str | None = None, options: ReadOptions | None = None, **keywords
 ) -> AlignedRuns | None:
     """The fast path of :func:`read_predictions` + :func:`seedscope.predictions.align_runs` for
     one plain classification file per run (Parquet, CSV, TSV): aligned int8 codes straight from
@@ -163,8 +158,8 @@ def read_aligned_runs(
         One plain classification file per run.
     format : str, optional
         The files' format; default: detected.
-    **options
-        As for :func:`read_predictions`.
+    options : ReadOptions, optional
+        As for :func:`read_predictions` (or the same as keywords).
 
     Returns
     -------
@@ -183,9 +178,11 @@ def read_aligned_runs(
     paths = [Path(p) for p in paths]
     paths = expand_inputs(paths, format)
     fmt = common_format(paths, format)
-    if "run_names" in options and options["run_names"] is not None:
-        options["run_names"] = tuple(options["run_names"])
-    return read_aligned(paths, fmt, ReadOptions(**options))
+    if options is None:
+        if keywords.get("run_names") is not None:
+            keywords["run_names"] = tuple(keywords["run_names"])
+        options = ReadOptions(**keywords)
+    return read_aligned(paths, fmt, options)
 
 
 @names_unreadable_files

@@ -48,6 +48,8 @@ class Report:
     png: dict[str, bytes]
     html: str
     paper_tables: dict[str, pd.DataFrame]
+    #: what the reader should know about the inputs (groups left out …), for the command line to show
+    notes: list[str] = field(default_factory=list)
 
 
 def _slug(text: str) -> str:

@@ -13,6 +13,7 @@ import numbers
 
 import pandas as pd
 from rich.table import Table
+from rich.text import Text
 
 from seedscope.analysis.summary import TaskSummary
 from seedscope.analysis.seed_effects import Analysis
@@ -113,18 +114,19 @@ def to_csv(frame: pd.DataFrame) -> str:
 
 
 def to_rich(frame: pd.DataFrame, title: str | None = None, digits: int = 4) -> Table:
-    """A Rich table for the terminal."""
+    """A Rich table for the terminal; the title, headers and cells are shown literally (never read as markup)."""
     header, rows = _cells(frame, digits)
     # a long title wraps over at most a few lines instead of a narrow table's width
-    table = Table(title=title, title_justify="left", header_style="bold", min_width=min(len(title or ""), TITLE_WIDTH))
+    table = Table(title=None if title is None else Text(title), title_justify="left", header_style="bold",
+                  min_width=min(len(title or ""), TITLE_WIDTH))
     # Headers may wrap on a narrow terminal, values never shrink: each column is at least as
     # wide as its widest value.
     widths = [min(max([len(row[i]) for row in rows], default=1), RICH_MIN_WIDTH) for i in range(len(header))]
-    table.add_column(header[0], style="bold", min_width=widths[0], overflow="fold")
+    table.add_column(Text(header[0]), style="bold", min_width=widths[0], overflow="fold")
     for name, width in zip(header[1:], widths[1:]):
-        table.add_column(name, justify="right", min_width=width, overflow="fold")
+        table.add_column(Text(name), justify="right", min_width=width, overflow="fold")
     for row in rows:
-        table.add_row(*row)
+        table.add_row(*map(Text, row))
     return table
 
 

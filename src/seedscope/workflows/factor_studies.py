@@ -21,7 +21,8 @@ from typing import Any, Callable, Literal, Mapping, Sequence
 import pandas as pd
 
 from seedscope.config import build_config, resolve_model
-from seedscope.executors.base import Progress
+from seedscope.executors.base import Progress, Runner
+from seedscope.executors.options import ExecutionOptions
 from seedscope.factor_study.adaptive import REFERENCE_M, REFERENCE_N, AdaptiveSchedule
 from seedscope.factor_study.importance import FactorAnalysis, FactorStudy, analyze_factors, group_stats, importance_from_groups
 from seedscope.factor_study.plan import GOLDEN, INVESTIGABLE_FACTORS, MITIGATION, FactorStudyPlan, factor_study_plan
@@ -33,7 +34,7 @@ from seedscope.plan import RunSpec, model_short_name
 from seedscope.plan.runs import runner_of
 from seedscope.store import ExperimentStore
 from seedscope.store.views import factor_score_table
-from seedscope.workflows.sweeping import check_executor, execute, preflight
+from seedscope.workflows.sweeping import execute, preflight
 
 #: runs the given specs into the store (an executor bound to its options)
 Execute = Callable[[Sequence[RunSpec]], None]
@@ -197,32 +198,36 @@ def run_factor_study(
     *,
     out: str | os.PathLike,
     resume: bool = False,
-    fail_fast: bool = False,
-    executor: Literal["local", "ray"] = "local",
+    execution: ExecutionOptions | None = None,
     data_dir: str | os.PathLike | None = None,
-    ray_address: str | None = None,
-    gpus_per_run: float = 0,
-    cpus_per_run: float = 1,
-    max_retries: int = 2,
     progress: Progress | None = None,
+    runner: Runner | None = None,
+    **deprecated: Any,
 ) -> FactorStudyRun:
-    """Fine-tune the study's investigation × mitigation plan plus the shared golden runs into ``out``.
+    """Run the study's investigation × mitigation plan plus the shared golden runs into ``out``.
 
-    Everything that can be wrong (executor options, data, model, plan) is checked before the
-    experiment directory is created; ``resume`` continues a directory holding the same plan.
+    Everything that can be wrong (execution options, data, model, plan) is checked before the
+    experiment directory is created; ``resume`` continues a directory holding the same plan;
+    ``execution`` says where and how the runs are executed (default: one after another here).
+    The loose keywords of older releases (``executor=``, ``fail_fast=`` …) still work, with a
+    DeprecationWarning.
 
     Parameters
     ----------
     config : FactorStudyConfig
     out : path
         The experiment directory.
-    resume, fail_fast : bool
-    **execution options
-        Executor, parallel runs, retries, GPUs, data directory.
+    resume : bool, default False
+    execution : ExecutionOptions, optional
+        Executor (local or Ray), parallel runs, retries, GPUs, fail-fast.
+    data_dir : path, optional
+    progress, runner : optional
+        A progress display; a runner in place of the spec's own (tests, custom runs).
 
     Returns
     -------
-    ExperimentStore
+    FactorStudyRun
+        The store, the runs used per factor and the wall time.
 
     Examples
     --------
@@ -230,15 +235,14 @@ def run_factor_study(
     >>> config = FactorStudyConfig(task="sst2", model="bert-tiny", factors=["data_order"])
     >>> store = run_factor_study(config, out="study-out")  # trains N × M + L models  # doctest: +SKIP
     """
-    check_executor(executor, ray_address, gpus_per_run, max_retries)
+    execution = ExecutionOptions.from_keywords(execution, deprecated, "run_factor_study")
     plan = config.plan
     schedule = config.schedule()
     preflight(list(plan.specs), data_dir)
     store = ExperimentStore.create(out, plan.to_dict(), resume=resume)
 
     def run_specs(specs: Sequence[RunSpec]) -> None:
-        execute(list(specs), store, executor=executor, data_dir=data_dir, fail_fast=fail_fast, progress=progress,
-                ray_address=ray_address, gpus_per_run=gpus_per_run, cpus_per_run=cpus_per_run, max_retries=max_retries)
+        execute(list(specs), store, execution, data_dir=data_dir, progress=progress, runner=runner)
 
     started = time.perf_counter()
     used = run_study(plan, store, run_specs, schedule, metric=config.metric)

@@ -27,24 +27,25 @@ from seedscope.io.experiment import StoreContext, store_context
 from seedscope.report.build import Progress, Report, assemble, task_of
 from seedscope.report.scores import ScoreReport, assemble_scores
 from seedscope.report.write import check_fig_format, write_outputs
+from seedscope.workflows.stores import analysable_groups
 
 #: task name given to predictions that carry no ``task`` column
 DEFAULT_TASK = "predictions"
 
 
 def _inputs(source, *, task: str | None, data_dir, intersect: bool, options: dict,
-            read_options: dict) -> tuple[TaskSummary, pd.DataFrame | None, FactorAnalysis | str | None]:
-    """(summary, recorded environment, factor analysis) from store directories, prediction
-    files, a table or analyses; the last two only come from stores."""
+            read_options: dict) -> tuple[TaskSummary, pd.DataFrame | None, FactorAnalysis | str | None, list[str]]:
+    """(summary, recorded environment, factor analysis, notes) from store directories, prediction
+    files, a table or analyses; the last three only come from stores."""
     if isinstance(source, TaskSummary):
-        return source, None, None
+        return source, None, None, []
     if isinstance(source, Analysis):
         source = {task or DEFAULT_TASK: source}
     if isinstance(source, Mapping):
         if not source or not all(isinstance(a, Analysis) for a in source.values()):
             raise SeedscopeError("a mapping passed to build_report must map task names to Analysis results")
-        return summarize_tasks(dict(source)), None, None
-    context = StoreContext()
+        return summarize_tasks(dict(source)), None, None, []
+    context, notes = StoreContext(), []
     if isinstance(source, pd.DataFrame):
         table = source
     else:
@@ -52,8 +53,9 @@ def _inputs(source, *, task: str | None, data_dir, intersect: bool, options: dic
         # one plain file per run: aligned codes straight from pyarrow, as `analyze` reads them
         aligned = None if intersect or task is not None else read_aligned_runs(paths, **read_options)
         if aligned is not None:
-            return summarize_tasks({DEFAULT_TASK: analyze(aligned, **options)}), None, None
+            return summarize_tasks({DEFAULT_TASK: analyze(aligned, **options)}), None, None, []
         table, _ = attach_prompts(read_predictions(paths, task=task, data_dir=data_dir, **read_options), paths)
+        table, notes = analysable_groups(table, paths)
         context = store_context(paths)
     factors = context.factor_scores
     if isinstance(factors, tuple):
@@ -65,7 +67,7 @@ def _inputs(source, *, task: str | None, data_dir, intersect: bool, options: dic
     if "task" not in table.columns:
         table = table.assign(task=task or DEFAULT_TASK)
     summary = summarize_tasks(table, intersect=intersect, train_sizes=context.train_sizes or None, **options)
-    return summary, context.environment, factors
+    return summary, context.environment, factors, notes
 
 
 def build_report(
@@ -132,12 +134,13 @@ def build_report(
         raise SeedscopeError(f"the number of unstable examples to list must be 0 or more, not {top_k}")
     if progress is not None:
         progress("reading and analysing predictions", 0, None)
-    summary, environment, found = _inputs(source, task=task, data_dir=data_dir, intersect=intersect,
+    summary, environment, found, notes = _inputs(source, task=task, data_dir=data_dir, intersect=intersect,
                                           options=analysis_options, read_options=dict(read_options or {}))
     texts = {task_of(label): task_texts(task_of(label), data_dir) for label, analysis in summary.analyses.items()
              if "text" not in analysis.stability.columns}
     report = assemble(summary, environment=environment, factors=factors if factors is not None else found,
                       subsets=subsets, top_k=top_k, texts=texts, title=title, progress=progress)
+    report.notes = notes
     write_outputs(report, html=html, latex_dir=latex_dir, figures_dir=figures_dir, fig_format=fig_format,
                   unstable_csv_path=unstable_csv)
     return report

@@ -9,16 +9,18 @@ leaves nothing behind. Runs that fail later are recorded in the store and the sw
 from __future__ import annotations
 
 import os
-from typing import Any, Literal, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from seedscope.config import SweepConfig, build_config, load_config
 from seedscope.errors import SeedscopeError
 from seedscope.executors.base import ExecutionSummary, Progress, Runner
+from seedscope.executors.options import ExecutionOptions
 from seedscope.plan import RunSpec, plan_to_dict
 from seedscope.plan.runs import runner_of
 from seedscope.plan.hparams import FinetuneSettings
 from seedscope.store import ExperimentStore
 from seedscope.tasks import get_task, load_examples
+
 
 def as_config(config: SweepConfig | Mapping[str, Any] | str | os.PathLike) -> SweepConfig:
     """A validated config from a SweepConfig, a mapping of config keys, or a YAML file path."""
@@ -61,23 +63,22 @@ def sweep(
     *,
     out: str | os.PathLike | None = None,
     resume: bool = False,
-    fail_fast: bool = False,
-    executor: Literal["local", "ray"] = "local",
+    execution: ExecutionOptions | None = None,
     data_dir: str | os.PathLike | None = None,
-    ray_address: str | None = None,
-    gpus_per_run: float = 0,
-    cpus_per_run: float = 1,
-    max_retries: int = 2,
     progress: Progress | None = None,
     runner: Runner | None = None,
     specs: Sequence[RunSpec] | None = None,
+    **deprecated: Any,
 ) -> ExperimentStore:
     """Run every task × model × seed of ``config`` (or the given ``specs``) into the experiment directory ``out``.
 
     ``out`` and ``data_dir`` default to the config's own; ``resume`` continues a directory
-    holding the same plan (finished runs are kept, unfinished ones redone). With Ray, a run
-    whose worker dies is started again up to ``max_retries`` times. Returns the store; its
-    ``runs()`` tell which runs are done or failed (with their error).
+    holding the same plan (finished runs are kept, unfinished ones redone); ``execution`` says
+    where and how the runs are executed (default: one after another in this process). Returns
+    the store; its ``runs()`` tell which runs are done or failed (with their error).
+
+    The loose keywords of older releases (``executor=``, ``ray_address=``, ``gpus_per_run=``,
+    ``cpus_per_run=``, ``max_retries=``, ``fail_fast=``) still work, with a DeprecationWarning.
 
     Parameters
     ----------
@@ -85,9 +86,11 @@ def sweep(
     out : path, optional
         The experiment directory.
     resume : bool, default False
-    fail_fast : bool, default False
-    **execution options
-        Executor (local or Ray), parallel runs, retries, GPUs, data directory.
+    execution : ExecutionOptions, optional
+        Executor (local or Ray), parallel runs, retries, GPUs, fail-fast.
+    data_dir : path, optional
+    progress, runner, specs : optional
+        A progress display; a runner in place of the spec's own; the run specs in place of the config's.
 
     Returns
     -------
@@ -100,43 +103,33 @@ def sweep(
     >>> store.runs()["status"].unique()  # needs the sweep above  # doctest: +SKIP
     array(['done'], dtype=object)
     """
+    execution = ExecutionOptions.from_keywords(execution, deprecated, "sweep")
     config = as_config(config)
     out = out or config.out
     if out is None:
         raise SeedscopeError("no output directory: pass --out DIR (or set out: in the config)")
     data_dir = data_dir or config.data_dir
-    check_executor(executor, ray_address, gpus_per_run, max_retries)
     specs = list(specs) if specs is not None else config.run_specs()
     preflight(specs, data_dir)
     store = ExperimentStore.create(out, plan_to_dict(specs), resume=resume)
-    execute(specs, store, executor=executor, data_dir=data_dir, fail_fast=fail_fast, progress=progress,
-            runner=runner, ray_address=ray_address, gpus_per_run=gpus_per_run, cpus_per_run=cpus_per_run,
-            max_retries=max_retries)
+    execute(specs, store, execution, data_dir=data_dir, progress=progress, runner=runner)
     return store
 
 
-def check_executor(executor: str, ray_address: str | None, gpus_per_run: float, max_retries: int = 2) -> None:
-    if executor not in ("local", "ray"):
-        raise SeedscopeError(f"unknown executor {executor!r}; use local or ray")
-    if executor == "local" and (ray_address or gpus_per_run):
-        raise SeedscopeError("--ray-address and --gpus-per-run need --executor ray")
-    if gpus_per_run < 0:
-        raise SeedscopeError(f"--gpus-per-run must be 0 or more, got {gpus_per_run}")
-    if max_retries < 0:
-        raise SeedscopeError(f"--max-retries must be 0 or more, got {max_retries}")
-
-
 def execute(
-    specs: list[RunSpec], store: ExperimentStore, *, executor: str = "local", ray_address: str | None = None,
-    gpus_per_run: float = 0, cpus_per_run: float = 1, max_retries: int = 2, **options,
+    specs: list[RunSpec], store: ExperimentStore, execution: ExecutionOptions | None = None, *,
+    data_dir: str | os.PathLike | None = None, progress: Progress | None = None, runner: Runner | None = None,
 ) -> ExecutionSummary:
     """Hand the specs to the chosen executor (``local`` in this process, ``ray`` as Ray tasks)."""
-    check_executor(executor, ray_address, gpus_per_run)
-    if executor == "local":
-        from seedscope.executors import local
+    execution = execution or ExecutionOptions()
+    options = dict(data_dir=data_dir, fail_fast=execution.fail_fast, progress=progress, runner=runner)
+    if execution.executor == "ray":
+        from seedscope.executors import ray as ray_executor
 
-        return local.execute(specs, store, **options)
-    from seedscope.executors import ray as ray_executor
+        return ray_executor.execute(specs, store, address=execution.ray_address, num_gpus=execution.gpus_per_run,
+                                    num_cpus=execution.cpus_per_run, max_retries=execution.max_retries, **options)
+    if execution.parallel > 1:
+        raise SeedscopeError("--parallel needs the packing executor")
+    from seedscope.executors import local
 
-    return ray_executor.execute(specs, store, address=ray_address, num_gpus=gpus_per_run, num_cpus=cpus_per_run,
-                                max_retries=max_retries, **options)
+    return local.execute(specs, store, **options)

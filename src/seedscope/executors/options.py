@@ -1,0 +1,76 @@
+"""How runs are executed, as one checked object: where (here or on Ray), how many at once, retries, resources.
+
+``sweep()`` and ``run_factor_study()`` take an :class:`ExecutionOptions`; the command line
+builds one from ``--executor``, ``--parallel``, ``--ray-address``, ``--gpus-per-run``,
+``--cpus-per-run``, ``--max-retries`` and ``--fail-fast``. It is checked when it is made, so a
+wrong combination is refused before anything is written.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, fields
+from typing import Any, Literal, Mapping
+
+from seedscope.errors import SeedscopeError
+
+#: the executors seedscope ships
+EXECUTORS = ("local", "ray")
+
+
+@dataclass(frozen=True)
+class ExecutionOptions:
+    """Where and how the runs of a sweep or factor study are executed.
+
+    ``executor`` ``local`` runs them in this process (``parallel`` > 1: that many at once in
+    worker processes on this machine), ``ray`` as Ray tasks on a local cluster or the one at
+    ``ray_address``, each asking for ``cpus_per_run`` CPUs and ``gpus_per_run`` GPUs (a
+    fraction packs several runs on one GPU) and started again up to ``max_retries`` times when
+    its worker dies. ``fail_fast`` stops at the first failed run instead of recording it.
+    """
+
+    executor: Literal["local", "ray"] = "local"
+    parallel: int = 1
+    ray_address: str | None = None
+    gpus_per_run: float = 0.0
+    cpus_per_run: float = 1.0
+    max_retries: int = 2
+    fail_fast: bool = False
+
+    def __post_init__(self) -> None:
+        executor = getattr(self.executor, "value", self.executor)  # the CLI's enum, or a string
+        object.__setattr__(self, "executor", executor)
+        if executor not in EXECUTORS:
+            raise SeedscopeError(f"unknown executor {executor!r}; use local or ray")
+        if isinstance(self.parallel, bool) or not isinstance(self.parallel, int) or self.parallel < 1:
+            raise SeedscopeError(f"--parallel must be a whole number of runs, 1 or more, not {self.parallel!r}")
+        if executor == "local" and (self.ray_address or self.gpus_per_run):
+            raise SeedscopeError("--ray-address and --gpus-per-run need --executor ray")
+        if executor == "ray" and self.parallel > 1:
+            raise SeedscopeError("--parallel packs runs on this machine; with --executor ray, Ray decides how many run "
+                                 "at once (--cpus-per-run, --gpus-per-run)")
+        if not _number(self.gpus_per_run) or self.gpus_per_run < 0:
+            raise SeedscopeError(f"--gpus-per-run must be 0 or more, got {self.gpus_per_run}")
+        if not _number(self.cpus_per_run) or self.cpus_per_run <= 0:
+            raise SeedscopeError(f"--cpus-per-run must be more than 0, got {self.cpus_per_run}")
+        if isinstance(self.max_retries, bool) or not isinstance(self.max_retries, int) or self.max_retries < 0:
+            raise SeedscopeError(f"--max-retries must be 0 or more, got {self.max_retries}")
+
+    @classmethod
+    def from_keywords(cls, execution: ExecutionOptions | None, keywords: Mapping[str, Any], caller: str) -> ExecutionOptions:
+        """``execution``, or one built from the loose keywords older releases took (with a DeprecationWarning)."""
+        if not keywords:
+            return execution or cls()
+        unknown = set(keywords) - {field.name for field in fields(cls)}
+        if unknown:
+            raise TypeError(f"{caller}() got an unexpected keyword argument {sorted(unknown)[0]!r}")
+        if execution is not None:
+            raise TypeError(f"{caller}(): give execution= or the loose keywords {', '.join(sorted(keywords))}, not both")
+        warnings.warn(f"{caller}({', '.join(f'{k}=' for k in keywords)}…) is deprecated and goes in the next release; "
+                      f"pass execution=ExecutionOptions(...)", DeprecationWarning, stacklevel=3)
+        return cls(**keywords)
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
