@@ -34,6 +34,10 @@ def test_a_meta_factor_study_runs_and_is_analysed(tmp_path, tiny_bert, data_dir,
                              "--data-dir", str(data_dir), "--out", str(out), "--bootstrap", "200", *SMALL])
     assert code == 0, err
     assert "sample_choice" in stdout and "model_init" in stdout and "Ranking" in stdout
+    for command in (["analyze", str(out)], ["report", str(out), "--html", str(tmp_path / "r.html")]):
+        code, _, err = cli(command)  # each configuration is one run: no seed spread, and the command that fits
+        assert code == 2 and f"its analysis is: seedscope factors analyze {out}" in err and "Traceback" not in err
+    assert not (tmp_path / "r.html").exists()
 
 
 @pytest.mark.parametrize("args, message", [

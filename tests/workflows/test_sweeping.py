@@ -6,6 +6,9 @@ import pytest
 import yaml
 
 from seedscope.errors import SeedscopeError
+from seedscope.executors.options import ExecutionOptions
+from seedscope.store import ExperimentStore
+from seedscope.workflows import demos
 from seedscope.workflows.demos import demo_data_dir
 from seedscope.workflows.sweeping import as_config, sweep
 
@@ -36,12 +39,57 @@ def test_refused_sweeps_write_nothing(tmp_path, tiny_bert, data_dir):
     with pytest.raises(SeedscopeError, match="not found in data directory"):
         sweep({"tasks": ["copa"], "models": [str(tiny_bert)], "seeds": [1]}, out=tmp_path / "a", data_dir=tmp_path)
     with pytest.raises(SeedscopeError, match="unknown executor 'dask'"):
-        sweep({"tasks": ["rte"], "models": [str(tiny_bert)], "seeds": [1]}, out=tmp_path / "b", executor="dask")
-    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+        sweep({"tasks": ["rte"], "models": [str(tiny_bert)], "seeds": [1]}, out=tmp_path / "b",
+              execution=ExecutionOptions(executor="dask"))
+    with pytest.raises(SeedscopeError, match="--parallel needs the packing executor"):
+        sweep({"tasks": ["rte"], "models": [str(tiny_bert)], "seeds": [1]}, out=tmp_path / "c", data_dir=data_dir,
+              execution=ExecutionOptions(parallel=2))
+    assert not any((tmp_path / name).exists() for name in "abc")
 
 
-def test_demo_data_prefers_the_environment(monkeypatch, tmp_path):
-    monkeypatch.setenv("SEEDSCOPE_DATA_DIR", str(tmp_path))
-    assert demo_data_dir() == str(tmp_path)
+def test_the_loose_execution_keywords_still_work_with_a_deprecation_warning(tmp_path, tiny_bert, data_dir):
+    config = {"tasks": ["rte"], "models": [str(tiny_bert)], "seeds": [1, 2]}
+
+    def failing(spec, data_dir=None, on_step=None):
+        raise RuntimeError("no model here")
+
+    with pytest.warns(DeprecationWarning, match=r"sweep\(fail_fast=, executor=…\) is deprecated"):
+        with pytest.raises(SeedscopeError, match="stopped because of --fail-fast"):
+            sweep(config, out=tmp_path / "exp", data_dir=data_dir, runner=failing, fail_fast=True, executor="local")
+    runs = ExperimentStore.open(tmp_path / "exp").runs()
+    assert runs["status"].tolist() == ["failed", "pending"]  # fail_fast reached the executor
+    with pytest.warns(DeprecationWarning), pytest.raises(SeedscopeError, match="unknown executor 'dask'"):
+        sweep(config, out=tmp_path / "b", executor="dask")
+    with pytest.raises(TypeError, match="not both"):
+        sweep(config, out=tmp_path / "b", execution=ExecutionOptions(), fail_fast=True)
+
+
+def test_demo_data_comes_from_the_flag_the_environment_or_the_checkout(monkeypatch, tmp_path):
+    flag, environment = tmp_path / "flag", tmp_path / "environment"
+    flag.mkdir()
+    environment.mkdir()
+    monkeypatch.setenv("SEEDSCOPE_DATA_DIR", str(environment))
+    assert demo_data_dir(flag) == str(flag)
+    assert demo_data_dir() == str(environment)
     monkeypatch.delenv("SEEDSCOPE_DATA_DIR")
     assert demo_data_dir().endswith("shared/data")  # ../shared/data beside this checkout
+
+
+def test_demo_data_that_is_not_there_is_one_message(monkeypatch, tmp_path):
+    monkeypatch.setenv("SEEDSCOPE_DATA_DIR", str(tmp_path / "gone"))
+    with pytest.raises(SeedscopeError, match=r"\$SEEDSCOPE_DATA_DIR names .*gone, which is not a folder"):
+        demo_data_dir()
+    with pytest.raises(SeedscopeError, match=r"--data-dir names .*nowhere, which is not a folder"):
+        demo_data_dir(tmp_path / "nowhere")
+    monkeypatch.delenv("SEEDSCOPE_DATA_DIR")
+    monkeypatch.setattr(demos, "CHECKOUT_DATA_DIR", tmp_path / "shared" / "data")  # a checkout without ../shared
+    with pytest.raises(SeedscopeError, match=r"found none: no --data-dir, no \$SEEDSCOPE_DATA_DIR, and there is no "
+                                             r".*shared/data beside this source checkout"):
+        demo_data_dir()
+    monkeypatch.setattr(demos, "CHECKOUT_DATA_DIR", None)  # an installed package
+    with pytest.raises(SeedscopeError, match=r"found none: no --data-dir, no \$SEEDSCOPE_DATA_DIR; pass --data-dir"):
+        demo_data_dir()
+
+
+def test_the_source_checkout_is_recognised():
+    assert demos.CHECKOUT is not None and (demos.CHECKOUT / "pyproject.toml").is_file()  # this checkout

@@ -44,10 +44,9 @@ ICL_DEMO_FACTORS = ("sample_choice", "sample_order", "prompt_format")
 #: half the preset's training episodes per run (so that the whole demo stays under 10 minutes)
 META_STUDY = {"task": "sst2", "n_investigation": 2, "n_mitigation": 2, "n_golden": 2, "metric": "f1_macro",
               "hparams": {"episodes": 100}}
-#: the root of a source checkout (``src/seedscope/workflows/demos.py`` inside it); None in an installed package
-CHECKOUT = next((root for root in [Path(__file__).resolve().parents[3]]
-                 if (root / "pyproject.toml").is_file() and (root / "src" / "seedscope").is_dir()), None)
-#: where a source checkout keeps the real task data: ../shared/data beside it
+_ROOT = Path(__file__).resolve().parents[3]
+#: the root of the source checkout this module runs from (``src/seedscope/workflows/demos.py``); None when installed
+CHECKOUT = _ROOT if (_ROOT / "pyproject.toml").is_file() and (_ROOT / "src" / "seedscope").is_dir() else None
 CHECKOUT_DATA_DIR = None if CHECKOUT is None else CHECKOUT.parent / "shared" / "data"
 
 

@@ -34,7 +34,7 @@ from seedscope.plan import RunSpec, model_short_name
 from seedscope.plan.runs import runner_of
 from seedscope.store import ExperimentStore
 from seedscope.store.views import factor_score_table
-from seedscope.workflows.sweeping import execute, preflight
+from seedscope.workflows.sweeping import execute, executor_for, preflight
 
 #: runs the given specs into the store (an executor bound to its options)
 Execute = Callable[[Sequence[RunSpec]], None]
@@ -236,6 +236,7 @@ def run_factor_study(
     >>> store = run_factor_study(config, out="study-out")  # trains N × M + L models  # doctest: +SKIP
     """
     execution = ExecutionOptions.from_keywords(execution, deprecated, "run_factor_study")
+    executor_for(execution)  # an executor that cannot run is refused before anything is written
     plan = config.plan
     schedule = config.schedule()
     preflight(list(plan.specs), data_dir)

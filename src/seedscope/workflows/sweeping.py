@@ -9,7 +9,8 @@ leaves nothing behind. Runs that fail later are recorded in the store and the sw
 from __future__ import annotations
 
 import os
-from typing import Any, Mapping, Sequence
+from functools import partial
+from typing import Any, Callable, Mapping, Sequence
 
 from seedscope.config import SweepConfig, build_config, load_config
 from seedscope.errors import SeedscopeError
@@ -109,6 +110,7 @@ def sweep(
     if out is None:
         raise SeedscopeError("no output directory: pass --out DIR (or set out: in the config)")
     data_dir = data_dir or config.data_dir
+    executor_for(execution)  # an executor that cannot run is refused before anything is written
     specs = list(specs) if specs is not None else config.run_specs()
     preflight(specs, data_dir)
     store = ExperimentStore.create(out, plan_to_dict(specs), resume=resume)
@@ -120,16 +122,24 @@ def execute(
     specs: list[RunSpec], store: ExperimentStore, execution: ExecutionOptions | None = None, *,
     data_dir: str | os.PathLike | None = None, progress: Progress | None = None, runner: Runner | None = None,
 ) -> ExecutionSummary:
-    """Hand the specs to the chosen executor (``local`` in this process, ``ray`` as Ray tasks)."""
+    """Run the specs into the store with the executor ``execution`` chooses (default: one after another here)."""
     execution = execution or ExecutionOptions()
-    options = dict(data_dir=data_dir, fail_fast=execution.fail_fast, progress=progress, runner=runner)
+    return executor_for(execution)(specs, store, data_dir=data_dir, fail_fast=execution.fail_fast, progress=progress,
+                                   runner=runner)
+
+
+def executor_for(execution: ExecutionOptions) -> Callable[..., ExecutionSummary]:
+    """The executor of ``execution``, bound to its options: ``(specs, store, *, data_dir, fail_fast, progress, runner)``.
+
+    Chosen before the experiment directory is created, so an executor that cannot run writes nothing.
+    """
     if execution.executor == "ray":
         from seedscope.executors import ray as ray_executor
 
-        return ray_executor.execute(specs, store, address=execution.ray_address, num_gpus=execution.gpus_per_run,
-                                    num_cpus=execution.cpus_per_run, max_retries=execution.max_retries, **options)
+        return partial(ray_executor.execute, address=execution.ray_address, num_gpus=execution.gpus_per_run,
+                       num_cpus=execution.cpus_per_run, max_retries=execution.max_retries)
     if execution.parallel > 1:
         raise SeedscopeError("--parallel needs the packing executor")
     from seedscope.executors import local
 
-    return local.execute(specs, store, **options)
+    return local.execute

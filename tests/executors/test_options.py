@@ -1,0 +1,59 @@
+"""ExecutionOptions: checked when made, so a wrong combination is refused before anything is written."""
+
+from __future__ import annotations
+
+import warnings
+from enum import Enum
+
+import pytest
+
+from seedscope.errors import SeedscopeError
+from seedscope.executors.options import ExecutionOptions
+
+
+def test_the_defaults_run_one_after_another_here():
+    options = ExecutionOptions()
+    assert (options.executor, options.parallel, options.fail_fast, options.max_retries) == ("local", 1, False, 2)
+
+
+def test_an_enum_value_is_kept_as_its_string():
+    class Executor(str, Enum):  # as the command line gives it
+        ray = "ray"
+
+    assert ExecutionOptions(executor=Executor.ray).executor == "ray"
+
+
+@pytest.mark.parametrize("keywords, message", [
+    ({"executor": "dask"}, "unknown executor 'dask'; use local or ray"),
+    ({"parallel": 0}, "--parallel must be a whole number of runs, 1 or more, not 0"),
+    ({"parallel": 2.5}, "--parallel must be a whole number of runs, 1 or more, not 2.5"),
+    ({"parallel": True}, "--parallel must be a whole number of runs"),
+    ({"ray_address": "auto"}, "--ray-address and --gpus-per-run need --executor ray"),
+    ({"gpus_per_run": 0.5}, "--ray-address and --gpus-per-run need --executor ray"),
+    ({"executor": "ray", "parallel": 2}, "--parallel packs runs on this machine; with --executor ray"),
+    ({"executor": "ray", "gpus_per_run": -1}, "--gpus-per-run must be 0 or more, got -1"),
+    ({"executor": "ray", "gpus_per_run": float("nan")}, "--gpus-per-run must be 0 or more, got nan"),
+    ({"cpus_per_run": 0}, "--cpus-per-run must be more than 0, got 0"),
+    ({"max_retries": -1}, "--max-retries must be 0 or more, got -1"),
+])
+def test_each_wrong_option_is_one_message(keywords, message):
+    with pytest.raises(SeedscopeError, match=message.replace("(", r"\(").replace(".", r"\.")):
+        ExecutionOptions(**keywords)
+
+
+def test_the_loose_keywords_of_older_releases_still_work_with_a_deprecation_warning():
+    with pytest.warns(DeprecationWarning, match=r"sweep\(executor=, fail_fast=…\) is deprecated"):
+        options = ExecutionOptions.from_keywords(None, {"executor": "ray", "fail_fast": True}, "sweep")
+    assert options == ExecutionOptions(executor="ray", fail_fast=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no keywords: no warning
+        assert ExecutionOptions.from_keywords(None, {}, "sweep") == ExecutionOptions()
+        given = ExecutionOptions(max_retries=0)
+        assert ExecutionOptions.from_keywords(given, {}, "sweep") is given
+
+
+def test_both_ways_at_once_and_unknown_keywords_are_type_errors():
+    with pytest.raises(TypeError, match="give execution= or the loose keywords fail_fast, not both"):
+        ExecutionOptions.from_keywords(ExecutionOptions(), {"fail_fast": True}, "sweep")
+    with pytest.raises(TypeError, match="unexpected keyword argument 'worker_count'"):
+        ExecutionOptions.from_keywords(None, {"worker_count": 2}, "run_factor_study")
