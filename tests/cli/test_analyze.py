@@ -222,3 +222,26 @@ def test_bad_option_value_exits_2(tmp_path, capsys):
     assert "confidence must lie strictly between 0 and 1, not 1.0" in capsys.readouterr().err
     assert run_cli(figure1_files(tmp_path) + ["--seed", "-1"]) == 2  # numpy's Generator takes no negative seed
     assert "Invalid value for '--seed'" in capsys.readouterr().err
+
+
+def test_a_store_group_with_a_single_run_is_left_out_and_named(tmp_path, synthetic_predictions, capsys):
+    from seedscope.plan import plan_to_dict, seed_sweep
+    from seedscope.store import ExperimentStore
+
+    table = synthetic_predictions(tasks=("rte", "sst2"), n_seeds=3, n_examples=40)
+    store = ExperimentStore.create(tmp_path / "exp", plan_to_dict(seed_sweep(["rte", "sst2"], ["models/minilm"],
+                                                                             [42, 52, 62])))
+    for run in store.runs().itertuples():
+        if run.task == "sst2" and run.seed != 42:
+            continue  # sst2's other runs stay pending: one finished run
+        rows = table[(table["task"] == run.task) & (table["run"] == str(run.seed))]
+        store.mark_running(run.run_id)
+        store.record_success(run.run_id, rows.drop(columns="task"), {"accuracy": 0.5}, {}, {"total_s": 1.0})
+    out = tmp_path / "a.json"
+    assert run_cli([str(store.path), "--n-boot", "50", "--json", str(out)]) == 0
+    printed = " ".join(capsys.readouterr().out.split())
+    assert ("note: 1 group(s) with a single finished run left out (a seed effect compares two runs or more): "
+            "sst2 / minilm") in printed
+    assert json.loads(out.read_text())["micro"]["n_runs"] == 3  # rte alone, analysed
+    assert run_cli([str(tmp_path / "exp"), "--task", "sst2"]) == 2
+    assert "holds a single finished run (task sst2, model minilm" in capsys.readouterr().err

@@ -239,3 +239,21 @@ def test_bad_subset_options(options, message, store, tmp_path, capsys):
     err = _fails(["report", str(store), "--subset-scores", paths[0], *options, "--html", str(tmp_path / "r.html")], capsys)
     assert message in err
     assert not (tmp_path / "r.html").exists()
+
+
+def test_a_store_group_with_a_single_run_is_left_out_and_named(tmp_path, synthetic_predictions, capsys):
+    from seedscope.plan import plan_to_dict, seed_sweep
+
+    table = synthetic_predictions(tasks=("rte", "sst2"), n_seeds=3, n_examples=40)
+    store = ExperimentStore.create(tmp_path / "exp", plan_to_dict(seed_sweep(["rte", "sst2"], ["models/minilm"],
+                                                                             [42, 52, 62])))
+    for run in store.runs().itertuples():
+        if run.task == "sst2" and run.seed != 42:
+            continue  # sst2's other runs stay pending: one finished run
+        rows = table[(table["task"] == run.task) & (table["run"] == str(run.seed))]
+        store.mark_running(run.run_id)
+        store.record_success(run.run_id, rows.drop(columns="task"), {"accuracy": 0.5}, {}, {"total_s": 1.0})
+    main(["report", str(store.path), "--html", str(tmp_path / "r.html")])
+    printed = " ".join(capsys.readouterr().out.split())
+    assert "note: 1 group(s) with a single finished run left out" in printed and "sst2 / minilm" in printed
+    assert (tmp_path / "r.html").is_file()
