@@ -145,3 +145,16 @@ def test_help_lists_every_shipped_preset_with_its_description(command, capsys, m
     for path in files:
         description = " ".join(yaml.safe_load(path.read_text())["description"].split())
         assert f"{path.stem}: {description[:60]}" in out, path.stem
+
+
+def test_demo_without_its_data_names_what_it_looked_for(tmp_path, monkeypatch, capsys):
+    from seedscope.workflows import demos
+
+    assert run_cli(["demo", "--out", str(tmp_path / "demo"), "--data-dir", str(tmp_path / "nowhere")]) == 2
+    assert f"--data-dir names {tmp_path / 'nowhere'}, which is not a folder" in capsys.readouterr().err
+    monkeypatch.delenv("SEEDSCOPE_DATA_DIR", raising=False)
+    monkeypatch.setattr(demos, "CHECKOUT_DATA_DIR", None)  # as an installed package
+    assert run_cli(["demo", "--out", str(tmp_path / "demo")]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "the demo needs the GLUE / SuperGLUE files and found none: no --data-dir, no $SEEDSCOPE_DATA_DIR" in err
+    assert not (tmp_path / "demo").exists()
