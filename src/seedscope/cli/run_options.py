@@ -14,7 +14,7 @@ hyper-parameters of the run specs, refusing flags that belong to another runner.
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Mapping, Optional
@@ -126,15 +126,11 @@ MaxRetries = Annotated[int, typer.Option(
 DataDir = Annotated[Optional[Path], typer.Option(
     "--data-dir", help="Folder laid out like glue/RTE/dev.tsv (default $SEEDSCOPE_DATA_DIR, else the hub).")]
 
-#: the ExecutionOptions field each command parameter fills
-EXECUTION_PARAMETERS = ("executor", "parallel", "ray_address", "gpus_per_run", "cpus_per_run", "max_retries", "fail_fast")
-
-
 def execution_options(params: Mapping[str, Any]) -> ExecutionOptions:
-    """The checked :class:`ExecutionOptions` of a command's parameters (``ctx.params``)."""
+    """The checked :class:`ExecutionOptions` of a command's parameters (``ctx.params``; each named as its field)."""
     from seedscope.executors.options import ExecutionOptions
 
-    return ExecutionOptions(**{name: params[name] for name in EXECUTION_PARAMETERS if name in params})
+    return ExecutionOptions(**{field.name: params[field.name] for field in fields(ExecutionOptions) if field.name in params})
 
 
 @dataclass(frozen=True)
