@@ -9,12 +9,14 @@ pointed to ``seedscope factors analyze``, which is its analysis.
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Sequence
 
 import pandas as pd
 
-from seedscope.errors import SeedscopeError
+from seedscope.errors import DegenerateRunWarning, SeedscopeError
+from seedscope.notes import recorded
 from seedscope.store import ExperimentStore
 from seedscope.store.views import has_factor_study
 
@@ -25,7 +27,8 @@ NAMED = 5
 
 
 def analysable_groups(table: pd.DataFrame, paths: Sequence[Path]) -> tuple[pd.DataFrame, list[str]]:
-    """``table`` without its single-run groups when every input is an experiment store, and a note naming them.
+    """``table`` without its single-run groups when every input is an experiment store, and a note naming them
+    (a :class:`~seedscope.errors.DegenerateRunWarning`).
 
     Other inputs are returned as they are (the analysis says itself that one run is not enough).
     Raises :class:`SeedscopeError` when every group holds one run: for a factor study's store it
@@ -43,8 +46,10 @@ def analysable_groups(table: pd.DataFrame, paths: Sequence[Path]) -> tuple[pd.Da
     kept.attrs = table.attrs
     names = ", ".join(" / ".join(map(str, key)) for key in single[:NAMED])
     more = f" and {len(single) - NAMED} more" if len(single) > NAMED else ""
-    return kept, [f"{len(single)} group(s) with a single finished run left out (a seed effect compares two runs or "
-                  f"more): {names}{more}"]
+    with recorded() as notes:
+        warnings.warn(f"{len(single)} group(s) with a single finished run left out (a seed effect compares two runs "
+                      f"or more): {names}{more}", DegenerateRunWarning, stacklevel=2)
+    return kept, notes
 
 
 def _refuse(paths: Sequence[Path], single: list[tuple]) -> None:
