@@ -6,7 +6,7 @@ import pandas as pd
 from seedscope.plan.seeds import FactorSeeds
 from seedscope.runners.data import balanced_subset, run_examples, stratified_split
 from seedscope.plan.hparams import FinetuneSettings
-from seedscope.tasks import get_task
+from seedscope.tasks import get_task, load_examples
 
 RTE = get_task("rte")
 
@@ -54,3 +54,23 @@ def test_helpers_on_hand_made_data():
     small = balanced_subset(frame, 10, np.random.default_rng(0), frame.label.to_numpy())
     assert small.label.value_counts().to_dict() == {0: 5, 1: 4}  # the smaller class gives all it has
     assert len(balanced_subset(frame, 3, np.random.default_rng(0), None)) == 3
+
+
+def test_the_candidate_rows_are_read_once_while_the_files_stay_the_same(tmp_path, data_dir, monkeypatch):
+    import shutil
+
+    from seedscope.runners import data
+
+    folder = tmp_path / "data"
+    shutil.copytree(data_dir / "glue" / "RTE", folder / "glue" / "RTE")
+    reads = []
+    monkeypatch.setattr(data, "load_examples", lambda *args: reads.append(args) or load_examples(*args))
+    settings = FinetuneSettings(max_train_examples=20, max_eval_examples=10)
+    first = data.candidate_examples(RTE, settings, folder)
+    first[0].loc[0, "text"] = "changed by the caller"  # a caller's copy: the next run still gets the file's rows
+    again = data.candidate_examples(RTE, settings, folder)
+    assert len(reads) == 2 and again[0]["text"].iloc[0] != "changed by the caller"
+    dev = folder / "glue" / "RTE" / "dev.tsv"
+    dev.write_text("\n".join(dev.read_text().splitlines()[:6]) + "\n")  # the file changed: read again
+    changed = data.candidate_examples(RTE, settings, folder)
+    assert len(reads) == 4 and len(changed[1]) == 5 and changed[0].equals(again[0])

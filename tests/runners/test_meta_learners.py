@@ -11,8 +11,10 @@ import torch.nn.functional as F
 from seedscope.errors import SeedscopeError
 from seedscope.runners.episodes import episode_stream, support_set
 from seedscope.runners.meta_learners import (
-    TextCNN, adapt, meta_train, predict, prototype_logits, prototypes, reptile_step,
+    TextCNN, adapt, meta_train, pack_tokens, pooled_convolution, predict, prototype_logits, prototypes, reptile_step,
+    token_lengths,
 )
+from seedscope.plan.runs import META_METHODS
 
 LABELS = ("negative", "positive")
 
@@ -34,6 +36,67 @@ def test_the_cnn_max_pools_each_kernel_over_time_and_pads_short_inputs():
                                                    for t in range(3)])).amax(0) for b in range(2)])
     assert torch.allclose(model(x)[:, :3], by_hand, atol=1e-6)
     assert model(states(2, tokens=1)).shape == (2, 6)  # shorter than the widest kernel: zero-padded
+
+
+def padded(states_, lengths):
+    """``states_`` with every token from each example's length on set to zero (padding)."""
+    return states_ * (torch.arange(states_.shape[1])[None, :, None] < torch.tensor(lengths)[:, None, None])
+
+
+def padded_convolution(conv, states_, widest):
+    """The CNN's pooled convolution computed the plain way: over every window of the zero-padded batch."""
+    x = F.pad(states_.transpose(1, 2), (0, max(0, widest - states_.shape[1])))
+    return F.relu(conv(x)).amax(dim=-1)
+
+
+@pytest.mark.parametrize("tokens", [7, 2])
+def test_the_cnn_convolves_only_real_tokens_with_the_padded_batch_s_result_and_gradients(tokens):
+    model = cnn(classes=2).double()
+    lengths = [0, 1, 2, 3, 5, 6, 7][:4] if tokens == 2 else [0, 1, 2, 3, 5, 6, 7]
+    lengths = [min(n, tokens) for n in lengths]
+    x = padded(states(len(lengths), tokens=tokens).double(), lengths)
+    assert token_lengths(x).tolist() == lengths
+    packed, starts = pack_tokens(x, token_lengths(x), gap=2)
+    weights = dict(model.named_parameters())
+    for conv in model.convs:
+        fast = pooled_convolution(conv, packed, starts, token_lengths(x), max(tokens, 3))
+        plain = padded_convolution(conv, x, 3)
+        assert torch.allclose(fast, plain, rtol=0, atol=1e-12)
+        fast_grads = torch.autograd.grad(fast.square().sum(), [conv.weight, conv.bias], create_graph=True)
+        plain_grads = torch.autograd.grad(plain.square().sum(), [conv.weight, conv.bias], create_graph=True)
+        assert all(torch.allclose(a, b, atol=1e-12) for a, b in zip(fast_grads, plain_grads))
+        second = [torch.autograd.grad(g.sum(), list(weights.values()), allow_unused=True) for g in (fast_grads[0], plain_grads[0])]
+        assert all(a is None and b is None or torch.allclose(a, b, atol=1e-12) for a, b in zip(*second))
+
+
+def test_a_window_over_padding_alone_gives_the_bias_and_joins_the_max_only_where_the_padded_input_has_one():
+    model = cnn(classes=None)
+    with torch.no_grad():
+        for conv in model.convs:
+            conv.weight.fill_(-1.0)
+            conv.bias.fill_(0.5)
+    for lengths in ([4, 3, 2], [12, 11, 2, 1, 1, 0]):  # nearly full (convolved padded), mostly padding (packed)
+        tokens = lengths[0]
+        x = padded(states(len(lengths), tokens=tokens).abs() + 0.1, lengths)  # every window with a real token < 0
+        features = model(x)[:, :3]  # kernel 2: a window over padding alone only where length ≤ tokens - 2
+        expected = [[0.5 if n <= tokens - 2 else 0.0] * 3 for n in lengths]
+        assert torch.equal(features, torch.tensor(expected))
+
+
+@pytest.mark.parametrize("method", META_METHODS)
+def test_every_tensor_of_training_and_prediction_stays_on_the_model_s_device(method):
+    """On the meta device (shapes without data, as a stand-in for a GPU): nothing falls back to the CPU."""
+    from torch.fx.experimental import _config
+
+    model = cnn(classes=None if method == "protonet" else 2, dropout=0.1).to("meta")
+    x, y = states().to("meta"), torch.tensor([0, 1] * 4, device="meta")
+    # ProtoNet's class means select rows by label, which needs data: let the meta device assume every row
+    with _config.patch(meta_nonzero_assume_all_nonzero=True):
+        meta_train(method, model, x, y, [([0, 1, 2, 3], [4, 5, 6, 7])], 2, meta_learning_rate=1e-3,
+                   inner_learning_rate=0.1, inner_steps=2, first_order=False, outer_step_size=0.5)
+        logits = predict(method, model, x[:4], y[:4], x, 2, inner_learning_rate=0.1, steps=2)
+    assert logits.device.type == "meta" and logits.shape == (8, 2)
+    assert all(p.device.type == "meta" for p in model.parameters())
 
 
 def test_prototypes_are_each_class_mean_and_logits_negative_squared_distances():

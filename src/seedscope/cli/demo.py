@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+import time
 from enum import Enum
+from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from seedscope.cli.outputs import output_console, parse_int_list
 from seedscope.cli.sweep import run_sweep
@@ -70,6 +72,7 @@ def demo_command(
 ) -> None:
     from seedscope.workflows.demos import demo_plan
 
+    started = time.perf_counter()
     out = out or Path("seedscope-demo" if runner == Demo.finetune else f"seedscope-{runner.value}-demo")
     config, specs = demo_plan(runner.value, seeds=parse_int_list(seeds, "--seeds", "42,52,62"), out=out,
                               data_dir=data_dir)
@@ -83,6 +86,9 @@ def demo_command(
     if runner == Demo.meta:
         show_meta_methods(store, console)
         run_meta_studies(out, data_dir, console)
+    minutes, seconds = divmod(round(time.perf_counter() - started), 60)
+    console.print(f"the demo took {minutes} min {seconds:02d} s (runs already in {escape(str(out))} are reused, not rerun)",
+                  highlight=False)
 
 
 def analyses_by_method(store, **options) -> dict[str, dict]:

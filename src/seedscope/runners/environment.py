@@ -42,6 +42,11 @@ def deterministic_mode(enabled: bool) -> Iterator[None]:
         torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = previous[2], previous[3]
 
 
+def compute_device() -> torch.device:
+    """Where a runner that places its own tensors computes: the GPU when one is visible, else the CPU."""
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
 def device_name() -> str:
     if torch.cuda.is_available():
         return f"cuda:{torch.cuda.current_device()} {torch.cuda.get_device_name()}"

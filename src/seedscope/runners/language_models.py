@@ -20,6 +20,7 @@ import torch
 
 from seedscope.atomic import staged_dir
 from seedscope.errors import SeedscopeError
+from seedscope.runners.environment import compute_device
 from seedscope.runners.models import from_pretrained_checked, load_model_config, load_tokenizer
 
 LMKind = Literal["causal", "seq2seq"]
@@ -93,6 +94,4 @@ def load_language_model(model: str, precision: str, trust_remote_code: bool = Fa
     network = from_pretrained_checked("weights", loader.from_pretrained, folder, dtype=DTYPES[precision],
                     trust_remote_code=trust_remote_code)
     tokenizer = load_tokenizer(folder, trust_remote_code)
-    if torch.cuda.is_available():
-        network = network.to("cuda")
-    return network.eval(), tokenizer, kind, folder
+    return network.to(compute_device()).eval(), tokenizer, kind, folder

@@ -20,6 +20,7 @@ are kept, so probabilistic consistency works; metrics are the usual ones, macro-
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 
@@ -31,7 +32,7 @@ from seedscope.plan import RunSpec
 from seedscope.plan.hparams import MetaSettings
 from seedscope.predictions import EXAMPLE_ID
 from seedscope.runners.data import candidate_examples, run_examples, select_examples
-from seedscope.runners.environment import describe_environment
+from seedscope.runners.environment import compute_device, describe_environment, deterministic_mode
 from seedscope.runners.episodes import episode_stream, support_set
 from seedscope.runners.finetune import prediction_table, run_metrics
 from seedscope.runners.language_models import model_folder
@@ -71,6 +72,13 @@ def build_model(settings: MetaSettings, method: str, hidden: int, classes: int) 
 
 def run(spec: RunSpec, data_dir: str | os.PathLike | None = None, *, on_step: StepHook | None = None) -> RunResult:
     """Meta-train ``spec.method`` on the labelled pool's episodes, adapt on a support set, predict the test examples."""
+    device = compute_device()  # the encoder, the token states, the CNN and every episode live there
+    # a GPU's convolution and index kernels need the deterministic switches; a CPU's here are deterministic
+    with deterministic_mode(True) if device.type == "cuda" else contextlib.nullcontext():
+        return _run(spec, data_dir, device, on_step)
+
+
+def _run(spec: RunSpec, data_dir: str | os.PathLike | None, device: torch.device, on_step: StepHook | None) -> RunResult:
     started = time.perf_counter()
     settings = MetaSettings.from_hparams(spec.hparams)
     task = get_task(spec.task)
@@ -81,25 +89,25 @@ def run(spec: RunSpec, data_dir: str | os.PathLike | None = None, *, on_step: St
     folder = model_folder(spec.model)
     # every sentence any seed could draw is encoded together: the same set, so one encoding, for all runs
     pool_states, test_states = token_states(folder, [pool, tests], settings.max_seq_length, settings.encoder_batch_size,
-                                            settings.trust_remote_code,
-                                            encode_with=candidates)
+                                            settings.trust_remote_code, encode_with=candidates, device=device)
     labels = pool["label"].astype(int).to_numpy()
     episodes = list(episode_stream(labels, classes, settings.shots, settings.queries, settings.episodes,
                                    spec.seeds.numpy("sample_order"), task.label_names))
     support = support_set(labels, classes, settings.shots, spec.seeds.numpy("sample_choice"), task.label_names)
     spec.seeds.seed_global("model_init")
-    model = build_model(settings, spec.method, pool_states.shape[-1], classes)
+    model = build_model(settings, spec.method, pool_states.shape[-1], classes).to(device)  # drawn on the CPU
     encoded = time.perf_counter()
     spec.seeds.seed_global("optimisation")
-    pool_labels = torch.tensor(labels)
+    pool_labels = torch.tensor(labels, device=device)
     done = iter(range(1, settings.episodes + 1))
     meta_train(spec.method, model, pool_states, pool_labels, episodes, classes,
                meta_learning_rate=settings.meta_learning_rate, inner_learning_rate=settings.inner_learning_rate,
                inner_steps=settings.inner_steps, first_order=settings.first_order,
                outer_step_size=settings.outer_step_size, on_episode=(lambda _loss: on_step(next(done), settings.episodes)) if on_step else None)
     trained = time.perf_counter()
-    logits = predict(spec.method, model, pool_states[support], pool_labels[support], test_states, classes,
-                     inner_learning_rate=settings.inner_learning_rate, steps=settings.eval_inner_steps)
+    rows = torch.tensor(support, device=device)
+    logits = predict(spec.method, model, pool_states[rows], pool_labels[rows], test_states, classes,
+                     inner_learning_rate=settings.inner_learning_rate, steps=settings.eval_inner_steps).cpu()
     finished = time.perf_counter()
     table = prediction_table(spec.run_id, tests, logits.numpy(), task)
     timings = {

@@ -28,20 +28,20 @@ def example_texts(frame: pd.DataFrame) -> list[Text]:
 
 
 @functools.lru_cache(maxsize=1)
-def _encoder(folder: str, trust_remote_code: bool):
+def _encoder(folder: str, trust_remote_code: bool, device: str):
     from transformers import AutoModel
 
     from seedscope.runners.models import from_pretrained_checked, load_tokenizer
 
     model = from_pretrained_checked("weights", AutoModel.from_pretrained, folder, trust_remote_code=trust_remote_code, dtype=torch.float32)
-    return model.eval(), load_tokenizer(folder, trust_remote_code)
+    return model.to(device).eval(), load_tokenizer(folder, trust_remote_code)
 
 
 @functools.lru_cache(maxsize=2)
 def _encoded(folder: str, texts: tuple[Text, ...], max_length: int, batch_size: int,
-             trust_remote_code: bool) -> dict[Text, torch.Tensor]:
-    """Each text's last-layer token states ([tokens, hidden], fp32), in one fixed batch layout."""
-    model, tokenizer = _encoder(folder, trust_remote_code)
+             trust_remote_code: bool, device: str) -> dict[Text, torch.Tensor]:
+    """Each text's last-layer token states ([tokens, hidden], fp32, on ``device``), in one fixed batch layout."""
+    model, tokenizer = _encoder(folder, trust_remote_code, device)
     lengths = {text: len(tokenizer(text[0], text[1], truncation=True, max_length=max_length)["input_ids"]) for text in texts}
     ordered = sorted(texts, key=lambda text: (lengths[text], text[0], text[1] or ""))
     states: dict[Text, torch.Tensor] = {}
@@ -50,7 +50,7 @@ def _encoded(folder: str, texts: tuple[Text, ...], max_length: int, batch_size: 
             batch = ordered[start:start + batch_size]
             firsts, seconds = [t[0] for t in batch], [t[1] for t in batch]
             encoded = tokenizer(firsts, seconds if any(s is not None for s in seconds) else None, truncation=True,
-                                max_length=max_length, padding=True, return_tensors="pt")
+                                max_length=max_length, padding=True, return_tensors="pt").to(device)
             hidden = model(**encoded).last_hidden_state
             for row, text in enumerate(batch):
                 states[text] = hidden[row, : lengths[text]].clone()
@@ -58,8 +58,9 @@ def _encoded(folder: str, texts: tuple[Text, ...], max_length: int, batch_size: 
 
 
 def token_states(folder: str, frames: Sequence[pd.DataFrame], max_length: int, batch_size: int = 64,
-                 trust_remote_code: bool = False, *, encode_with: Sequence[pd.DataFrame] = ()) -> list[torch.Tensor]:
-    """For each frame, its examples' token states as one zero-padded [examples, tokens, hidden] tensor.
+                 trust_remote_code: bool = False, *, encode_with: Sequence[pd.DataFrame] = (),
+                 device: torch.device | str = "cpu") -> list[torch.Tensor]:
+    """For each frame, its examples' token states as one zero-padded [examples, tokens, hidden] tensor on ``device``.
 
     The sentences of ``frames`` and ``encode_with`` are encoded together, once per process for the
     same set of sentences: pass the rows every run draws from, so runs that draw differently share it.
@@ -67,5 +68,5 @@ def token_states(folder: str, frames: Sequence[pd.DataFrame], max_length: int, b
     per_frame = [example_texts(frame) for frame in frames]
     known = {text for frame in encode_with for text in example_texts(frame)}
     everything = tuple(sorted(known.union(*per_frame), key=lambda t: (t[0], t[1] or "")))
-    encoded = _encoded(folder, everything, max_length, batch_size, trust_remote_code)
+    encoded = _encoded(folder, everything, max_length, batch_size, trust_remote_code, str(device))
     return [torch.nn.utils.rnn.pad_sequence([encoded[text] for text in texts], batch_first=True) for texts in per_frame]
