@@ -73,7 +73,6 @@ def check_version() -> None:
 @functools.lru_cache(maxsize=4)
 def task_manager(include: tuple[str, ...] = ()):
     """The harness's task index, with the user's task folders (later folders override earlier names)."""
-    check_version()
     for folder in include:
         if not os.path.isdir(folder):
             raise SeedscopeError(f"--lm-eval-include {folder}: no such folder")
@@ -85,6 +84,7 @@ def task_manager(include: tuple[str, ...] = ()):
 def _lookup(name: str, include: tuple[str, ...]):
     import difflib
 
+    check_version()
     manager = task_manager(include)
     bare = harness_name(name)
     entry = manager.task_index.get(bare)
@@ -140,9 +140,14 @@ def _dataset_of(entry) -> str:
     return f"{path}/{config}" if path and config else str(path or "(unknown)")
 
 
-@functools.lru_cache(maxsize=16)
 def load_task(name: str, include: tuple[str, ...] = ()):
     """The harness's Task object of one (leaf) task, loaded once per process; its kind checked."""
+    check_version()
+    return _load_task(name, tuple(include))
+
+
+@functools.lru_cache(maxsize=16)
+def _load_task(name: str, include: tuple[str, ...]):
     from lm_eval.tasks._index import Kind
 
     manager, entry = _lookup(name, include)
@@ -182,7 +187,7 @@ def build_requests(task, *, shots: int | None, seeds: FactorSeeds, max_docs: int
         instance.resps, instance.filtered_resps = [], {}
         by_doc.setdefault(instance.doc_id, []).append(instance)
     docs = []
-    for position, (doc_id, instances) in enumerate(sorted(by_doc.items())):
+    for doc_id, instances in sorted(by_doc.items()):
         instances.sort(key=lambda i: i.idx)
         docs.append(DocRequests(samples[doc_id] if samples else doc_id, instances[0].doc, instances))
     return docs
