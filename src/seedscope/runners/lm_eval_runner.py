@@ -69,10 +69,9 @@ def check(spec: RunSpec, data_dir: str | os.PathLike | None = None) -> None:
 
     settings = ICLSettings.from_hparams(spec.hparams)
     include = tuple(settings.lm_eval_include)
-    sizes = {}
-    for name in dict.fromkeys([spec.task, *([] if settings.formats == ["minimal"] else [variant(spec, settings)]),
-                               *(f for f in settings.formats if harness.is_lm_eval_task(f))]):
-        sizes[name] = len(harness.load_task(name, include).eval_docs)
+    variant(spec, settings)  # formats that are not lm-eval variants are refused here
+    names = [spec.task, *(f for f in settings.formats if harness.is_lm_eval_task(f))]
+    sizes = {name: len(harness.load_task(name, include).eval_docs) for name in dict.fromkeys(names)}
     if len(set(sizes.values())) > 1:
         listed = ", ".join(f"{name} ({n})" for name, n in sizes.items())
         raise SeedscopeError(f"task variants must share their documents, and these hold different numbers: {listed}")
@@ -200,7 +199,8 @@ def harness_results(task, docs) -> tuple[pd.DataFrame, dict]:
     else:
         lls = [[float(i.resps[0][0]) for i in doc.instances] for doc in docs]
         table[LOGLIKELIHOODS] = lls
-        if kind == "multiple_choice":
+        if kind == "multiple_choice":  # the choices' requests come first (then acc_mutual_info's unconditional ones)
+            lls = [ll[: len(task.doc_to_choice(doc.doc))] for ll, doc in zip(lls, docs)]
             table[PREDICTION] = [int(np.argmax(ll)) for ll in lls]
             table[LABEL] = [_gold(task, doc.doc) for doc in docs]
             width = max(map(len, lls))

@@ -27,7 +27,6 @@ from typing import Any, Sequence
 import numpy as np
 
 from seedscope.errors import SeedscopeError
-from seedscope.plan.seeds import FactorSeeds
 
 PREFIX = "lm-eval:"
 #: the lm-eval versions seedscope is tested with (pyproject's ``lm-eval`` extra)
@@ -171,9 +170,9 @@ class DocRequests:
     instances: list
 
 
-def build_requests(task, *, shots: int | None, seeds: FactorSeeds, max_docs: int | None = None,
+def build_requests(task, *, shots: int | None, seeds, max_docs: int | None = None,
                    resplit: bool = False, num_labelled: int | None = None) -> list[DocRequests]:
-    """The harness builds one run's requests with its seeds (see the module docstring); ``task._instances`` holds them."""
+    """The harness builds one run's requests with the run's ``FactorSeeds`` (see the module docstring)."""
     _set_fewshot(task, shots)
     task.set_fewshot_seed(seed=seeds.sample_choice)
     total = len(task.eval_docs)
@@ -203,7 +202,7 @@ def _set_fewshot(task, shots: int | None) -> None:
 
 
 @contextlib.contextmanager
-def _sampler(task, seeds: FactorSeeds, num_labelled: int | None):
+def _sampler(task, seeds, num_labelled: int | None):
     """The run's few-shot pool (``label_choice``) and demonstration order (``sample_order``), undone afterwards."""
     sampler = getattr(task, "sampler", None)
     if sampler is None:
