@@ -50,7 +50,7 @@ def test_a_group_sweep_stores_every_task_and_seed(lm_eval_store):
 
 def test_analyze_compare_and_show_prompt_read_the_store(lm_eval_store, tmp_path, cli):
     code, printed, err = cli(["analyze", str(lm_eval_store), "--task", "lm-eval:sst2_local",
-                              "--json-out", str(tmp_path / "a.json")])
+                              "--json", str(tmp_path / "a.json")])
     assert code == 0, err
     assert json.loads((tmp_path / "a.json").read_text())
     code, printed, err = cli(["compare", str(lm_eval_store), str(lm_eval_store), "--names", "A", "--names", "B",
@@ -64,12 +64,12 @@ def test_analyze_compare_and_show_prompt_read_the_store(lm_eval_store, tmp_path,
 def test_a_factor_study_varies_the_few_shot_seed(tmp_path, smollm2_folder, task_dir, cli):
     out = tmp_path / "study"
     code, printed, err = cli(["factors", "run", "--runner", "icl", "--task", "lm-eval:copa_local",
-                              "--model", str(smollm2_folder), "--factor", "sample_choice", "-N", "2", "-M", "1",
+                              "--model", str(smollm2_folder), "--factor", "sample_choice", "-N", "2", "-M", "2",
                               "-L", "2", "--num-labelled", "50", "--shots", "1", "--lm-eval-include", str(task_dir),
                               "--set", "max_eval_examples=4", "--out", str(out)])
     assert code == 0, err
     runs = ExperimentStore.open(out).runs()
-    assert (runs["status"] == "done").all() and len(runs) == 4
+    assert (runs["status"] == "done").all() and len(runs) == 6
     assert "sample_choice" in printed
 
 
