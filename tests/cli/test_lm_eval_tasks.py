@@ -106,3 +106,11 @@ def test_lm_eval_tasks_need_the_icl_runner(tmp_path, smollm2_folder, task_dir, c
     code, _, err = cli(["sweep", "--task", "sst2", "--model", str(smollm2_folder), "--seeds", "1,2",
                         "--lm-eval-include", str(task_dir), "--out", str(tmp_path / "y")])
     assert code == 2 and "add --runner icl" in err
+
+
+def test_scoring_options_of_seedscope_prompts_are_refused(tmp_path, smollm2_folder, task_dir, cli):
+    code, _, err = cli([*sweep_args("lm-eval:sst2_local", smollm2_folder, tmp_path / "x", task_dir), "--predict", "generate"])
+    assert code == 2 and "predict does not apply to an lm-eval task" in err, err
+    code, _, err = cli([*sweep_args("lm-eval:sst2_local", smollm2_folder, tmp_path / "y", task_dir), "--format", "chat"])
+    assert code == 2 and "an lm-eval task takes its template from the harness" in err, err
+    assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()

@@ -69,6 +69,10 @@ def check(spec: RunSpec, data_dir: str | os.PathLike | None = None) -> None:
 
     settings = ICLSettings.from_hparams(spec.hparams)
     include = tuple(settings.lm_eval_include)
+    for key in ("predict", "calibration"):
+        if key in spec.hparams:
+            raise SeedscopeError(f"{key} does not apply to an lm-eval task: its output type says whether it is scored "
+                                 "or generated, and its metrics are the harness's")
     variant(spec, settings)  # formats that are not lm-eval variants are refused here
     names = [spec.task, *(f for f in settings.formats if harness.is_lm_eval_task(f))]
     sizes = {name: len(harness.load_task(name, include).eval_docs) for name in dict.fromkeys(names)}
