@@ -26,6 +26,7 @@ from seedscope.presets import PRESET_DIR, list_presets
 from seedscope.plan import RunSpec, seed_sweep
 from seedscope.plan.hparams import FinetuneSettings, ICLSettings, settings_class
 from seedscope.tasks import get_task
+from seedscope.tasks.lm_eval_tasks import PREFIX, harness_name, is_lm_eval_task
 
 #: the reference paper's ten seeds (section 4.2)
 PAPER_SEEDS: tuple[int, ...] = (42, 52, 62, 72, 82, 92, 102, 112, 122, 132)
@@ -127,7 +128,7 @@ class SweepConfig(BaseModel):
 
     def hparams_for(self, task: str) -> dict[str, Any]:
         """The task's hyper-parameters: ``hparams`` overridden by ``task_hparams[task]``."""
-        return {**self.hparams, **self.task_hparams.get(get_task(task).name, {})}
+        return {**self.hparams, **self.task_hparams.get(_task_name(task), {})}
 
     def settings_for(self, task: str) -> FinetuneSettings | ICLSettings:
         """The task's validated settings for the config's method (defaults filled in)."""
@@ -140,8 +141,18 @@ class SweepConfig(BaseModel):
         """
         paths = {model: resolve_model(model) for model in self.models}
         names = {paths[m]: m for m in self.models if paths[m] != m} | {paths.get(m, m): n for m, n in self.model_names.items()}
-        return seed_sweep(self.tasks, list(paths.values()), self.seeds, self.method, self.hparams,
+        return seed_sweep(self.run_tasks(), list(paths.values()), self.seeds, self.method, self.hparams,
                           task_hparams=self.task_hparams, model_names=names)
+
+    def run_tasks(self) -> list[str]:
+        """The tasks to run: lm-eval groups and tags become their tasks (the harness's registry says which)."""
+        if not any(is_lm_eval_task(t) for t in self.tasks):
+            return list(self.tasks)
+        if self.method != "icl":
+            raise SeedscopeError("lm-eval tasks are prompted, not trained: add --runner icl")
+        from seedscope.tasks.lm_eval_tasks import expand
+
+        return expand(self.tasks, tuple(self.hparams.get("lm_eval_include") or ()))
 
 
 def _user_error(function, *args):
@@ -153,6 +164,8 @@ def _user_error(function, *args):
 
 
 def _task_name(task: str) -> str:
+    if is_lm_eval_task(task):  # the harness's registry knows it; checked when the sweep is planned
+        return PREFIX + _user_error(harness_name, task)
     return _user_error(lambda name: get_task(name).name, task)
 
 

@@ -77,7 +77,13 @@ def parse_settings(pairs: Optional[list[str]]) -> Optional[dict]:
 
 def quiet_libraries() -> None:
     """Keep library chatter (load reports, per-weight progress bars) off the progress display."""
+    import logging
+    import os
+
     import transformers
+
+    logging.getLogger("lm_eval").setLevel(logging.ERROR)  # lm-eval tasks: the harness's notes on every config it reads
+    os.environ.setdefault("TQDM_DISABLE", "1")  # and its (and datasets') tqdm bars, under the progress display
 
     transformers.logging.set_verbosity_error()
     transformers.utils.logging.disable_progress_bar()
@@ -110,6 +116,8 @@ PromptFormat = Annotated[Optional[list[str]], typer.Option(
     "(the prompt_format seed picks one per run).")]
 PredictOption = Annotated[Optional[Predict], typer.Option(
     "--predict", help="icl: score the label words' log-likelihood (default) or generate an answer.")]
+LmEvalInclude = Annotated[Optional[list[Path]], typer.Option(
+    "--lm-eval-include", help="icl: a folder of your own lm-evaluation-harness task YAMLs, for --task lm-eval:<name> (repeatable).")]
 Out = Annotated[Optional[Path], typer.Option("--out", help="Experiment directory to create (or continue with --resume).")]
 Resume = Annotated[bool, typer.Option("--resume", help="Continue the experiment in --out: keep finished runs, redo the rest.")]
 FailFast = Annotated[bool, typer.Option("--fail-fast", help="Stop at the first failed run instead of recording it and going on.")]
@@ -147,8 +155,18 @@ class RunChoice:
         """The runner flags among a command's parameters, checked (a flag of another runner is refused)."""
         method, hparams = runner_settings(params["runner"], params.get("method"), params.get("shots"),
                                           split_values(params.get("prompt_format")), params.get("predict"))
-        return cls(method, {**hparams, **(parse_settings(params.get("settings")) or {})}, params.get("preset"),
+        include = lm_eval_settings(params["runner"], params.get("lm_eval_include"))
+        return cls(method, {**hparams, **include, **(parse_settings(params.get("settings")) or {})}, params.get("preset"),
                    params.get("config_file"))
+
+
+def lm_eval_settings(runner: Runner, include: Optional[list]) -> dict[str, Any]:
+    """``lm_eval_include`` (absolute folders, so that any worker finds them), for the icl runner only."""
+    if not include:
+        return {}
+    if runner != Runner.icl:
+        raise SeedscopeError("--lm-eval-include names lm-eval task folders, which are prompted; add --runner icl")
+    return {"lm_eval_include": [str(Path(folder).resolve()) for folder in include]}
 
 
 def runner_settings(runner: Runner, method: Optional[Method], shots: Optional[int], formats: Optional[list[str]],

@@ -23,6 +23,7 @@ from seedscope.cli.run_options import (
     Out,
     Parallel,
     Preset,
+    LmEvalInclude,
     PredictOption,
     PromptFormat,
     RayAddress,
@@ -60,6 +61,8 @@ seedscope sweep --preset llama-3.2-3b-lora --task copa --out runs/copa-llama
 seedscope sweep --task sst2,rte --model all-minilm-l6-v2 --seeds 1,2,3 --set max_train_examples=200 --out runs/mini
 seedscope sweep --config my-sweep.yaml --out runs/mine --resume
 seedscope sweep --runner icl --task sst2 --model smollm2-135m-instruct --shots 2 --format minimal --format chat --out runs/icl
+seedscope sweep --runner icl --task lm-eval:hellaswag --model HuggingFaceTB/SmolLM2-360M --shots 5 --seeds 1,2,3 --out runs/hs
+seedscope sweep --runner icl --task lm-eval:my_task --lm-eval-include my_tasks/ --model smollm2-135m-instruct --out runs/mine
 ```
 """
 
@@ -170,6 +173,7 @@ def sweep_command(
     shots: Shots = None,
     prompt_format: PromptFormat = None,
     predict: PredictOption = None,
+    lm_eval_include: LmEvalInclude = None,
     preset: Preset = None,
     config_file: ConfigFile = None,
     settings: Settings = None,

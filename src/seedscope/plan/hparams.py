@@ -83,7 +83,8 @@ class ICLSettings(DataSettings):
 
     ``shots`` demonstrations per class are drawn from the labelled pool (``sample_choice``
     seed) and ordered (``sample_order`` seed); ``prompt_format`` is one format, or a list of
-    formats of which the ``prompt_format`` seed picks one per run. ``predict``: ``score`` the
+    formats of which the ``prompt_format`` seed picks one per run. For an ``lm-eval:`` task
+    ``shots`` is the harness's num_fewshot and the formats are ``lm-eval:`` task variants. ``predict``: ``score`` the
     label words' log-likelihood (probabilities kept), or ``generate`` up to ``max_new_tokens``
     greedily and map the text to a label (unmappable answers are the class ``invalid``).
     """
@@ -96,6 +97,8 @@ class ICLSettings(DataSettings):
     prefix_cache: bool = Field(True, description="compute the shared demonstrations once and reuse their cache")
     calibration: Literal["none", "contextual"] = Field(
         "none", description="contextual: divide by the probabilities of content-free inputs (Calibrate Before Use)")
+    lm_eval_include: list[str] = Field(
+        default_factory=list, description="lm-eval tasks: folders of the user's own task YAMLs (--lm-eval-include)")
 
     @model_validator(mode="after")
     def _calibration_needs_scores(self) -> "ICLSettings":
@@ -109,6 +112,8 @@ class ICLSettings(DataSettings):
         from seedscope.prompts import get_format
 
         for name in [value] if isinstance(value, str) else value or [""]:
+            if name.startswith("lm-eval:"):  # a variant of an lm-eval task, checked when the task is loaded
+                continue
             try:
                 get_format(name)
             except SeedscopeError as error:

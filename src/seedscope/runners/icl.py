@@ -42,6 +42,7 @@ from seedscope.runners.language_models import load_language_model
 from seedscope.runners.lm_scoring import StepHook, generate, score_causal, score_seq2seq
 from seedscope.runners.result import RunResult
 from seedscope.tasks import TaskSpec, get_task
+from seedscope.tasks.lm_eval_tasks import is_lm_eval_task
 
 
 def choose_format(settings: ICLSettings, seeds: FactorSeeds) -> PromptFormat:
@@ -89,6 +90,10 @@ def check(spec: RunSpec, data_dir: str | os.PathLike | None = None) -> None:
     from seedscope.runners.language_models import lm_kind, model_folder
     from seedscope.runners.models import load_model_config, load_tokenizer
 
+    if is_lm_eval_task(spec.task):
+        from seedscope.runners import lm_eval_runner
+
+        return lm_eval_runner.check(spec, data_dir)
     settings = ICLSettings.from_hparams(spec.hparams)
     task = get_task(spec.task)
     prompt = get_task_prompt(task)
@@ -123,6 +128,10 @@ def check_length(prompts, tokenizer, config) -> None:
 
 def run(spec: RunSpec, data_dir: str | os.PathLike | None = None, *, on_step: StepHook | None = None) -> RunResult:
     """Prompt ``spec.model`` on the task's evaluation examples with the run's demonstrations."""
+    if is_lm_eval_task(spec.task):  # the harness's prompts and metrics (runners.lm_eval_runner)
+        from seedscope.runners import lm_eval_runner
+
+        return lm_eval_runner.run(spec, data_dir, on_step=on_step)
     started = time.perf_counter()
     settings = ICLSettings.from_hparams(spec.hparams)
     task = get_task(spec.task)

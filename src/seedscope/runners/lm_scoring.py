@@ -65,8 +65,11 @@ def _padded(rows: list[list[int]], pad: int, device, side: str = "left") -> tupl
 
 @torch.no_grad()
 def score_causal(model, tokenizer, prompts: Prompts, *, batch_size: int = 16, prefix_cache: bool = True,
-                 on_step: StepHook | None = None) -> np.ndarray:
+                 on_step: StepHook | None = None, greedy: np.ndarray | None = None) -> np.ndarray:
     """Examples × candidates log-likelihoods (−inf where an example has fewer candidates).
+
+    ``greedy``, where given (a boolean array of the scores' shape), is filled in with lm-eval's
+    ``is_greedy``: whether every token of the answer is the model's most likely next token.
 
     One forward pass per batch of test examples (batched by context length, so that padding is
     small) reads each context once (left-padded, so every row ends at the same position) and
@@ -107,16 +110,18 @@ def score_causal(model, tokenizer, prompts: Prompts, *, batch_size: int = 16, pr
         for r, i in enumerate(examples):
             for j, answer in enumerate(tokens.answers[i]):
                 scores[i, j] = float(first[r, answer[0]]) if answer else 0.0  # no ids of its own: lm-eval scores 0
+                if greedy is not None:
+                    greedy[i, j] = not answer or int(first[r].argmax()) == answer[0]
                 if len(answer) > 1:
                     longer.append((r, i, j))
         if longer:
-            _continue(model, _cache_of(output), mask, positions[:, -1], longer, tokens.answers, scores, pad)
+            _continue(model, _cache_of(output), mask, positions[:, -1], longer, tokens.answers, scores, pad, greedy)
         if on_step:
             on_step(done, len(batches))
     return scores
 
 
-def _continue(model, cache, mask, last_position, longer, answers, scores, pad) -> None:
+def _continue(model, cache, mask, last_position, longer, answers, scores, pad, greedy=None) -> None:
     """Add the log-likelihood of the 2nd … last token of multi-token answers, from each example's cache."""
     from transformers import DynamicCache
 
@@ -137,6 +142,8 @@ def _continue(model, cache, mask, last_position, longer, answers, scores, pad) -
     for k, (_, i, j) in enumerate(longer):
         tail = tails[k]
         scores[i, j] += sum(float(logprobs[k, t - 1, tail[t]]) for t in range(1, len(tail)))
+        if greedy is not None:
+            greedy[i, j] = greedy[i, j] and all(int(logprobs[k, t - 1].argmax()) == tail[t] for t in range(1, len(tail)))
 
 
 @torch.no_grad()

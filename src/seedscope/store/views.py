@@ -14,7 +14,8 @@ from seedscope.plan.seeds import FACTORS
 from seedscope.predictions import EXAMPLE_ID, PREDICTION, PROB_PREFIX, RUN, UNCALIBRATED, prob_columns
 from seedscope.prompts import CONTINUATIONS, QUERY, split_request
 from seedscope.store.files import PROMPT_PREFIX_KEY, is_sha256, read_arrow, read_table
-from seedscope.tasks import find_task, get_task
+from seedscope.tasks import find_task
+from seedscope.tasks.lm_eval_tasks import is_lm_eval_task
 
 if TYPE_CHECKING:
     from seedscope.store import ExperimentStore
@@ -36,7 +37,7 @@ def runs_frame(store: "ExperimentStore") -> pd.DataFrame:
         seeds = {f: stored[f] for f in FACTORS if f in stored} | stored  # factor order of DESIGN.md
         metrics = cell(run_id, "metrics_json", metrics_json)
         spec = find_task(task)
-        metric = spec.primary_metric if spec else None
+        metric = spec.primary_metric if spec else ("accuracy" if is_lm_eval_task(task) else None)
         distinct = set(seeds.values())
         records.append({
             "run_id": run_id, "task": task, "model": model, "model_name": model_name, "method": method,
@@ -213,8 +214,8 @@ def factor_score_table(store: "ExperimentStore", metric: str | None = None) -> t
     for factor in [e for e in pd.unique(keys["experiment"]) if e != GOLDEN]:
         table[factor] = keys["investigation"].where(keys["experiment"] == factor).astype("Int64")
     table[metric] = values.astype(float)
-    task = get_task(task_name)
-    num_classes = len(task.label_names) if task.task_type != "regression" else None
+    task = find_task(task_name)  # an lm-eval task is not in the registry: its chance level is unknown
+    num_classes = len(task.label_names) if task is not None and task.task_type != "regression" else None
     info = {
         "task": task_name, "model": study["model_name"].iloc[0], "metric": metric,
         "chance": chance_level(metric, num_classes),

@@ -21,6 +21,7 @@ from seedscope.plan.runs import runner_of
 from seedscope.plan.hparams import FinetuneSettings
 from seedscope.store import ExperimentStore
 from seedscope.tasks import get_task, load_examples
+from seedscope.tasks.lm_eval_tasks import is_lm_eval_task
 
 
 def as_config(config: SweepConfig | Mapping[str, Any] | str | os.PathLike) -> SweepConfig:
@@ -41,7 +42,7 @@ def preflight(specs: list[RunSpec], data_dir: str | os.PathLike | None) -> None:
     for spec in specs:  # what a runner cannot do at all, before any data is read
         if runner_of(spec.method) == "meta":
             meta.check_task(get_task(spec.task))
-    for task in dict.fromkeys(spec.task for spec in specs):
+    for task in dict.fromkeys(spec.task for spec in specs if not is_lm_eval_task(spec.task)):  # lm-eval: icl.check
         for split in ("train", "validation"):
             load_examples(task, split, data_dir)
     checked: set[tuple[str, str, str]] = set()

@@ -1,0 +1,103 @@
+"""lm-eval tasks run by seedscope equal the harness's own runs (fixtures made by lm_eval itself), document by document."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+from seedscope.plan import FactorSeeds, RunSpec
+from seedscope.runners import lm_eval_runner
+
+FIXTURES = Path(__file__).parent / "fixtures" / "lm_eval_tasks"
+sys.path.insert(0, str(FIXTURES))
+from write_tasks import write_tasks  # noqa: E402
+
+#: the tasks make_fixture.sh ran: (name, kind)
+TASKS = [("sst2_local", "multiple_choice"), ("rte_local", "multiple_choice"), ("boolq_local", "multiple_choice"),
+         ("copa_local", "multiple_choice"), ("copa_loglikelihood", "loglikelihood"), ("copa_generate", "generate_until")]
+
+
+@pytest.fixture(scope="session")
+def task_dir(tmp_path_factory, data_dir: Path) -> Path:
+    return write_tasks(tmp_path_factory.mktemp("lm-eval-tasks"), data_dir.resolve())
+
+
+def harness_samples(task: str) -> dict[int, dict]:
+    (path,) = (FIXTURES / "seed3").glob(f"samples_{task}_*.jsonl")
+    return {row["doc_id"]: row for row in map(json.loads, path.read_text(encoding="utf-8").splitlines())}
+
+
+def harness_results(task: str) -> dict:
+    """The task's aggregates in the results file of the lm_eval invocation that ran it."""
+    files = sorted((FIXTURES / "seed3").glob("results_*.json"))
+    (results,) = [r for r in (json.loads(f.read_text(encoding="utf-8"))["results"] for f in files) if task in r][-1:]
+    return results[task]
+
+
+def spec_of(task: str, model: Path, task_dir: Path, seed: int = 3, **hparams) -> RunSpec:
+    settings = {"shots": 2, "max_eval_examples": 8, "lm_eval_include": [str(task_dir)], "batch_size": 4, **hparams}
+    return RunSpec(task=f"lm-eval:{task}", model=str(model), seeds=FactorSeeds.tied(seed), method="icl", hparams=settings)
+
+
+def _number(value) -> float:
+    return float(value) if not isinstance(value, str) else float(value.strip("[]").split(",")[0])
+
+
+@pytest.mark.parametrize("task,kind", TASKS)
+def test_equal_to_the_harness_document_by_document(task, kind, smollm2_folder, task_dir):
+    result = lm_eval_runner.run(spec_of(task, smollm2_folder, task_dir))
+    samples = harness_samples(task)
+    table = result.predictions.set_index("example_id")
+    assert sorted(map(int, table.index)) == sorted(samples) == list(range(8))
+    assert result.environment["lm_eval_output_type"] == kind and result.environment["num_fewshot"] == 2
+    for doc_id, sample in samples.items():
+        row = table.loc[str(doc_id)]
+        contexts = [argument["arg_0"] for argument in sample["arguments"].values()]
+        assert result.prompt_prefix + row["query"] == contexts[0]  # the harness's prompt, few-shot draw included
+        if kind == "generate_until":
+            assert row["prediction"] == sample["filtered_resps"][0] and row["answer"] == sample["resps"][0][0]
+            assert row["label"] == str(sample["target"])
+        else:
+            theirs = [_number(resp[0]) for resp in sample["filtered_resps"]]
+            assert list(row["loglikelihoods"]) == pytest.approx(theirs, abs=2e-4)
+            if kind == "loglikelihood":
+                assert row["prediction"] == int(str(sample["filtered_resps"][0][1]) == "True")  # is_greedy
+        for metric in sample["metrics"]:
+            assert row[f"{metric},{sample['filter']}"] == pytest.approx(_number(sample[metric]), abs=2e-4), (doc_id, metric)
+    for key, value in harness_results(task).items():
+        if key.endswith(",none") and "_stderr" not in key:
+            assert result.metrics[key] == pytest.approx(value, rel=1e-5, abs=1e-4), key  # perplexity: exp(−mean)
+
+
+def test_multiple_choice_rows_are_predictions_of_the_gold_choice(smollm2_folder, task_dir):
+    table = lm_eval_runner.run(spec_of("sst2_local", smollm2_folder, task_dir)).predictions
+    samples = harness_samples("sst2_local")
+    for row in table.to_dict("records"):
+        lls = list(row["loglikelihoods"])
+        assert row["prediction"] == max(range(len(lls)), key=lls.__getitem__)
+        assert row["label"] == int(samples[int(row["example_id"])]["target"])  # the log writes the gold index as text
+        assert row["acc,none"] == float(row["prediction"] == row["label"])
+        assert row["prob_0"] + row["prob_1"] == pytest.approx(1.0)
+
+
+def test_prompt_format_picks_a_named_variant(smollm2_folder, task_dir):
+    formats = ["lm-eval:sst2_local", "lm-eval:sst2_variant"]
+    variant = task_dir / "sst2_variant.yaml"
+    variant.write_text("include: sst2_local.yaml\ntask: sst2_variant\ndoc_to_text: \"Review: {{sentence}}\\nSentiment:\"\n")
+    from seedscope.tasks import lm_eval_tasks
+
+    lm_eval_tasks.task_manager.cache_clear()
+    lm_eval_tasks._load_task.cache_clear()
+    picked = set()
+    for seed in range(1, 7):
+        spec = spec_of("sst2_local", smollm2_folder, task_dir, seed=seed, prompt_format=formats, max_eval_examples=2)
+        picked.add(lm_eval_runner.variant(spec, lm_eval_runner.ICLSettings.from_hparams(spec.hparams)))
+    assert picked == set(formats)
+    spec = spec_of("sst2_local", smollm2_folder, task_dir, prompt_format=["lm-eval:sst2_variant"], max_eval_examples=2)
+    result = lm_eval_runner.run(spec)
+    assert "Sentiment:" in result.predictions["query"].iloc[0] and result.environment["lm_eval_task"] == "sst2_variant"
+    assert not math.isnan(result.metrics["acc,none"])
