@@ -17,6 +17,7 @@ from seedscope.cli.run_options import (
     FORMAT_OPTION,
     GPUS_PER_RUN_OPTION,
     MAX_RETRIES_OPTION,
+    PARALLEL_OPTION,
     PREDICT_OPTION,
     RAY_ADDRESS_OPTION,
     METHOD_OPTION,
@@ -242,6 +243,7 @@ def run_command(
     gpus_per_run: float = GPUS_PER_RUN_OPTION,
     cpus_per_run: float = CPUS_PER_RUN_OPTION,
     max_retries: int = MAX_RETRIES_OPTION,
+    parallel: int = PARALLEL_OPTION,
     data_dir: Optional[Path] = DATA_DIR_OPTION,
     plan_only: bool = typer.Option(False, "--plan-only", help="Print the plan size and a cost estimate from one timed run; store nothing."),
     metric: Optional[str] = typer.Option(
@@ -274,7 +276,7 @@ def run_command(
     from seedscope.workflows.sweeping import check_executor, preflight
 
     check_outputs(json_out, markdown_out)
-    check_executor(executor.value, ray_address, gpus_per_run, max_retries)  # before anything is written, as sweep does
+    check_executor(executor.value, ray_address, gpus_per_run, max_retries, parallel)  # before anything is written, as sweep does
     chosen_method, icl_settings = runner_settings(runner, method, shots, split_values(prompt_format), predict)
     study = FactorStudyConfig(
         task=task, model=model, factors=factor, n_investigation=investigation_runs, n_mitigation=mitigation_runs,
@@ -296,7 +298,8 @@ def run_command(
     with resumable(out):
         done = run_factor_study(study, out=out, resume=resume, fail_fast=fail_fast, executor=executor.value,
                                 data_dir=data_dir, ray_address=ray_address, gpus_per_run=gpus_per_run,
-                                cpus_per_run=cpus_per_run, max_retries=max_retries, progress=RunProgress())
+                                cpus_per_run=cpus_per_run, max_retries=max_retries, parallel=parallel,
+                                progress=RunProgress())
     result, notes = done.analyze(n_boot=bootstrap, seed=seed)
     ranking = rank(done.study[0], None, bootstrap, result.settings["confidence"], seed)
     sections = show_analysis(result, notes, ranking)

@@ -82,6 +82,9 @@ RAY_ADDRESS_OPTION = typer.Option(None, "--ray-address", help="Join this Ray clu
 GPUS_PER_RUN_OPTION = typer.Option(0.0, "--gpus-per-run", min=0.0, help="GPUs per Ray run; a fraction (0.25) packs runs on one GPU.")
 MAX_RETRIES_OPTION = typer.Option(2, "--max-retries", help="Ray: start a run again this often when its worker dies (killed, out of memory).")
 CPUS_PER_RUN_OPTION = typer.Option(1.0, "--cpus-per-run", min=0.01, help="CPUs per Ray run (its torch threads).")
+PARALLEL_OPTION = typer.Option(
+    1, "--parallel", min=1, help="Runs at once on this machine, each in its own process: on a CPU the cores are split "
+    "between them, on a GPU they share it (K per GPU when there are several). Check the fit with --plan-only.")
 DATA_DIR_OPTION = typer.Option(None, "--data-dir", help="Folder laid out like glue/RTE/dev.tsv (default $SEEDSCOPE_DATA_DIR, else the hub).")
 
 

@@ -17,6 +17,7 @@ from seedscope.cli.run_options import (
     FORMAT_OPTION,
     GPUS_PER_RUN_OPTION,
     MAX_RETRIES_OPTION,
+    PARALLEL_OPTION,
     PREDICT_OPTION,
     RAY_ADDRESS_OPTION,
     METHOD_OPTION,
@@ -161,6 +162,7 @@ def sweep_command(
     gpus_per_run: float = GPUS_PER_RUN_OPTION,
     cpus_per_run: float = CPUS_PER_RUN_OPTION,
     max_retries: int = MAX_RETRIES_OPTION,
+    parallel: int = PARALLEL_OPTION,
     data_dir: Optional[Path] = DATA_DIR_OPTION,
 ) -> None:
     from seedscope.config import build_config
@@ -177,7 +179,8 @@ def sweep_command(
     }
     config = build_config(preset=preset, path=config_file, overrides=overrides)
     run_sweep(config, output_console(), resume=resume, fail_fast=fail_fast, executor=executor.value,
-              ray_address=ray_address, gpus_per_run=gpus_per_run, cpus_per_run=cpus_per_run, max_retries=max_retries)
+              ray_address=ray_address, gpus_per_run=gpus_per_run, cpus_per_run=cpus_per_run, max_retries=max_retries,
+              parallel=parallel)
 
 
 def register(app: typer.Typer) -> None:

@@ -204,6 +204,7 @@ def run_factor_study(
     gpus_per_run: float = 0,
     cpus_per_run: float = 1,
     max_retries: int = 2,
+    parallel: int = 1,
     progress: Progress | None = None,
 ) -> FactorStudyRun:
     """Fine-tune the study's investigation × mitigation plan plus the shared golden runs into ``out``.
@@ -230,7 +231,7 @@ def run_factor_study(
     >>> config = FactorStudyConfig(task="sst2", model="bert-tiny", factors=["data_order"])
     >>> store = run_factor_study(config, out="study-out")  # trains N × M + L models  # doctest: +SKIP
     """
-    check_executor(executor, ray_address, gpus_per_run, max_retries)
+    check_executor(executor, ray_address, gpus_per_run, max_retries, parallel)
     plan = config.plan
     schedule = config.schedule()
     preflight(list(plan.specs), data_dir)
@@ -238,7 +239,7 @@ def run_factor_study(
 
     def run_specs(specs: Sequence[RunSpec]) -> None:
         execute(list(specs), store, executor=executor, data_dir=data_dir, fail_fast=fail_fast, progress=progress,
-                ray_address=ray_address, gpus_per_run=gpus_per_run, cpus_per_run=cpus_per_run, max_retries=max_retries)
+                ray_address=ray_address, gpus_per_run=gpus_per_run, cpus_per_run=cpus_per_run, max_retries=max_retries, parallel=parallel)
 
     started = time.perf_counter()
     used = run_study(plan, store, run_specs, schedule, metric=config.metric)

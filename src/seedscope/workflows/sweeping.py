@@ -68,6 +68,7 @@ def sweep(
     gpus_per_run: float = 0,
     cpus_per_run: float = 1,
     max_retries: int = 2,
+    parallel: int = 1,
     progress: Progress | None = None,
     runner: Runner | None = None,
     specs: Sequence[RunSpec] | None = None,
@@ -76,7 +77,8 @@ def sweep(
 
     ``out`` and ``data_dir`` default to the config's own; ``resume`` continues a directory
     holding the same plan (finished runs are kept, unfinished ones redone). With Ray, a run
-    whose worker dies is started again up to ``max_retries`` times. Returns the store; its
+    whose worker dies is started again up to ``max_retries`` times. ``parallel`` > 1 packs that
+many runs at once on this machine (per GPU; :mod:`seedscope.executors.packing`). Returns the store; its
     ``runs()`` tell which runs are done or failed (with their error).
 
     Parameters
@@ -105,19 +107,25 @@ def sweep(
     if out is None:
         raise SeedscopeError("no output directory: pass --out DIR (or set out: in the config)")
     data_dir = data_dir or config.data_dir
-    check_executor(executor, ray_address, gpus_per_run, max_retries)
+    check_executor(executor, ray_address, gpus_per_run, max_retries, parallel)
     specs = list(specs) if specs is not None else config.run_specs()
     preflight(specs, data_dir)
     store = ExperimentStore.create(out, plan_to_dict(specs), resume=resume)
     execute(specs, store, executor=executor, data_dir=data_dir, fail_fast=fail_fast, progress=progress,
             runner=runner, ray_address=ray_address, gpus_per_run=gpus_per_run, cpus_per_run=cpus_per_run,
-            max_retries=max_retries)
+            max_retries=max_retries, parallel=parallel)
     return store
 
 
-def check_executor(executor: str, ray_address: str | None, gpus_per_run: float, max_retries: int = 2) -> None:
+def check_executor(executor: str, ray_address: str | None, gpus_per_run: float, max_retries: int = 2,
+                   parallel: int = 1) -> None:
     if executor not in ("local", "ray"):
         raise SeedscopeError(f"unknown executor {executor!r}; use local or ray")
+    if parallel < 1:
+        raise SeedscopeError(f"--parallel must be 1 or more, got {parallel}")
+    if parallel > 1 and executor == "ray":
+        raise SeedscopeError("--parallel packs runs on this machine; with --executor ray use --gpus-per-run "
+                             "(e.g. 0.25 for four runs per GPU) and --cpus-per-run")
     if executor == "local" and (ray_address or gpus_per_run):
         raise SeedscopeError("--ray-address and --gpus-per-run need --executor ray")
     if gpus_per_run < 0:
@@ -128,10 +136,15 @@ def check_executor(executor: str, ray_address: str | None, gpus_per_run: float, 
 
 def execute(
     specs: list[RunSpec], store: ExperimentStore, *, executor: str = "local", ray_address: str | None = None,
-    gpus_per_run: float = 0, cpus_per_run: float = 1, max_retries: int = 2, **options,
+    gpus_per_run: float = 0, cpus_per_run: float = 1, max_retries: int = 2, parallel: int = 1, **options,
 ) -> ExecutionSummary:
-    """Hand the specs to the chosen executor (``local`` in this process, ``ray`` as Ray tasks)."""
-    check_executor(executor, ray_address, gpus_per_run)
+    """Hand the specs to the chosen executor (``local`` in this process, ``parallel`` > 1 packed
+    in worker processes here, ``ray`` as Ray tasks)."""
+    check_executor(executor, ray_address, gpus_per_run, parallel=parallel)
+    if executor == "local" and parallel > 1:
+        from seedscope.executors import packing
+
+        return packing.execute(specs, store, parallel=parallel, **options)
     if executor == "local":
         from seedscope.executors import local
 
