@@ -21,6 +21,9 @@ def run(spec, data_dir: str | os.PathLike | None = None, *, on_step=None):
     """Run ``spec`` with the runner of its method; its timings record its peak memory."""
     import torch
 
+    from seedscope.runners.environment import prepare_process
+
+    prepare_process()  # before this process's first CUDA call
     if torch.cuda.is_available():
         torch.cuda.reset_peak_memory_stats()
     result = importlib.import_module(f"seedscope.runners.{runner_of(spec.method)}").run(spec, data_dir, on_step=on_step)
