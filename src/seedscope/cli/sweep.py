@@ -42,6 +42,7 @@ with the macro (mean, VAR, std) and micro (CON, CCON) seed effects.
 Settings come from a preset (--preset), a YAML file (--config) and the flags, in that order.
 A run that fails is recorded with its error and the sweep goes on (--fail-fast to stop);
 --resume continues a killed sweep, keeping finished runs and redoing unfinished ones.
+--parallel K runs K at once on this machine; --plan-only prints what the sweep will cost first.
 
 Examples:
 
@@ -51,6 +52,7 @@ seedscope sweep --preset roberta-large-paper --out runs/paper --executor ray --g
 seedscope sweep --preset llama-3.2-3b-lora --task copa --out runs/copa-llama
 seedscope sweep --task sst2,rte --model all-minilm-l6-v2 --seeds 1,2,3 --set max_train_examples=200 --out runs/mini
 seedscope sweep --config my-sweep.yaml --out runs/mine --resume
+seedscope sweep --preset cpu-small --model all-minilm-l6-v2 --out runs/demo --parallel 2 --plan-only
 seedscope sweep --runner icl --task sst2 --model smollm2-135m-instruct --shots 2 --format minimal --format chat --out runs/icl
 ```
 """
@@ -75,6 +77,18 @@ def run_sweep(config, console: Console, *, resume_hint: str = "rerun the same co
         raise SystemExit(1)  # typer.Exit codes are swallowed by main(standalone_mode=False)
     console.print(f"experiment directory: {store.path}", highlight=False)
     return store
+
+
+def plan_cost(config, console: Console, *, parallel: int = 1, executor: str = "local", specs=None) -> None:
+    """``--plan-only``: check the plan as a sweep would, then print its size and cost; store nothing."""
+    from seedscope.cli.costs import print_cost
+    from seedscope.workflows.sweeping import check_executor, preflight
+
+    check_executor(executor, None, 0, parallel=parallel)
+    specs = list(specs) if specs is not None else config.run_specs()
+    preflight(specs, config.data_dir)
+    quiet_libraries()
+    print_cost(specs, config.data_dir, console, parallel=parallel, out=config.out)
 
 
 def print_analysis(store, console: Console) -> None:
@@ -164,6 +178,7 @@ def sweep_command(
     max_retries: int = MAX_RETRIES_OPTION,
     parallel: int = PARALLEL_OPTION,
     data_dir: Optional[Path] = DATA_DIR_OPTION,
+    plan_only: bool = typer.Option(False, "--plan-only", help="Print runs, training example-epochs and the estimated wall time (one short timed run per task); store nothing."),
 ) -> None:
     from seedscope.config import build_config
 
@@ -178,6 +193,9 @@ def sweep_command(
         "data_dir": data_dir,
     }
     config = build_config(preset=preset, path=config_file, overrides=overrides)
+    if plan_only:
+        plan_cost(config, output_console(), parallel=parallel, executor=executor.value)
+        return
     run_sweep(config, output_console(), resume=resume, fail_fast=fail_fast, executor=executor.value,
               ray_address=ray_address, gpus_per_run=gpus_per_run, cpus_per_run=cpus_per_run, max_retries=max_retries,
               parallel=parallel)
