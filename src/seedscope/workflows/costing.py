@@ -1,7 +1,7 @@
 """The cost of a sweep before it runs, and the time a running one still needs.
 
-Runs that differ only in their seeds share a *profile* (task, model, method, hyper-parameters,
-tag) and take about the same time. :func:`estimate` times one short run per profile — the
+Runs that differ only in their seeds (and tags) share a *profile* (task, model, method,
+hyper-parameters) and take about the same time. :func:`estimate` times one short run per profile — the
 first run with its training cut to a quarter of its optimiser steps, its evaluation whole —
 and scales its seconds per step to the full run; a profile with finished runs in the store
 (a resumed sweep) takes their median duration instead, and costs nothing to calibrate. With
@@ -30,8 +30,8 @@ SHORT_SHARE, MIN_STEPS = 0.25, 4
 
 
 def profile(spec: RunSpec) -> str:
-    """What a run's duration depends on: everything but its seeds."""
-    return json.dumps([spec.task, spec.model, spec.method, spec.hparams, spec.tag], sort_keys=True, default=str)
+    """What a run's duration depends on: everything but its seeds and its tag (a factor study's group label)."""
+    return json.dumps([spec.task, spec.model, spec.method, spec.hparams], sort_keys=True, default=str)
 
 
 def training_size(spec: RunSpec, data_dir: str | os.PathLike | None) -> tuple[int, int, int]:
@@ -94,21 +94,22 @@ def estimate(specs: Sequence[RunSpec], data_dir, *, parallel: int = 1, store: Ex
 
     done = set() if store is None else {r for r, s in zip(store.runs()["run_id"], store.runs()["status"]) if s == "done"}
     known = finished_durations(store)
-    per_profile: dict[str, tuple[float, str]] = {}
+    per_profile: dict[str, tuple[float, str, float]] = {}  # seconds, where they came from, example-epochs
     rows = []
     with _threads_of_one_worker(parallel):
         for spec in specs:
             key = profile(spec)
-            if key not in per_profile:
+            if key not in per_profile:  # the seeds change neither the time nor the data sizes
                 if key in known:
-                    per_profile[key] = (known[key], "finished runs")
+                    seconds, source = known[key], "finished runs"
                 else:
                     if on_calibrate:
                         on_calibrate(spec)
-                    per_profile[key] = (calibrate(spec, data_dir, run), "short timed run")
-            seconds, source = per_profile[key]
+                    seconds, source = calibrate(spec, data_dir, run), "short timed run"
+                per_profile[key] = (seconds, source, example_epochs(spec, data_dir))
+            seconds, source, epochs = per_profile[key]
             todo = spec.run_id not in done
-            rows.append({"task": spec.task, "runs": 1, "to_do": int(todo), "example_epochs": example_epochs(spec, data_dir),
+            rows.append({"task": spec.task, "runs": 1, "to_do": int(todo), "example_epochs": epochs,
                          "seconds": seconds if todo else 0.0, "source": source})
     frame = pd.DataFrame(rows)
     table = frame.groupby("task", sort=False).agg(runs=("runs", "sum"), to_do=("to_do", "sum"),
