@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from seedscope.executors import local, packing
-from seedscope.executors.memory import PEAK_RSS, runs_that_fit
+from seedscope.executors.memory import PEAK_GPU, PEAK_RSS, runs_that_fit
 from seedscope.plan import plan_to_dict, seed_sweep
 from seedscope.runners import run
 from seedscope.store import ExperimentStore
@@ -128,10 +128,28 @@ def test_runs_that_will_not_fit_in_memory_are_not_packed(tmp_path, tiny_bert, da
     assert summary.ok and progress.most_active == 1
 
 
-def test_the_fit_on_a_gpu_counts_each_process_context(tmp_path, synthetic_store, synthetic_predictions):
-    store = synthetic_store(tmp_path / "exp", synthetic_predictions(n_seeds=2))
-    assert runs_that_fit(store, 4, ["0"], {}, measured=False) == (1, None)  # nothing measured yet: one run alone
-    assert runs_that_fit(store, 4, ["0"], {}, measured=True) == (4, None)  # a run measured nothing: as asked
+def _store_with_a_peak(path, predictions, peak_gpu: int):
+    """A store whose one finished run recorded ``peak_gpu`` bytes of GPU memory."""
+    specs = seed_sweep(["rte"], ["models/minilm"], [42, 52])
+    store = ExperimentStore.create(path, plan_to_dict(specs))
+    rows = predictions(n_seeds=1)
+    store.mark_running(specs[0].run_id)
+    store.record_success(specs[0].run_id, rows.drop(columns="task"), {"accuracy": 0.5}, {},
+                         {"total_seconds": 1.0, PEAK_GPU: peak_gpu, PEAK_RSS: 2**30})
+    return store
+
+
+def test_the_fit_on_a_gpu_counts_each_process_context(tmp_path, synthetic_predictions):
+    gpu = {"gpu_total_bytes": 80 * 2**30}
+    small = _store_with_a_peak(tmp_path / "small", synthetic_predictions, 10 * 2**30)
+    assert runs_that_fit(small, 4, ["0"], gpu, measured=True) == (4, None)  # 4 × (10 + 0.6) GiB ≤ 72 GiB
+    assert runs_that_fit(small, 4, ["0"], {}, measured=True) == (4, None)  # no GPU size reported yet: as asked
+    large = _store_with_a_peak(tmp_path / "large", synthetic_predictions, 30 * 2**30)
+    limit, note = runs_that_fit(large, 8, ["0", "1"], gpu, measured=True)
+    assert limit == 4 and "4 runs per GPU will not fit in 80.0 GiB" in note and "packing 2 per GPU" in note
+    empty = ExperimentStore.create(tmp_path / "empty", plan_to_dict(seed_sweep(["rte"], ["models/minilm"], [1])))
+    assert runs_that_fit(empty, 4, ["0"], gpu, measured=False) == (1, None)  # nothing measured yet: one run alone
+    assert runs_that_fit(empty, 4, ["0"], gpu, measured=True) == (4, None)  # a run measured nothing: as asked
 
 
 def test_worker_slots_pin_one_gpu_each_and_split_the_cores():
