@@ -6,14 +6,17 @@ sentences and the same (context, continuation) requests, in one run:
 1. seedscope's scoring with the prefix cache (the default): the demonstrations run once, every
    batch of test examples reads their key/value cache;
 2. seedscope's scoring without it: every row reads its whole context;
-3. greedy generation of 3 tokens (the other way to predict; batched, left padding);
+3. greedy generation of 5 tokens (the other way to predict; ``max_new_tokens``' default): seedscope's
+   (the demonstrations' cache read by every batch, batched by length, stopping once every row has
+   ended), and, as before it, ``model.generate`` over each batch's whole left-padded prompts;
+   the line after the table gives scoring's prompts/s over generation's (target: at most 3);
 4. lm-evaluation-harness's ``HFLM.loglikelihood`` on the very same requests, batch size 16, when
    ``lm_eval`` is importable (it is not a seedscope dependency: ``pip install lm-eval`` or put it
    on ``PYTHONPATH``).
 
 Prints prompts/s of each, seedscope's speed-up over lm-eval and the largest score difference
 between every scoring and lm-eval's (or, without lm-eval, seedscope's own whole-context scores).
-Run: ``.venv/bin/python benchmarks/bench_icl.py`` (``PYTHONPATH=/path/to/lm-eval-site`` to add 4).
+Run: ``PYTHONPATH=src .venv/bin/python benchmarks/bench_icl.py`` (``PYTHONPATH=/path/to/lm-eval-site`` to add 4).
 """
 
 from __future__ import annotations
@@ -68,6 +71,21 @@ def lm_eval_scorer(folder: str):
     return score
 
 
+def hf_generate(model, tokenizer, prompts) -> list[str]:
+    """Greedy generation as seedscope did it before: ``model.generate`` on each batch's whole prompts."""
+    from seedscope.runners.lm_scoring import _padded
+    from seedscope.runners.lm_tokens import encode_texts
+
+    ids = encode_texts(tokenizer, [prompts.prefix + query for query in prompts.queries])
+    out = []
+    for start in range(0, len(ids), BATCH):
+        input_ids, mask = _padded(ids[start: start + BATCH], tokenizer.pad_token_id, "cpu")
+        generated = model.generate(input_ids=input_ids, attention_mask=mask, max_new_tokens=5, do_sample=False,
+                                   pad_token_id=tokenizer.pad_token_id)
+        out += tokenizer.batch_decode(generated[:, input_ids.shape[1]:], skip_special_tokens=True)
+    return out
+
+
 def timed(call):
     started = time.perf_counter()
     result = call()
@@ -95,8 +113,9 @@ def main() -> None:
         runs = {
             "seedscope, prefix cache": lambda: score_causal(model, tokenizer, prompts, batch_size=BATCH),
             "seedscope, no cache": lambda: score_causal(model, tokenizer, prompts, batch_size=BATCH, prefix_cache=False),
-            "greedy generation, 3 tokens": lambda: generate(model, tokenizer, prompts, "causal", batch_size=BATCH,
-                                                            max_new_tokens=3),
+            "greedy generation, 5 tokens": lambda: generate(model, tokenizer, prompts, "causal", batch_size=BATCH,
+                                                            max_new_tokens=5),
+            "greedy, model.generate (before)": lambda: hf_generate(model, tokenizer, prompts),
         }
         if lm_eval:
             lm_eval(prompts)  # warm-up
@@ -108,6 +127,9 @@ def main() -> None:
         for name, (scores, seconds) in results.items():
             difference = "" if name.startswith("greedy") else f"{np.abs(scores - reference).max():.1e}"
             print(f"{name:30} {seconds:8.2f} {N_EXAMPLES / seconds:10.1f} {slowest / seconds:33.1f}× {difference:>14}")
+        same = results["greedy generation, 5 tokens"][0] == results["greedy, model.generate (before)"][0]
+        ratio = results["greedy generation, 5 tokens"][1] / results["seedscope, prefix cache"][1]
+        print(f"scoring is {ratio:.1f}× generation's prompts/s (target ≤ 3); generated texts equal model.generate's: {same}")
 
 
 if __name__ == "__main__":

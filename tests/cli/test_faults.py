@@ -118,3 +118,42 @@ def test_ctrl_c_says_how_to_resume_and_exits_130(tmp_path, tiny_bert, data_dir):
     assert resumed.returncode == 0, err
     store = ExperimentStore.open(out)
     assert store.runs()["status"].tolist() == ["done"] * 4 and store.verify() == []
+
+
+def _workers(pid: int) -> set[int]:
+    """The worker processes ``pid`` spawned (not multiprocessing's resource tracker), as Linux lists them."""
+    found: set[int] = set()
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            children = (task / "children").read_text().split()
+        except OSError:
+            continue
+        found |= {int(child) for child in children if "spawn_main" in _command(int(child))}
+    return found
+
+
+def _command(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_text().replace("\0", " ")
+    except OSError:
+        return ""
+
+
+def test_ctrl_c_stops_every_packed_worker_and_resume_finishes(tmp_path, tiny_bert, data_dir):
+    out = tmp_path / "exp"
+    process = _start(_args(tiny_bert, out, data_dir) + ["--parallel", "2"])
+    _wait_for_a_running_run(out, process)
+    deadline = time.monotonic() + 60
+    while len(_workers(process.pid)) < 2 and time.monotonic() < deadline:  # both workers started
+        time.sleep(0.1)
+    workers = _workers(process.pid)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 130, err
+    assert "interrupted" in err and "--resume" in err and "Traceback" not in err
+    assert len(workers) == 2 and not [pid for pid in workers if "spawn_main" in _command(pid)]  # none left behind
+    resumed = _start(_args(tiny_bert, out, data_dir) + ["--resume", "--parallel", "2"])
+    _, err = resumed.communicate(timeout=300)
+    assert resumed.returncode == 0, err
+    store = ExperimentStore.open(out)
+    assert store.runs()["status"].tolist() == ["done"] * 4 and store.verify() == []

@@ -83,7 +83,6 @@ def _config_only(tmp_path: Path, config) -> Path:
         ("gpus_without_ray", "need --executor ray"),
         ("parallel_zero", "Invalid value for '--parallel'"),
         ("parallel_with_ray", "--parallel packs runs on this machine; with --executor ray"),
-        ("parallel_without_packing", "--parallel needs the packing executor"),
     ],
 )
 def test_bad_input_exits_2_with_one_message_and_writes_nothing(tmp_path, tiny_bert, data_dir, capsys, case, message):
@@ -116,8 +115,6 @@ def test_bad_input_exits_2_with_one_message_and_writes_nothing(tmp_path, tiny_be
         args += ["--parallel", "0"]
     elif case == "parallel_with_ray":
         args += ["--parallel", "2", "--executor", "ray"]
-    elif case == "parallel_without_packing":
-        args += ["--parallel", "2"]
     assert run_cli(args) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
@@ -158,3 +155,36 @@ def test_demo_without_its_data_names_what_it_looked_for(tmp_path, monkeypatch, c
     err = " ".join(capsys.readouterr().err.split())
     assert "the demo needs the GLUE / SuperGLUE files and found none: no --data-dir, no $SEEDSCOPE_DATA_DIR" in err
     assert not (tmp_path / "demo").exists()
+
+def test_plan_only_prints_runs_example_epochs_and_time_and_stores_nothing(tmp_path, tiny_bert, data_dir, capsys):
+    out = tmp_path / "exp"
+    assert run_cli(sweep_args(tiny_bert, out, data_dir) + ["--plan-only", "--parallel", "2"]) == 0
+    printed = " ".join(capsys.readouterr().out.split())
+    assert "Plan: 2 runs" in printed and "short timed run" in printed
+    assert "64" in printed  # 2 runs × 2 steps × batch 16 training examples
+    assert "estimated wall time:" in printed and "--parallel 2" in printed
+    assert not out.exists()
+
+
+def test_resumed_plan_and_status_take_the_time_from_finished_runs(tmp_path, tiny_bert, data_dir, capsys):
+    from seedscope.executors import local
+    from seedscope.plan import plan_to_dict
+    from seedscope.config import build_config
+
+    out = tmp_path / "exp"
+    config = build_config(overrides={"tasks": ["rte"], "models": [str(tiny_bert)], "seeds": [1, 2], "out": out,
+                                     "data_dir": data_dir, "hparams": {"max_train_examples": 16, "max_eval_examples": 12,
+                                                                      "max_steps": 2, "max_seq_length": 48}})
+    specs = config.run_specs()
+    local.execute(specs[:1], ExperimentStore.create(out, plan_to_dict(specs)), data_dir=data_dir)
+    assert run_cli(["status", str(out)]) == 0
+    assert "time remaining ≈" in capsys.readouterr().out
+    assert run_cli(sweep_args(tiny_bert, out, data_dir) + ["--plan-only"]) == 0
+    printed = " ".join(capsys.readouterr().out.split())
+    assert "finished runs" in printed and "timing a short run" not in printed
+
+
+def test_parallel_with_ray_is_refused_before_anything_is_written(tmp_path, tiny_bert, data_dir, capsys):
+    out = tmp_path / "exp"
+    assert run_cli(sweep_args(tiny_bert, out, data_dir) + ["--parallel", "2", "--executor", "ray"]) == 2
+    assert "--parallel packs runs on this machine" in capsys.readouterr().err and not out.exists()

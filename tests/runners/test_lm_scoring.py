@@ -116,6 +116,7 @@ def test_generation_reads_the_whole_strings_ids(tiny_lm, data_dir):
         ids = tokenizer(prompts.prefix + query, return_tensors="pt")
         alone = model.generate(**ids, max_new_tokens=2, do_sample=False, pad_token_id=tokenizer.pad_token_id)
         assert text == tokenizer.decode(alone[0, ids["input_ids"].shape[1]:], skip_special_tokens=True)
+    assert generate(model, tokenizer, prompts, "causal", batch_size=2, max_new_tokens=2, prefix_cache=False) == texts
 
 
 @pytest.mark.slow

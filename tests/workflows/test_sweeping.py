@@ -41,9 +41,9 @@ def test_refused_sweeps_write_nothing(tmp_path, tiny_bert, data_dir):
     with pytest.raises(SeedscopeError, match="unknown executor 'dask'"):
         sweep({"tasks": ["rte"], "models": [str(tiny_bert)], "seeds": [1]}, out=tmp_path / "b",
               execution=ExecutionOptions(executor="dask"))
-    with pytest.raises(SeedscopeError, match="--parallel needs the packing executor"):
+    with pytest.raises(SeedscopeError, match="--parallel packs runs on this machine"):
         sweep({"tasks": ["rte"], "models": [str(tiny_bert)], "seeds": [1]}, out=tmp_path / "c", data_dir=data_dir,
-              execution=ExecutionOptions(parallel=2))
+              execution=ExecutionOptions(executor="ray", parallel=2))
     assert not any((tmp_path / name).exists() for name in "abc")
 
 

@@ -247,7 +247,7 @@ def run_command(
     cpus_per_run: CpusPerRun = 1.0,
     max_retries: MaxRetries = 2,
     data_dir: DataDir = None,
-    plan_only: bool = typer.Option(False, "--plan-only", help="Print the plan size and a cost estimate from one timed run; store nothing."),
+    plan_only: bool = typer.Option(False, "--plan-only", help="Print runs, training example-epochs and the estimated wall time (one short timed run per task); store nothing."),
     metric: Optional[str] = typer.Option(
         None, "--metric", help="Run metric to analyse (and to settle with --tolerance), e.g. f1_macro as the reference; default: the task's primary metric."
     ),
@@ -275,7 +275,7 @@ def run_command(
     quiet_libraries()
     if plan_only:
         preflight(list(plan.specs), data_dir)
-        _plan_only(plan, data_dir)
+        _plan_only(plan, data_dir, parallel)
         return
     from seedscope.progress import RunProgress
 
@@ -321,17 +321,18 @@ seedscope factors run --task sst2 --model all-minilm-l6-v2 --factor data_order -
 seedscope factors run --task sst2 --model bert-base-uncased --factor all -N 10 -M 100
 --tolerance 0.05 --executor ray --gpus-per-run 0.25 --out runs/bert-factors
 
-Add --plan-only to print the plan size and a cost estimate from one timed run.
+Add --plan-only to print the plan size, its training example-epochs and the estimated wall time
+(one short timed run per task; with --parallel K, packed K at once).
 """
 factors_app.command("run", help=RUN_HELP.format(presets=presets_text()))(run_command)
 
 
-def _plan_only(plan, data_dir: Optional[Path]) -> None:
-    """Plan size per experiment and an estimate of the total cost from one timed run (not stored)."""
+def _plan_only(plan, data_dir: Optional[Path], parallel: int) -> None:
+    """Plan size per experiment, then runs, example-epochs and the estimated wall time (nothing stored)."""
     import pandas as pd
 
+    from seedscope.cli.costs import print_cost
     from seedscope.report.tables import to_rich
-    from seedscope.runners import run
 
     n, m = len(plan.investigation_seeds), plan.n_mitigation
     sizes = pd.DataFrame(
@@ -339,15 +340,8 @@ def _plan_only(plan, data_dir: Optional[Path]) -> None:
         + [{"experiment": f, "runs": n * m} for f in plan.factors]
     ).set_index("experiment")
     console.print(to_rich(sizes, f"Plan: N = {n}, M = {m}, L = {plan.n_golden}; {len(plan.specs)} runs"))
-    console.print("timing one run (golden run 1) …")
-    result = run(plan.specs[0], None if data_dir is None else str(data_dir))
-    seconds = float(result.timings["total_seconds"])
-    total = seconds * len(plan.specs)
-    console.print(
-        f"one run took {seconds:.1f} s ({result.timings.get('train_examples', 0)} train, {result.timings['eval_examples']} eval "
-        f"examples); the whole plan ≈ {total / 3600:.2f} h run one after another on this machine "
-        f"(less with --tolerance, or spread over Ray workers)", highlight=False,
-    )
+    print_cost(plan.specs, data_dir, console, parallel=parallel)
+    console.print("(--tolerance stops adding mitigation runs once the estimate settles: fewer runs, less time)")
 
 
 def register(app: typer.Typer) -> None:

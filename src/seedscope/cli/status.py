@@ -14,7 +14,8 @@ from seedscope.cli.verify import PROBLEMS_FOUND
 
 HELP = """List the runs of an experiment directory written by `seedscope sweep`: task, model,
 seeds, status (pending, running, done, failed), duration, the task's primary metric (a
-fraction in [0, 1]; Pearson r for STS-B) and the error of failed runs. Integrity problems
+fraction in [0, 1]; Pearson r for STS-B) and the error of failed runs; then the time the runs
+not done still need, from the durations of the finished ones. Integrity problems
 (a finished run without its prediction file or with a changed one, a file no run owns) are
 listed under the table, and the exit status is then 1 (see `seedscope verify`).
 
@@ -77,12 +78,28 @@ def status_command(
         )
     console = output_console()
     console.print(table)
+    _print_remaining(store, int((runs["status"] != "done").sum()), console)
     problems = store.check()
     for problem in problems:
         console.print(f"[bold yellow]integrity:[/] {escape(str(problem))}", highlight=False, soft_wrap=True)
     if problems:
         console.print(f"see `seedscope verify {directory}`; --resume repairs these", highlight=False, markup=False)
         raise typer.Exit(PROBLEMS_FOUND)
+
+
+def _print_remaining(store, to_do: int, console) -> None:
+    """The time the runs not done still need, from the durations of the finished ones."""
+    from seedscope.workflows.costing import duration_text, remaining_seconds
+
+    if not to_do:
+        return
+    remaining = remaining_seconds(store)
+    if remaining is None:
+        console.print(f"{to_do} run(s) to do; the time remaining is known once one has finished", highlight=False)
+        return
+    seconds, based_on = remaining
+    console.print(f"time remaining ≈ {duration_text(seconds)} for {to_do} run(s) to do (from {based_on} finished "
+                  "run(s), at the pace they ran)", highlight=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -51,6 +51,7 @@ The shipped presets:
 
 A run that fails is recorded with its error and the sweep goes on (--fail-fast to stop);
 --resume continues a killed sweep, keeping finished runs and redoing unfinished ones.
+--parallel K runs K at once on this machine; --plan-only prints what the sweep will cost first.
 
 Examples:
 
@@ -60,6 +61,7 @@ seedscope sweep --preset roberta-large-paper --out runs/paper --executor ray --g
 seedscope sweep --preset llama-3.2-3b-lora --task copa --out runs/copa-llama
 seedscope sweep --task sst2,rte --model all-minilm-l6-v2 --seeds 1,2,3 --set max_train_examples=200 --out runs/mini
 seedscope sweep --config my-sweep.yaml --out runs/mine --resume
+seedscope sweep --preset cpu-small --model all-minilm-l6-v2 --out runs/demo --parallel 2 --plan-only
 seedscope sweep --runner icl --task sst2 --model smollm2-135m-instruct --shots 2 --format minimal --format chat --out runs/icl
 seedscope sweep --runner icl --task lm-eval:hellaswag --model HuggingFaceTB/SmolLM2-360M --shots 5 --seeds 1,2,3 --out runs/hs
 seedscope sweep --runner icl --task lm-eval:my_task --lm-eval-include my_tasks/ --model smollm2-135m-instruct --out runs/mine
@@ -89,6 +91,18 @@ def run_sweep(config, console: Console, *, resume_hint: str = "rerun the same co
         raise SystemExit(1)  # typer.Exit codes are swallowed by main(standalone_mode=False)
     console.print(f"experiment directory: {store.path}", highlight=False, markup=False)
     return store
+
+
+def plan_cost(config, console: Console, execution, specs=None) -> None:
+    """``--plan-only``: check the plan as a sweep would, then print its size and cost; store nothing."""
+    from seedscope.cli.costs import print_cost
+    from seedscope.workflows.sweeping import preflight
+
+    parallel = execution.parallel
+    specs = list(specs) if specs is not None else config.run_specs()
+    preflight(specs, config.data_dir)
+    quiet_libraries()
+    print_cost(specs, config.data_dir, console, parallel=parallel, out=config.out)
 
 
 def print_analysis(store, console: Console) -> None:
@@ -161,6 +175,9 @@ Tasks = Annotated[Optional[list[str]], typer.Option(
 Models = Annotated[Optional[list[str]], typer.Option(
     "--model", help="Hub id or local folder (repeat or comma-separate); all-minilm-l6-v2 and smollm2-135m-instruct are built in.")]
 Seeds = Annotated[Optional[str], typer.Option("--seeds", help="Comma-separated seeds; default: the paper's 42,52,…,132.")]
+PlanOnly = Annotated[bool, typer.Option(
+    "--plan-only", help="Print runs, training example-epochs and the estimated wall time (one short timed run per task); "
+    "store nothing.")]
 
 
 def sweep_command(
@@ -187,6 +204,7 @@ def sweep_command(
     cpus_per_run: CpusPerRun = 1.0,
     max_retries: MaxRetries = 2,
     data_dir: DataDir = None,
+    plan_only: PlanOnly = False,
 ) -> None:
     from seedscope.config import build_config
 
@@ -196,6 +214,9 @@ def sweep_command(
                  "seeds": parse_int_list(seeds, "--seeds", "42,52,62"), "method": choice.method,
                  "hparams": choice.hparams or None}
     config = build_config(preset=choice.preset, path=choice.config, overrides=overrides)
+    if plan_only:
+        plan_cost(config, output_console(), execution)
+        return
     run_sweep(config, output_console(), resume=resume, execution=execution)
 
 

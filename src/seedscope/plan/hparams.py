@@ -64,12 +64,20 @@ class FinetuneSettings(DataSettings):
     max_seq_length: int = Field(128, ge=8)
     pad_to_max_length: bool = Field(False, description="pad every batch to max_seq_length (run_glue.py's default)")
     group_by_length: bool = False
-    deterministic: bool = True
+    deterministic: bool | Literal["strict"] = Field(
+        True, description="deterministic kernels; true records any operation that broke them, strict fails instead")
     # LoRA (method "lora"); defaults are the reference paper's Table 6
     lora_r: int = Field(8, ge=1)
     lora_alpha: float = Field(16, gt=0)
     lora_dropout: float = Field(0.1, ge=0, lt=1)
     lora_target_modules: list[str] | None = None
+
+    @field_validator("deterministic", mode="before")
+    @classmethod
+    def _determinism(cls, value: Any) -> Any:
+        if value in (True, False, "strict"):
+            return value
+        raise ValueError(f"must be true, false or strict, not {value!r}")
 
     @model_validator(mode="after")
     def _check(self) -> "FinetuneSettings":

@@ -3,17 +3,40 @@
 :func:`run` picks the runner by the spec's method: fine-tuning (``full``, ``lora``,
 :mod:`.finetune`), in-context learning (``icl``, :mod:`.icl`) or meta-learning (``protonet``,
 ``maml``, ``reptile``, :mod:`.meta`). Each is imported on first use, so a sweep of one kind
-never loads the others.
+never loads the others. Every run's timings get the peak memory it reached (what a packing
+executor needs to know how many runs fit side by side).
 """
 
 from __future__ import annotations
 
 import importlib
 import os
+import resource
+import sys
 
 from seedscope.plan.runs import runner_of
 
 
 def run(spec, data_dir: str | os.PathLike | None = None, *, on_step=None):
-    """Run ``spec`` with the runner of its method."""
-    return importlib.import_module(f"seedscope.runners.{runner_of(spec.method)}").run(spec, data_dir, on_step=on_step)
+    """Run ``spec`` with the runner of its method; its timings record its peak memory."""
+    import torch
+
+    from seedscope.runners.environment import prepare_process
+
+    prepare_process()  # before this process's first CUDA call
+    if torch.cuda.is_available():
+        torch.cuda.reset_peak_memory_stats()
+    result = importlib.import_module(f"seedscope.runners.{runner_of(spec.method)}").run(spec, data_dir, on_step=on_step)
+    result.timings.update(peak_memory())
+    return result
+
+
+def peak_memory() -> dict:
+    """The process's peak resident memory so far and, on a GPU, the peak torch allocated since the reset (bytes)."""
+    import torch
+
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    peaks = {"peak_memory_bytes": rss if sys.platform == "darwin" else rss * 1024}  # macOS counts bytes, Linux KiB
+    if torch.cuda.is_available():
+        peaks["peak_gpu_memory_bytes"] = torch.cuda.max_memory_allocated()
+    return peaks

@@ -1,45 +1,131 @@
 """Determinism switches and the environment record kept with every run.
 
-Bit-identical reruns need deterministic kernels (``torch.use_deterministic_algorithms``,
-cuDNN without autotuning, a fixed cuBLAS workspace on GPUs) and the same libraries; the
-record says which were in force, so that two runs that differ can be told apart from two
-environments that differ.
+Bit-identical reruns need deterministic kernels and the same libraries. :func:`deterministic_mode`
+picks the kernels explicitly: ``torch.use_deterministic_algorithms``, cuDNN without autotuning,
+a fixed cuBLAS workspace (``CUBLAS_WORKSPACE_CONFIG``, read when cuBLAS starts, so
+:func:`prepare_process` sets it before a run touches the GPU) and, on a GPU, the math kernel
+of scaled-dot-product attention — the fused kernels (flash, memory-efficient, cuDNN) only
+warn under ``warn_only`` and stay non-deterministic in their backward pass. It also watches
+the run: every "no deterministic implementation" warning is kept, so the record says whether
+determinism was achieved and which operations broke it; ``strict`` fails the run instead.
 """
 
 from __future__ import annotations
 
 import os
 import platform
+import re
 import sys
-from contextlib import contextmanager
+import warnings
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
 from importlib import metadata
-from typing import Iterator
+from typing import Iterator, Literal
 
 import torch
 
+from seedscope.errors import SeedscopeError
+
 LIBRARIES = ("seedscope", "torch", "transformers", "peft", "accelerate", "datasets", "tokenizers", "numpy", "pandas")
+#: the deterministic cuBLAS workspace (https://docs.nvidia.com/cuda/cublas/#results-reproducibility)
+CUBLAS_WORKSPACE = ":4096:8"
+#: the ``deterministic`` hyper-parameter: off, on with a record of what broke it, or strict (fail instead)
+Determinism = Literal[False, True, "strict"]
+#: the words PyTorch's determinism alerts use ("… does not have a deterministic implementation …",
+#: "… defaults to a non-deterministic algorithm …")
+_ALERT = re.compile(r"deterministic (implementation|algorithm)|non-deterministic", re.IGNORECASE)
+STRICT_HINT = ("deterministic: strict refuses operations without a deterministic kernel on this device; set "
+               "deterministic: true to run on and record them, or false")
+
+
+def prepare_process() -> None:
+    """What must hold before CUDA starts in this process: the deterministic cuBLAS workspace (kept if set)."""
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", CUBLAS_WORKSPACE)
+
+
+@dataclass
+class DeterminismRecord:
+    """What a run asked for and what it got: ``achieved`` is None when determinism was off."""
+
+    requested: Determinism
+    broken_by: list[str] = field(default_factory=list)
+    #: the scaled-dot-product-attention kernels allowed: "math" on a GPU in deterministic mode
+    attention: str = "default"
+
+    @property
+    def achieved(self) -> bool | None:
+        return None if not self.requested else not self.broken_by
+
+    def add(self, message: str) -> None:
+        operation = message.split(" does not have a deterministic", 1)[0].split(". ")[0].strip()
+        if operation not in self.broken_by:
+            self.broken_by.append(operation)
+
+    def to_dict(self) -> dict:
+        return {"determinism_requested": "strict" if self.requested == "strict" else bool(self.requested),
+                "determinism_achieved": self.achieved, "nondeterministic_ops": list(self.broken_by),
+                "attention_kernels": self.attention}
 
 
 @contextmanager
-def deterministic_mode(enabled: bool) -> Iterator[None]:
-    """Turn deterministic algorithms on (or off) for the block, then restore the previous state."""
+def deterministic_mode(mode: Determinism) -> Iterator[DeterminismRecord]:
+    """Deterministic kernels (or not) for the block, restored after; yields the record of what broke them.
+
+    ``True`` warns on an operation without a deterministic kernel and records it; ``"strict"``
+    fails the run with a :class:`SeedscopeError` naming it. Other warnings pass through.
+    """
+    import torch.utils.deterministic
+
     previous = (
         torch.are_deterministic_algorithms_enabled(),
         torch.is_deterministic_algorithms_warn_only_enabled(),
         torch.backends.cudnn.deterministic,
         torch.backends.cudnn.benchmark,
+        torch.utils.deterministic.fill_uninitialized_memory,
     )
-    if enabled and torch.cuda.is_available():
-        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
-    # warn_only: an op without a deterministic kernel warns instead of failing the run
-    torch.use_deterministic_algorithms(enabled, warn_only=True)
+    record = DeterminismRecord(mode)
+    enabled = bool(mode)
+    if enabled:
+        prepare_process()
+    torch.use_deterministic_algorithms(enabled, warn_only=mode is True)
     torch.backends.cudnn.deterministic = enabled
     torch.backends.cudnn.benchmark = not enabled and previous[3]
+    # filling every new tensor with NaN guards against kernels that read memory they never wrote: a cost on
+    # every allocation, which only strict mode pays
+    torch.utils.deterministic.fill_uninitialized_memory = mode == "strict"
+    caught: list = []
     try:
-        yield
+        with ExitStack() as stack:
+            caught = stack.enter_context(warnings.catch_warnings(record=True))
+            warnings.simplefilter("always")
+            if enabled and torch.cuda.is_available():
+                from torch.nn.attention import SDPBackend, sdpa_kernel
+
+                stack.enter_context(sdpa_kernel([SDPBackend.MATH]))
+                record.attention = "math"
+            try:
+                yield record
+            except RuntimeError as error:
+                if mode == "strict" and _ALERT.search(str(error)):
+                    raise SeedscopeError(f"{str(error).splitlines()[0]} ({STRICT_HINT})") from None
+                raise
     finally:
+        _sort_warnings(caught, record, enabled)
         torch.use_deterministic_algorithms(previous[0], warn_only=previous[1])
         torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = previous[2], previous[3]
+        torch.utils.deterministic.fill_uninitialized_memory = previous[4]
+    if mode == "strict" and record.broken_by:
+        raise SeedscopeError(f"non-deterministic operation(s) in a strict run: {', '.join(record.broken_by)} "
+                             f"({STRICT_HINT})")
+
+
+def _sort_warnings(caught: list, record: DeterminismRecord, enabled: bool) -> None:
+    """Determinism alerts go to the record; every other warning is issued again, as if never caught."""
+    for item in caught:
+        if enabled and _ALERT.search(str(item.message)):
+            record.add(str(item.message))
+        else:
+            warnings.warn_explicit(item.message, item.category, item.filename, item.lineno, source=item.source)
 
 
 def compute_device() -> torch.device:

@@ -86,7 +86,7 @@ def run(spec: RunSpec, data_dir: str | os.PathLike | None = None, *, on_step: St
     regression = task.task_type == "regression"
     train_features = encode(train, kind, tokenizer, settings.max_seq_length, regression)
     eval_features = encode(dev, kind, tokenizer, settings.max_seq_length, regression)
-    with deterministic_mode(settings.deterministic), tempfile.TemporaryDirectory(prefix="seedscope-") as scratch:
+    with deterministic_mode(settings.deterministic) as determinism, tempfile.TemporaryDirectory(prefix="seedscope-") as scratch:
         spec.seeds.seed_global("model_init")
         model = load_model(folder, kind, task, settings, spec.method, tokenizer)
         trainer = SeededTrainer(
@@ -115,6 +115,7 @@ def run(spec: RunSpec, data_dir: str | os.PathLike | None = None, *, on_step: St
             "seeds": spec.seeds.to_dict(),
         }
         steps = trainer.state.global_step
+    environment.update(determinism.to_dict())  # complete once the block has ended
     del trainer, model
     if torch.cuda.is_available():  # free this run's GPU memory before the next run of the sweep
         gc.collect()

@@ -164,7 +164,7 @@ def run(spec: RunSpec, data_dir: str | os.PathLike | None = None, *, on_step: St
             extra_environment = {"content_free_probabilities": dict(zip(task.label_names, bias.tolist()))}
     else:
         texts = generate(model, tokenizer, prompts, kind, batch_size=settings.batch_size,
-                         max_new_tokens=settings.max_new_tokens, on_step=on_step)
+                         max_new_tokens=settings.max_new_tokens, prefix_cache=settings.prefix_cache, on_step=on_step)
         table, invalid = _generated_table(spec.run_id, tests, texts, prompt, task)
     finished = time.perf_counter()
     del model

@@ -177,23 +177,87 @@ def score_seq2seq(model, tokenizer, prompts: Prompts, *, batch_size: int = 16,
 
 @torch.no_grad()
 def generate(model, tokenizer, prompts: Prompts, kind: str, *, batch_size: int = 16, max_new_tokens: int = 5,
-             on_step: StepHook | None = None) -> list[str]:
-    """The greedy continuation of every prompt (``max_new_tokens`` at most), decoded to text.
+             prefix_cache: bool = True, on_step: StepHook | None = None) -> list[str]:
+    """The greedy continuation of every prompt (``max_new_tokens`` at most, fewer once every row has ended), as text.
 
     The prompt's ids are those scoring reads (:func:`~seedscope.runners.lm_tokens.encode_texts` of the
-    whole text), left-padded for a decoder-only model, which continues on the right.
+    whole text). A decoder-only model reads the ids every prompt shares (the demonstrations) once
+    and continues each batch from their cache, the rest of each prompt left-padded, batched by
+    length; an encoder-decoder model goes through ``model.generate``.
     """
+    ids = encode_texts(tokenizer, [prompts.prefix + query for query in prompts.queries])
+    if kind == "causal":
+        return _generate_causal(model, tokenizer, ids, batch_size, max_new_tokens, prefix_cache, on_step)
     device = _device(model)
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-    ids = encode_texts(tokenizer, [prompts.prefix + query for query in prompts.queries])
     out: list[str] = []
     batches = [ids[start: start + batch_size] for start in range(0, len(ids), batch_size)]
     for done, batch in enumerate(batches, 1):
-        input_ids, mask = _padded(batch, pad, device, "left" if kind == "causal" else "right")
+        input_ids, mask = _padded(batch, pad, device, "right")
         generated = model.generate(input_ids=input_ids, attention_mask=mask, max_new_tokens=max_new_tokens,
                                    do_sample=False, pad_token_id=pad)
-        new = generated[:, input_ids.shape[1]:] if kind == "causal" else generated
-        out += tokenizer.batch_decode(new, skip_special_tokens=True)
+        out += tokenizer.batch_decode(generated, skip_special_tokens=True)
         if on_step:
             on_step(done, len(batches))
     return out
+
+
+def _shared_prefix(rows: list[list[int]]) -> list[int]:
+    """The ids every row starts with, leaving each row at least one id of its own."""
+    shortest = min(map(len, rows))
+    length = 0
+    while length < shortest - 1 and all(row[length] == rows[0][length] for row in rows):
+        length += 1
+    return rows[0][:length]
+
+
+def _end_ids(model) -> set[int]:
+    eos = model.generation_config.eos_token_id if model.generation_config is not None else None
+    return set(eos if isinstance(eos, (list, tuple)) else [] if eos is None else [eos])
+
+
+def _generate_causal(model, tokenizer, ids, batch_size, max_new_tokens, prefix_cache, on_step) -> list[str]:
+    """Greedy decoding from the shared prefix's cache, stopping once every row of a batch has ended."""
+    from transformers import DynamicCache
+
+    device = _device(model)
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    prefix = _shared_prefix(ids) if prefix_cache and len(ids) > 1 else []
+    cached = None
+    if prefix:
+        output = model(input_ids=torch.tensor([prefix], device=device), use_cache=True)
+        cached = [(layer.keys, layer.values) for layer in _cache_of(output).layers]
+    ends, cache_argument, keep_last = _end_ids(model), _cache_argument(model), _keep_last(model)
+    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))  # similar lengths share a batch: little padding
+    batches = [order[first: first + batch_size] for first in range(0, len(order), batch_size)]
+    texts: dict[int, str] = {}
+    for done, examples in enumerate(batches, 1):
+        rows = len(examples)
+        input_ids, mask = _padded([ids[i][len(prefix):] for i in examples], pad, device)
+        positions = (len(prefix) + mask.cumsum(dim=1) - 1).clamp(min=0)
+        cache = DynamicCache()
+        if cached:
+            cache = DynamicCache([(k.expand(rows, -1, -1, -1), v.expand(rows, -1, -1, -1)) for k, v in cached])
+            mask = torch.cat([torch.ones((rows, len(prefix)), dtype=torch.long, device=device), mask], dim=1)
+        new = [[] for _ in examples]
+        ended = [False] * rows
+        for _ in range(max_new_tokens):
+            output = model(input_ids=input_ids, attention_mask=mask, position_ids=positions, use_cache=True,
+                           **{cache_argument: cache}, **keep_last)
+            chosen = output.logits[:, -1].argmax(dim=-1)
+            for r, token in enumerate(chosen.tolist()):
+                if not ended[r]:
+                    ended[r] = token in ends
+                    if not ended[r]:
+                        new[r].append(token)
+            if all(ended):
+                break
+            cache = _cache_of(output)
+            input_ids = chosen.unsqueeze(1)
+            mask = torch.cat([mask, torch.ones((rows, 1), dtype=torch.long, device=device)], dim=1)
+            positions = positions[:, -1:] + 1
+        for i, text in zip(examples, tokenizer.batch_decode(new, skip_special_tokens=True)):
+            texts[i] = text
+        if on_step:
+            on_step(done, len(batches))
+    return [texts[i] for i in range(len(ids))]

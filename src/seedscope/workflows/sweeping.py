@@ -140,7 +140,9 @@ def executor_for(execution: ExecutionOptions) -> Callable[..., ExecutionSummary]
         return partial(ray_executor.execute, address=execution.ray_address, num_gpus=execution.gpus_per_run,
                        num_cpus=execution.cpus_per_run, max_retries=execution.max_retries)
     if execution.parallel > 1:
-        raise SeedscopeError("--parallel needs the packing executor")
+        from seedscope.executors import packing
+
+        return partial(packing.execute, parallel=execution.parallel)
     from seedscope.executors import local
 
     return local.execute

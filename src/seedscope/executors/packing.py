@@ -1,0 +1,302 @@
+"""Run K of a sweep's specs at once on this machine, each in its own worker process.
+
+A seed study is many copies of one small job, and one small job leaves a GPU (or a many-core
+CPU) mostly idle; packing K of them keeps it busy. Workers are started with the ``spawn``
+method (a fresh interpreter: CUDA and thread pools are never inherited half-initialised) and
+each is pinned before it imports torch: on a CPU the cores are split between the workers
+(``cores // K`` torch threads each); with GPUs visible, K workers share each GPU and a worker
+sees only its own (``CUDA_VISIBLE_DEVICES``). Workers only compute: the results come back
+through a queue and this process alone writes the store, as with Ray (the executor for
+clusters). A worker that dies (killed, out of memory) has its run started once more in a new
+worker, then recorded failed with the reason, and the other workers go on. Before the pack
+grows beyond one run, the first run's measured peak memory (or the peak recorded by finished
+runs) is checked against the memory there is, and K is lowered, with a warning, to what fits.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import time
+import warnings
+from collections import deque
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Iterator, Sequence
+
+from seedscope.errors import SeedscopeError
+from seedscope.executors.base import (
+    ExecutionSummary, Progress, Runner, data_dir_text, default_runner, error_text, record_outcome, runs_to_do,
+)
+from seedscope.executors.memory import runs_that_fit
+from seedscope.plan import RunSpec
+from seedscope.store import ExperimentStore
+
+#: seconds between checks that every busy worker is still alive
+POLL_SECONDS = 0.2
+#: seconds a worker gets to exit after it is told to stop (then it is killed)
+STOP_SECONDS = 5.0
+
+
+class PackingWarning(UserWarning):
+    """K runs will not fit in memory: fewer are packed."""
+
+
+class WorkerError(SeedscopeError):
+    """A run's error as its worker formatted it (stored as it is, like the local executor's)."""
+
+
+def cpu_cores() -> int:
+    """The cores this process may use (its affinity mask, not the machine's count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def visible_gpus() -> list[str]:
+    """The GPUs a worker may be pinned to: ``CUDA_VISIBLE_DEVICES`` when set, else every device torch counts."""
+    named = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if named is not None:
+        return [device.strip() for device in named.split(",") if device.strip() and device.strip() != "-1"]
+    import torch
+
+    return [str(index) for index in range(torch.cuda.device_count())]
+
+
+def worker_environments(parallel: int, gpus: Sequence[str], cores: int) -> list[dict[str, str]]:
+    """The environment of each worker slot: K per GPU, each seeing one; else the cores split K ways."""
+    threads = str(max(1, cores // parallel))
+    if gpus:
+        return [{"CUDA_VISIBLE_DEVICES": gpu, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads}
+                for gpu in gpus for _ in range(parallel)]
+    return [{"CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads}] * parallel
+
+
+def _work(slot: int, inbox, outbox, runner: Runner, data_dir: str | None) -> None:
+    """A worker's loop: run each spec it is given and send its steps and outcome to the parent."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole terminal group; the parent stops us
+    import torch  # only now: CUDA_VISIBLE_DEVICES and the thread counts were set for this process
+
+    torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
+    while (job := inbox.get()) is not None:
+        spec = RunSpec.from_dict(job)
+        outbox.put(("started", slot, spec.run_id))
+
+        def hook(done: int, total: int, run_id: str = spec.run_id) -> None:
+            outbox.put(("step", slot, run_id, done, total))
+
+        try:
+            outcome = runner(spec, data_dir, on_step=hook)
+        except Exception as error:  # sent as its text: an exception object may not survive pickling
+            outcome = WorkerError(error_text(error))
+        outbox.put(("finished", slot, spec.run_id, outcome, _device_memory()))
+
+
+def _device_memory() -> dict:
+    """Total memory of this worker's GPU (bytes), for the parent's fit check; nothing on a CPU."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return {}
+    return {"gpu_total_bytes": torch.cuda.get_device_properties(0).total_memory}
+
+
+@contextmanager
+def _environment(values: dict[str, str]) -> Iterator[None]:
+    """Set environment variables while a worker is started (a spawned process inherits them)."""
+    previous = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in previous.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+@dataclass
+class _Slot:
+    """One worker process and the run it is doing (None when idle)."""
+
+    environment: dict[str, str]
+    process: object = None
+    inbox: object = None
+    spec: RunSpec | None = None
+    started: bool = False
+
+
+@dataclass
+class _Pack:
+    """The workers, the runs waiting, and what the parent does with their messages."""
+
+    context: object
+    runner: Runner
+    data_dir: str | None
+    store: ExperimentStore
+    summary: ExecutionSummary
+    fail_fast: bool
+    progress: Progress | None
+    retries: int
+    slots: list[_Slot]
+    waiting: deque = field(default_factory=deque)
+    attempts: dict[str, int] = field(default_factory=dict)
+    device: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        self.outbox = self.context.Queue()
+
+    def start_worker(self, slot: _Slot, index: int) -> None:
+        slot.inbox = self.context.Queue()
+        with _environment(slot.environment):
+            slot.process = self.context.Process(target=_work, args=(index, slot.inbox, self.outbox, self.runner,
+                                                                    self.data_dir), daemon=True)
+            slot.process.start()
+
+    def assign(self, limit: int) -> None:
+        """Give waiting runs to idle workers, at most ``limit`` runs busy at once."""
+        for index, slot in enumerate(self.slots):
+            if not self.waiting or sum(s.spec is not None for s in self.slots) >= limit:
+                return
+            if slot.spec is not None:
+                continue
+            if slot.process is None or not slot.process.is_alive():
+                self.start_worker(slot, index)
+            slot.spec, slot.started = self.waiting.popleft(), False
+            self.attempts[slot.spec.run_id] = self.attempts.get(slot.spec.run_id, 0) + 1
+            slot.inbox.put(slot.spec.to_dict())
+
+    @property
+    def busy(self) -> bool:
+        return any(slot.spec is not None for slot in self.slots)
+
+    def handle(self, message: tuple) -> None:
+        kind, index, run_id = message[:3]
+        slot = self.slots[index]
+        if slot.spec is None or slot.spec.run_id != run_id:
+            return  # a message of a run this slot no longer holds
+        if kind == "started":
+            slot.started = True
+            self.store.mark_running(run_id)
+            if self.progress:
+                self.progress.run_started(slot.spec)
+        elif kind == "step":
+            if self.progress:
+                self.progress.step(slot.spec, message[3], message[4])
+        else:
+            spec, slot.spec = slot.spec, None
+            self.device.update(message[4])
+            self.finish(spec, message[3])
+
+    def finish(self, spec: RunSpec, outcome) -> None:
+        if self.progress:
+            self.progress.run_finished(spec, not isinstance(outcome, Exception))
+        record_outcome(self.store, spec, outcome, self.summary, self.fail_fast)
+
+    def check_workers(self) -> None:
+        """A busy worker that died: its run is started again (once), then recorded failed with the reason."""
+        for slot in self.slots:
+            if slot.spec is None or slot.process.is_alive():
+                continue
+            self.drain(timeout=0.5)  # its last messages, if it sent them before dying
+            if slot.spec is None:
+                continue
+            spec, slot.spec = slot.spec, None
+            if not slot.started:  # it died before saying so: still an attempt
+                self.store.mark_running(spec.run_id)
+            if self.attempts[spec.run_id] <= self.retries:
+                self.waiting.appendleft(spec)
+                continue
+            self.finish(spec, SeedscopeError(death_reason(slot.process.exitcode, self.attempts[spec.run_id])))
+
+    def drain(self, timeout: float) -> None:
+        """Handle every message that arrives within ``timeout`` seconds (at least one wait)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self.handle(self.outbox.get(timeout=max(0.0, deadline - time.monotonic())))
+            except queue.Empty:
+                return
+
+    def stop(self) -> None:
+        """Tell idle workers to exit, end the others (an interrupt, fail-fast); never leave one behind."""
+        for slot in self.slots:
+            if slot.process is not None and slot.process.is_alive():
+                if slot.spec is None:
+                    slot.inbox.put(None)
+                else:
+                    slot.process.terminate()
+        for slot in self.slots:
+            if slot.process is not None:
+                slot.process.join(STOP_SECONDS)
+                if slot.process.is_alive():
+                    slot.process.kill()
+                    slot.process.join()
+
+
+def death_reason(exitcode: int | None, attempts: int) -> str:
+    """Why a worker ended without a result, in words (a SIGKILL is usually the out-of-memory killer)."""
+    if exitcode is not None and exitcode < 0:
+        name = signal.Signals(-exitcode).name
+        cause = f"was killed by {name}" + (" (often the out-of-memory killer)" if name == "SIGKILL" else "")
+    else:
+        cause = f"exited with status {exitcode}"
+    return f"the worker process running this run {cause}; tried {attempts} time(s)"
+
+
+def execute(
+    specs: Sequence[RunSpec],
+    store: ExperimentStore,
+    *,
+    data_dir: str | os.PathLike | None = None,
+    fail_fast: bool = False,
+    progress: Progress | None = None,
+    runner: Runner | None = None,
+    parallel: int = 2,
+    retries: int = 1,
+    gpus: Sequence[str] | None = None,
+) -> ExecutionSummary:
+    """Run every spec not yet done in ``store``, ``parallel`` at once (per GPU when GPUs are visible).
+
+    ``gpus`` overrides the visible GPUs (``[]``: CPU workers only). A run whose worker dies is
+    started again up to ``retries`` times; a run that raises is recorded failed, not retried.
+    """
+    import multiprocessing
+
+    if parallel < 1:
+        raise SeedscopeError(f"--parallel must be 1 or more, not {parallel}")
+    if retries < 0:
+        raise SeedscopeError(f"retries must be 0 or more, not {retries}")
+    summary = ExecutionSummary()
+    todo = runs_to_do(specs, store, summary)
+    if not todo:
+        return summary
+    gpus = list(visible_gpus() if gpus is None else gpus)
+    environments = worker_environments(parallel, gpus, cpu_cores())
+    pack = _Pack(multiprocessing.get_context("spawn"), runner or default_runner(), data_dir_text(data_dir), store,
+                 summary, fail_fast, progress, retries, [_Slot(env) for env in environments[:len(todo)]],
+                 deque(todo))
+    limit, finished, warned = 1, -1, False
+    if progress:
+        progress.start(len(todo))
+    try:
+        for index, slot in enumerate(pack.slots):  # all start now: their imports overlap the first run
+            pack.start_worker(slot, index)
+        while pack.waiting or pack.busy:
+            if finished != len(summary.done) + len(summary.failed):  # a run ended: its peak memory may tell more
+                finished = len(summary.done) + len(summary.failed)
+                limit, note = runs_that_fit(store, len(pack.slots), gpus, pack.device, measured=finished > 0)
+                if note and not warned:
+                    warnings.warn(note, PackingWarning, stacklevel=2)
+                    warned = True
+            pack.assign(limit)
+            pack.drain(POLL_SECONDS)
+            pack.check_workers()
+    finally:
+        pack.stop()
+        if progress:
+            progress.stop()
+    return summary

@@ -1,0 +1,173 @@
+"""The cost of a sweep before it runs, and the time a running one still needs.
+
+Runs that differ only in their seeds (and tags) share a *profile* (task, model, method,
+hyper-parameters) and take about the same time. :func:`estimate` times one short run per profile — the
+first run with its training cut to a quarter of its optimiser steps, its evaluation whole —
+and scales its seconds per step to the full run; a profile with finished runs in the store
+(a resumed sweep) takes their median duration instead, and costs nothing to calibrate. With
+``parallel`` K the short runs use the threads one of K workers would get, and the runs are
+spread over K workers. :func:`remaining_seconds` reads finished runs only (``seedscope status``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Callable, Iterator, Sequence
+
+import pandas as pd
+
+from seedscope.plan import RunSpec
+from seedscope.plan.hparams import FinetuneSettings
+from seedscope.plan.runs import runner_of
+from seedscope.store import ExperimentStore
+
+#: the share of its optimiser steps a calibration run trains (at least MIN_STEPS)
+SHORT_SHARE, MIN_STEPS = 0.25, 4
+
+
+def profile(spec: RunSpec) -> str:
+    """What a run's duration depends on: everything but its seeds and its tag (a factor study's group label)."""
+    return json.dumps([spec.task, spec.model, spec.method, spec.hparams], sort_keys=True, default=str)
+
+
+def training_size(spec: RunSpec, data_dir: str | os.PathLike | None) -> tuple[int, int, int]:
+    """(training examples, optimiser steps, evaluation examples) of a fine-tuning run, as the Trainer counts them."""
+    from seedscope.runners.data import run_examples
+    from seedscope.tasks import get_task
+
+    settings = FinetuneSettings.from_hparams(spec.hparams)
+    train, dev = run_examples(get_task(spec.task), settings, spec.seeds, None if data_dir is None else str(data_dir))
+    per_epoch = max(1, math.ceil(len(train) / settings.per_device_train_batch_size) // settings.gradient_accumulation_steps)
+    steps = settings.max_steps if settings.max_steps > 0 else math.ceil(per_epoch * settings.num_train_epochs)
+    return len(train), steps, len(dev)
+
+
+def example_epochs(spec: RunSpec, data_dir) -> float:
+    """Training examples × epochs of one run (0 for runs that train nothing here: prompting, meta-learning)."""
+    if runner_of(spec.method) != "finetune":
+        return 0.0
+    settings = FinetuneSettings.from_hparams(spec.hparams)
+    examples, steps, _ = training_size(spec, data_dir)
+    if settings.max_steps > 0:
+        return float(steps * settings.per_device_train_batch_size * settings.gradient_accumulation_steps)
+    return float(examples * settings.num_train_epochs)
+
+
+def calibrate(spec: RunSpec, data_dir, run: Callable) -> float:
+    """Seconds one full run of ``spec``'s profile takes, from one short timed run (a whole run if it trains nothing)."""
+    if runner_of(spec.method) != "finetune":
+        return float(run(spec, None if data_dir is None else str(data_dir)).timings["total_seconds"])
+    _, steps, _ = training_size(spec, data_dir)
+    short = min(steps, max(MIN_STEPS, math.ceil(steps * SHORT_SHARE)))
+    timed = RunSpec(spec.task, spec.model, spec.seeds, spec.method, {**spec.hparams, "max_steps": short},
+                    spec.model_name, spec.tag)
+    timings = run(timed, None if data_dir is None else str(data_dir)).timings
+    per_step = timings["train_seconds"] / max(1, timings["optimizer_steps"])
+    return float(timings["setup_seconds"] + per_step * steps + timings["eval_seconds"])
+
+
+def finished_durations(store: ExperimentStore | None) -> dict[str, float]:
+    """Profile → median seconds of the store's done runs (nothing without a store)."""
+    if store is None:
+        return {}
+    runs = store.runs()
+    specs = {spec["run_id"]: RunSpec.from_dict(spec) for spec in store.plan()["runs"]}
+    done = runs[(runs["status"] == "done") & runs["duration_s"].notna()]
+    seconds = pd.Series(done["duration_s"].astype(float).to_numpy(),
+                        index=[profile(specs[run_id]) for run_id in done["run_id"]])
+    return seconds.groupby(level=0).median().to_dict()
+
+
+def estimate(specs: Sequence[RunSpec], data_dir, *, parallel: int = 1, store: ExperimentStore | None = None,
+             on_calibrate: Callable[[RunSpec], None] | None = None) -> pd.DataFrame:
+    """One row per task (and a ``total``): runs, runs to do, training example-epochs, estimated seconds.
+
+    ``seconds`` is the wall time of the runs still to do one after another on this machine
+    (with the threads of one worker of ``parallel``), ``wall_seconds`` spread over ``parallel``
+    workers; ``source`` says where each profile's time came from.
+    """
+    from seedscope.runners import run
+
+    done = set() if store is None else {r for r, s in zip(store.runs()["run_id"], store.runs()["status"]) if s == "done"}
+    known = finished_durations(store)
+    per_profile: dict[str, tuple[float, str, float]] = {}  # seconds, where they came from, example-epochs
+    rows = []
+    with _threads_of_one_worker(parallel):
+        for spec in specs:
+            key = profile(spec)
+            if key not in per_profile:  # the seeds change neither the time nor the data sizes
+                if key in known:
+                    seconds, source = known[key], "finished runs"
+                else:
+                    if on_calibrate:
+                        on_calibrate(spec)
+                    seconds, source = calibrate(spec, data_dir, run), "short timed run"
+                per_profile[key] = (seconds, source, example_epochs(spec, data_dir))
+            seconds, source, epochs = per_profile[key]
+            todo = spec.run_id not in done
+            rows.append({"task": spec.task, "runs": 1, "to_do": int(todo), "example_epochs": epochs,
+                         "seconds": seconds if todo else 0.0, "source": source})
+    frame = pd.DataFrame(rows)
+    table = frame.groupby("task", sort=False).agg(runs=("runs", "sum"), to_do=("to_do", "sum"),
+                                                  example_epochs=("example_epochs", "sum"), seconds=("seconds", "sum"),
+                                                  source=("source", lambda s: ", ".join(dict.fromkeys(s))))
+    table.loc["total"] = [table["runs"].sum(), table["to_do"].sum(), table["example_epochs"].sum(),
+                          table["seconds"].sum(), ", ".join(dict.fromkeys(frame["source"]))]
+    workers = table["to_do"].clip(lower=1).clip(upper=parallel)
+    table["wall_seconds"] = table["seconds"].astype(float) / workers
+    return table
+
+
+@contextmanager
+def _threads_of_one_worker(parallel: int) -> Iterator[None]:
+    """Calibrate at the torch threads one of ``parallel`` CPU workers gets (restored after)."""
+    import torch
+
+    from seedscope.executors.packing import cpu_cores
+
+    previous = torch.get_num_threads()
+    if parallel > 1 and not torch.cuda.is_available():
+        torch.set_num_threads(max(1, cpu_cores() // parallel))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
+def remaining_seconds(store: ExperimentStore) -> tuple[float, int] | None:
+    """(seconds the runs not done still need, finished runs the figure rests on); None before any run finished.
+
+    Each run to do takes its profile's median duration (the median of all finished runs for
+    a profile without one), divided by how many runs went at once so far: the finished runs'
+    summed durations over the wall time from the first start to the last finish.
+    """
+    runs = store.runs()
+    done = runs[(runs["status"] == "done") & runs["duration_s"].notna()]
+    if done.empty:
+        return None
+    known = finished_durations(store)
+    fallback = float(done["duration_s"].median())
+    specs = {spec["run_id"]: RunSpec.from_dict(spec) for spec in store.plan()["runs"]}
+    todo = runs.loc[runs["status"] != "done", "run_id"]
+    serial = sum(known.get(profile(specs[run_id]), fallback) for run_id in todo)
+    span = (_time(done["finished_at"].max()) - _time(done["started_at"].min())).total_seconds()
+    at_once = max(1.0, float(done["duration_s"].sum()) / span) if span > 0 else 1.0
+    return serial / at_once, len(done)
+
+
+def _time(text: str) -> datetime:
+    return datetime.fromisoformat(str(text))
+
+
+def duration_text(seconds: float) -> str:
+    """``1 h 05 min``, ``4 min 10 s``, ``12 s``."""
+    seconds = round(seconds)
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours} h {minutes:02d} min"
+    return f"{minutes} min {secs:02d} s" if minutes else f"{secs} s"

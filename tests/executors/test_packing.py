@@ -1,0 +1,159 @@
+"""The packing executor: K real runs at once in spawned workers, the parent alone writing the store.
+
+Workers import the runner callables below by name, so they live at module level; what a test
+wants them to do reaches them through the environment a spawned worker inherits.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from seedscope.executors import local, packing
+from seedscope.executors.memory import PEAK_GPU, PEAK_RSS, runs_that_fit
+from seedscope.plan import plan_to_dict, seed_sweep
+from seedscope.runners import run
+from seedscope.store import ExperimentStore
+
+TINY = {"max_train_examples": 16, "max_eval_examples": 12, "max_steps": 2, "per_device_train_batch_size": 8,
+        "max_seq_length": 48}
+KILL_SEED = "SEEDSCOPE_TEST_KILL_SEED"
+KILL_ONCE_SEED = "SEEDSCOPE_TEST_KILL_ONCE_SEED"
+KILL_ONCE = "SEEDSCOPE_TEST_KILL_ONCE_MARKER"
+
+
+def killing_runner(spec, data_dir, on_step=None):
+    """Kill its own worker (as the out-of-memory killer would): for one seed always, for another only once."""
+    seed, marker = str(spec.seeds.tied_seed), Path(os.environ[KILL_ONCE])
+    if seed == os.environ[KILL_SEED]:
+        os.kill(os.getpid(), signal.SIGKILL)
+    if seed == os.environ[KILL_ONCE_SEED] and not marker.exists():
+        marker.touch()
+        os.kill(os.getpid(), signal.SIGKILL)
+    return run(spec, data_dir, on_step=on_step)
+
+
+def huge_peak_runner(spec, data_dir, on_step=None):
+    """A real run whose recorded peak says it needs far more memory than any machine has."""
+    result = run(spec, data_dir, on_step=on_step)
+    result.timings[PEAK_RSS] = 2**50
+    return result
+
+
+def raising_runner(spec, data_dir, on_step=None):
+    raise ValueError(f"no luck with {spec.run_id}")
+
+
+class Recording:
+    """A progress display that remembers what it was told."""
+
+    def __init__(self):
+        self.events, self.active, self.most_active = [], set(), 0
+
+    def start(self, total_runs):
+        self.events.append(("start", total_runs))
+
+    def run_started(self, spec):
+        self.active.add(spec.run_id)
+        self.most_active = max(self.most_active, len(self.active))
+        self.events.append(("run", spec.run_id))
+
+    def step(self, spec, done, total):
+        self.events.append(("step", spec.run_id, done, total))
+
+    def run_finished(self, spec, ok):
+        self.active.discard(spec.run_id)
+        self.events.append(("finished", spec.run_id, ok))
+
+    def stop(self):
+        self.events.append(("stop",))
+
+
+def _store(path, model, seeds):
+    specs = seed_sweep(["rte"], [str(model)], list(seeds), hparams=TINY)
+    return specs, ExperimentStore.create(path, plan_to_dict(specs))
+
+
+def test_a_packed_sweep_predicts_bit_identically_to_one_run_after_another(tmp_path, tiny_bert, data_dir):
+    specs, alone = _store(tmp_path / "alone", tiny_bert, (1, 2, 3))
+    local.execute(specs, alone, data_dir=data_dir)
+    _, packed = _store(tmp_path / "packed", tiny_bert, (1, 2, 3))
+    progress = Recording()
+    summary = packing.execute(specs, packed, data_dir=data_dir, parallel=2, gpus=[], progress=progress)
+    assert summary.ok and sorted(summary.done) == sorted(s.run_id for s in specs)
+    assert packed.predictions().equals(alone.predictions())  # bit-identical, deterministic mode on a CPU
+    runs = packed.runs()
+    assert runs["status"].tolist() == ["done"] * 3 and runs["attempts"].tolist() == [1, 1, 1]
+    assert all(t[PEAK_RSS] > 50 * 2**20 for t in runs["timings"])  # each run measured its worker's peak
+    threads = packed.environment()["torch_threads"].tolist()
+    assert threads == [max(1, packing.cpu_cores() // 2)] * 3  # the cores split between the two workers
+    assert progress.most_active == 2  # one display, two runs at once once the first run measured its peak
+    steps = [e for e in progress.events if e[0] == "step"]
+    assert {e[1] for e in steps} == {s.run_id for s in specs} and progress.events[-1] == ("stop",)
+    assert packed.check() == []
+
+
+def test_a_killed_worker_is_retried_once_then_fails_only_its_run(tmp_path, tiny_bert, data_dir, monkeypatch):
+    monkeypatch.setenv(KILL_SEED, "2")  # seed 2 kills its worker every time
+    monkeypatch.setenv(KILL_ONCE_SEED, "3")  # seed 3 only the first time
+    monkeypatch.setenv(KILL_ONCE, str(tmp_path / "killed-once"))
+    specs, store = _store(tmp_path / "exp", tiny_bert, (1, 2, 3))
+    summary = packing.execute(specs, store, data_dir=data_dir, parallel=2, gpus=[], runner=killing_runner)
+    killed = specs[1].run_id
+    assert sorted(summary.done) == [specs[0].run_id, specs[2].run_id] and list(summary.failed) == [killed]
+    runs = store.runs().set_index("run_id")
+    assert runs["status"].tolist() == ["done", "failed", "done"] and runs["attempts"].tolist() == [1, 2, 2]
+    assert "killed by SIGKILL" in runs.loc[killed, "error"] and "tried 2 time(s)" in runs.loc[killed, "error"]
+    assert (tmp_path / "killed-once").exists() and store.check() == []
+
+
+def test_a_run_that_raises_is_recorded_with_its_traceback_and_not_retried(tmp_path, tiny_bert, data_dir):
+    specs, store = _store(tmp_path / "exp", tiny_bert, (1, 2))
+    summary = packing.execute(specs, store, data_dir=data_dir, parallel=2, gpus=[], runner=raising_runner)
+    assert list(summary.failed) == [s.run_id for s in specs]
+    runs = store.runs()
+    assert runs["attempts"].tolist() == [1, 1]
+    assert all("Traceback" in e and "ValueError: no luck with" in e for e in runs["error"])
+
+
+def test_runs_that_will_not_fit_in_memory_are_not_packed(tmp_path, tiny_bert, data_dir):
+    specs, store = _store(tmp_path / "exp", tiny_bert, (1, 2, 3))
+    progress = Recording()
+    with pytest.warns(packing.PackingWarning, match=r"2 runs at once will not fit in memory.*running 1 at once"):
+        summary = packing.execute(specs, store, data_dir=data_dir, parallel=2, gpus=[], runner=huge_peak_runner,
+                                  progress=progress)
+    assert summary.ok and progress.most_active == 1
+
+
+def _store_with_a_peak(path, predictions, peak_gpu: int):
+    """A store whose one finished run recorded ``peak_gpu`` bytes of GPU memory."""
+    specs = seed_sweep(["rte"], ["models/minilm"], [42, 52])
+    store = ExperimentStore.create(path, plan_to_dict(specs))
+    rows = predictions(n_seeds=1)
+    store.mark_running(specs[0].run_id)
+    store.record_success(specs[0].run_id, rows.drop(columns="task"), {"accuracy": 0.5}, {},
+                         {"total_seconds": 1.0, PEAK_GPU: peak_gpu, PEAK_RSS: 2**30})
+    return store
+
+
+def test_the_fit_on_a_gpu_counts_each_process_context(tmp_path, synthetic_predictions):
+    gpu = {"gpu_total_bytes": 80 * 2**30}
+    small = _store_with_a_peak(tmp_path / "small", synthetic_predictions, 10 * 2**30)
+    assert runs_that_fit(small, 4, ["0"], gpu, measured=True) == (4, None)  # 4 × (10 + 0.6) GiB ≤ 72 GiB
+    assert runs_that_fit(small, 4, ["0"], {}, measured=True) == (4, None)  # no GPU size reported yet: as asked
+    large = _store_with_a_peak(tmp_path / "large", synthetic_predictions, 30 * 2**30)
+    limit, note = runs_that_fit(large, 8, ["0", "1"], gpu, measured=True)
+    assert limit == 4 and "4 runs per GPU will not fit in 80.0 GiB" in note and "packing 2 per GPU" in note
+    empty = ExperimentStore.create(tmp_path / "empty", plan_to_dict(seed_sweep(["rte"], ["models/minilm"], [1])))
+    assert runs_that_fit(empty, 4, ["0"], gpu, measured=False) == (1, None)  # nothing measured yet: one run alone
+    assert runs_that_fit(empty, 4, ["0"], gpu, measured=True) == (4, None)  # a run measured nothing: as asked
+
+
+def test_worker_slots_pin_one_gpu_each_and_split_the_cores():
+    assert packing.worker_environments(2, ["0", "1"], 16) == [
+        {"CUDA_VISIBLE_DEVICES": gpu, "OMP_NUM_THREADS": "8", "MKL_NUM_THREADS": "8"} for gpu in "0011"]
+    assert packing.worker_environments(3, [], 2)[0]["OMP_NUM_THREADS"] == "1"
+    assert packing.death_reason(-9, 2).endswith("killed by SIGKILL (often the out-of-memory killer); tried 2 time(s)")

@@ -1,0 +1,78 @@
+"""Determinism, watched: what broke it is recorded in the run's environment, and strict mode fails instead."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+
+from seedscope.errors import SeedscopeError
+from seedscope.plan import RunSpec
+from seedscope.plan.seeds import FactorSeeds
+from seedscope.runners import finetune
+from seedscope.runners.environment import deterministic_mode
+
+SMALL = {"max_train_examples": 16, "max_eval_examples": 12, "max_steps": 2, "per_device_train_batch_size": 8,
+         "max_seq_length": 48}
+
+
+def nondeterministic_op() -> None:
+    """An operation PyTorch has no deterministic kernel for, even on a CPU."""
+    torch.zeros(4).put_(torch.tensor([1, 1]), torch.tensor([1.0, 2.0]), accumulate=False)
+
+
+def test_an_operation_without_a_deterministic_kernel_is_recorded_and_other_warnings_pass():
+    with pytest.warns(UserWarning, match="unrelated"):
+        with deterministic_mode(True) as record:
+            nondeterministic_op()
+            nondeterministic_op()
+            warnings.warn("unrelated", UserWarning)
+    assert record.to_dict() == {"determinism_requested": True, "determinism_achieved": False,
+                                "nondeterministic_ops": ["put_"], "attention_kernels": "default"}
+    assert not torch.are_deterministic_algorithms_enabled()  # restored after the block
+
+
+def test_strict_mode_fails_on_such_an_operation_with_a_clear_message():
+    with pytest.raises(SeedscopeError, match=r"put_ does not have a deterministic implementation.*deterministic: strict"):
+        with deterministic_mode("strict"):
+            nondeterministic_op()
+    assert not torch.are_deterministic_algorithms_enabled()
+
+
+def test_strict_mode_also_fails_on_an_alert_that_only_warns():
+    with pytest.raises(SeedscopeError, match=r"strict run: cuDNN Attention defaults to a non-deterministic algorithm"):
+        with deterministic_mode("strict"):
+            warnings.warn("cuDNN Attention defaults to a non-deterministic algorithm. To explicitly enable determinism "
+                          "call torch.use_deterministic_algorithms(True, warn_only=False).", UserWarning)
+
+
+def test_determinism_off_records_nothing_achieved():
+    with deterministic_mode(False) as record:
+        nondeterministic_op()
+    assert record.achieved is None and record.broken_by == []
+
+
+def _spec(model, **hparams):
+    return RunSpec("rte", str(model), FactorSeeds.tied(1), hparams={**SMALL, **hparams})
+
+
+def test_a_run_records_that_determinism_was_achieved(tiny_bert, data_dir):
+    environment = finetune.run(_spec(tiny_bert), data_dir).environment
+    assert environment["determinism_requested"] is True and environment["determinism_achieved"] is True
+    assert environment["nondeterministic_ops"] == [] and environment["deterministic_algorithms"] is True
+
+
+def test_a_strict_run_with_a_nondeterministic_operation_fails(monkeypatch, tiny_bert, data_dir):
+    load_model = finetune.load_model
+
+    def model_with_a_nondeterministic_step(*args, **kwargs):
+        model = load_model(*args, **kwargs)
+        model.register_forward_hook(lambda *_: nondeterministic_op())
+        return model
+
+    monkeypatch.setattr(finetune, "load_model", model_with_a_nondeterministic_step)
+    with pytest.raises(SeedscopeError, match=r"put_ does not have a deterministic implementation"):
+        finetune.run(_spec(tiny_bert, deterministic="strict"), data_dir)
+    recorded = finetune.run(_spec(tiny_bert, deterministic=True), data_dir).environment
+    assert recorded["determinism_achieved"] is False and recorded["nondeterministic_ops"] == ["put_"]
