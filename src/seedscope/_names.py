@@ -2,7 +2,7 @@
 loads them lazily from there (this module imports nothing, so the light import stays light)."""
 
 API = (
-    "Analysis", "Comparison", "ExperimentStore", "FactorAnalysis", "FactorStudy", "FactorStudyConfig",
+    "Analysis", "Comparison", "ExecutionOptions", "ExperimentStore", "FactorAnalysis", "FactorStudy", "FactorStudyConfig",
     "RunScores", "ScoreSummary", "SeedscopeError", "SubsetVariance", "SweepConfig", "TaskSummary", "analyze",
     "analyze_factors", "analyze_groups", "analyze_run_scores", "analyze_subsets", "build_report",
     "build_score_report", "callable_subset_variance", "compare_sweeps", "compare_systems", "load_config",

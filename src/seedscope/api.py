@@ -19,6 +19,7 @@ from seedscope.analysis.subsets import SubsetVariance, analyze_subsets, callable
 from seedscope.analysis.summary import TaskSummary, summarize_tasks
 from seedscope.config import SweepConfig, load_config, load_preset
 from seedscope.errors import SeedscopeError
+from seedscope.executors.options import ExecutionOptions
 from seedscope.factor_study.importance import FactorAnalysis, FactorStudy, analyze_factors
 from seedscope.workflows.factor_studies import FactorStudyConfig, run_factor_study
 from seedscope.factor_study.scores import study_from_table

@@ -28,6 +28,36 @@ class ExecutionOptions:
     ``ray_address``, each asking for ``cpus_per_run`` CPUs and ``gpus_per_run`` GPUs (a
     fraction packs several runs on one GPU) and started again up to ``max_retries`` times when
     its worker dies. ``fail_fast`` stops at the first failed run instead of recording it.
+
+    Parameters
+    ----------
+    executor : {"local", "ray"}, default "local"
+        Run here, or as Ray tasks.
+    parallel : int, default 1
+        Runs at once on this machine (local only), each in a worker process.
+    ray_address : str, optional
+        A Ray cluster to join (``auto``); default: start a local one.
+    gpus_per_run, cpus_per_run : float
+        Resources each Ray run asks for.
+    max_retries : int, default 2
+        Ray: restarts of a run whose worker dies.
+    fail_fast : bool, default False
+        Stop at the first failed run.
+
+    Returns
+    -------
+    ExecutionOptions
+        Checked when made: a wrong combination raises :class:`SeedscopeError` before anything runs.
+
+    Examples
+    --------
+    >>> from seedscope import ExecutionOptions
+    >>> ExecutionOptions(parallel=2).parallel
+    2
+    >>> ExecutionOptions(executor="ray", parallel=2)
+    Traceback (most recent call last):
+    ...
+    seedscope.errors.SeedscopeError: --parallel packs runs on this machine; with --executor ray, Ray decides how many run at once (--cpus-per-run, --gpus-per-run)
     """
 
     executor: Literal["local", "ray"] = "local"
