@@ -28,7 +28,7 @@ from seedscope.factor_study.importance import FactorAnalysis, FactorStudy, analy
 from seedscope.factor_study.plan import GOLDEN, INVESTIGABLE_FACTORS, MITIGATION, FactorStudyPlan, factor_study_plan
 from seedscope.factor_study.scores import study_from_table
 from seedscope.io import read_score_table
-from seedscope.errors import DegenerateRunWarning, ReadingChoiceWarning, SeedscopeError
+from seedscope.errors import DegenerateRunWarning, ReadingChoiceWarning, SeedscopeError, UnstableEstimateWarning
 from seedscope.notes import recorded
 from seedscope.plan import RunSpec, model_short_name
 from seedscope.plan.runs import runner_of
@@ -81,6 +81,9 @@ def run_study(
         if on_step:
             on_step(pd.DataFrame(trace))
         target = min(upcoming, default=target)
+    for factor in (f for f in plan.factors if not settled[f]):
+        warnings.warn(f"{factor}: IS, c and m had not settled within {plan.n_mitigation} mitigation runs (tolerance "
+                      f"{schedule.tolerance:g}); read its interval, or raise -M", UnstableEstimateWarning, stacklevel=2)
     return _summary(done, settled, n, trace)
 
 
