@@ -30,7 +30,7 @@ from seedscope.plan.hparams import MetaSettings  # noqa: E402
 from seedscope.runners.data import candidate_examples  # noqa: E402
 from seedscope.runners.episodes import episode_stream, support_set  # noqa: E402
 from seedscope.runners.meta import build_model  # noqa: E402
-from seedscope.runners.meta_learners import TextCNN, meta_train, predict  # noqa: E402
+from seedscope.runners.meta_learners import TextCNN, TokenBatch, meta_train, predict  # noqa: E402
 from seedscope.runners.token_states import token_states  # noqa: E402
 from seedscope.config import load_preset  # noqa: E402
 from seedscope.tasks import get_task  # noqa: E402
@@ -42,11 +42,9 @@ METHODS = ("protonet", "maml", "reptile")
 class PaddedCNN(TextCNN):
     """The same CNN convolving every window of the zero-padded batch (the baseline)."""
 
-    def forward(self, states: torch.Tensor) -> torch.Tensor:
+    def prepare(self, states: torch.Tensor, lengths: torch.Tensor | None = None) -> TokenBatch:
         widest = max(self.kernel_sizes)
-        x = F.pad(states.transpose(1, 2), (0, max(0, widest - states.shape[1])))
-        features = self.dropout(torch.cat([F.relu(conv(x)).amax(dim=-1) for conv in self.convs], dim=-1))
-        return features if self.head is None else self.head(features)
+        return TokenBatch(F.pad(states.transpose(1, 2), (0, max(0, widest - states.shape[1]))).contiguous(), None)
 
 
 def timed(work) -> tuple[float, object]:

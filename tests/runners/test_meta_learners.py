@@ -12,7 +12,7 @@ from seedscope.errors import SeedscopeError
 from seedscope.runners.episodes import episode_stream, support_set
 from seedscope.runners.meta_learners import (
     TextCNN, adapt, meta_train, pack_tokens, pooled_convolution, predict, prototype_logits, prototypes, reptile_step,
-    token_lengths,
+    token_lengths, window_index,
 )
 from seedscope.plan.runs import META_METHODS
 
@@ -59,7 +59,8 @@ def test_the_cnn_convolves_only_real_tokens_with_the_padded_batch_s_result_and_g
     packed, starts = pack_tokens(x, token_lengths(x), gap=2)
     weights = dict(model.named_parameters())
     for conv in model.convs:
-        fast = pooled_convolution(conv, packed, starts, token_lengths(x), max(tokens, 3))
+        windows = window_index(starts, token_lengths(x), max(tokens, 3), conv.kernel_size[0])
+        fast = pooled_convolution(conv, packed.contiguous(), *windows)
         plain = padded_convolution(conv, x, 3)
         assert torch.allclose(fast, plain, rtol=0, atol=1e-12)
         fast_grads = torch.autograd.grad(fast.square().sum(), [conv.weight, conv.bias], create_graph=True)

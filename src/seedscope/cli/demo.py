@@ -40,7 +40,8 @@ Reptile (a text CNN over the MiniLM encoder's frozen token states, trained on fe
 episodes; preset minilm-meta-cpu) on SST-2 and MRPC with five seeds, prints the three methods
 side by side in macro-F1 (the reference's metric), then runs a small factor study of each method
 on SST-2 (data split, label choice, episode order, support choice, initialisation) and prints
-each factor's importance.
+each factor's importance. It runs one run per CPU core at once, each on one thread (about 7½
+minutes on 2 cores).
 
 Examples:
 
@@ -70,7 +71,7 @@ def demo_command(
         None, "--data-dir", help="Folder of the GLUE / SuperGLUE files (default $SEEDSCOPE_DATA_DIR, else ../shared/data "
         "beside a source checkout)."),
 ) -> None:
-    from seedscope.workflows.demos import demo_plan
+    from seedscope.workflows.demos import demo_plan, meta_execution
 
     started = time.perf_counter()
     out = out or Path("seedscope-demo" if runner == Demo.finetune else f"seedscope-{runner.value}-demo")
@@ -78,6 +79,7 @@ def demo_command(
                               data_dir=data_dir)
     console = output_console()
     store = run_sweep(config, console, resume=(out / "catalog.sqlite").is_file(), specs=specs,
+                      execution=meta_execution() if runner == Demo.meta else None,
                       resume_hint="run `seedscope demo` again")
     if runner == Demo.icl:
         show_factor_spread(store.runs(), console)
@@ -125,13 +127,13 @@ def run_meta_studies(out: Path, data_dir: Optional[Path], console: Console) -> N
 
     from seedscope.progress import RunProgress
     from seedscope.report.tables import to_rich
-    from seedscope.workflows.demos import META_STUDY, demo_data_dir, meta_studies
+    from seedscope.workflows.demos import META_STUDY, demo_data_dir, meta_execution, meta_studies
     from seedscope.workflows.factor_studies import run_factor_study
 
     rows = {}
     for folder, study in meta_studies(out).items():
         done = run_factor_study(study, out=folder, resume=Path(folder, "catalog.sqlite").is_file(),
-                                data_dir=demo_data_dir(data_dir), progress=RunProgress())
+                                data_dir=demo_data_dir(data_dir), progress=RunProgress(), execution=meta_execution())
         summary = done.analyze(n_boot=2000, seed=0)[0].summary
         rows[study.method] = [f"{v:+.2f} [{lo:+.2f}, {hi:+.2f}]" for v, lo, hi in
                               zip(summary["importance"], summary["importance_ci_low"], summary["importance_ci_high"])]

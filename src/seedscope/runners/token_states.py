@@ -1,21 +1,29 @@
-"""Frozen encoder token states: what the meta-learners read, computed once per process.
+"""Frozen encoder token states: what the meta-learners read, computed once and kept.
 
 The reference's meta-learners are a small text CNN over a frozen BERT's token representations.
 The encoder never trains, so each sentence's token states are the same in every run: they are
-computed once per process for all the sentences any run of the same data settings can touch
-(the runner passes the rows every seed draws from) and kept, so a sweep or factor study pays for
-the encoder once per task. The
-sentences are encoded in a fixed order (by length, then text) and batch layout, so a run's
-states — and its predictions — do not depend on which runs came before it in the process.
+computed once for all the sentences any run of the same data settings can touch (the runner
+passes the rows every seed draws from) and kept, in this process and in the cache
+(``$SEEDSCOPE_CACHE/token-states``, default ``~/.cache/seedscope``), so a sweep, its parallel
+workers and every later study pay for the encoder once per task. The sentences are encoded in a
+fixed order (by length, then text) and batch layout, so a run's states — and its predictions —
+do not depend on which runs came before it, in this process or another.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
+import pickle
+from pathlib import Path
 from typing import Sequence
 
 import pandas as pd
 import torch
+
+from seedscope.atomic import atomic_path
+from seedscope.runners.language_models import cache_dir
 
 #: the texts of one example: sentence and (pair tasks) second sentence
 Text = tuple[str, str | None]
@@ -40,7 +48,59 @@ def _encoder(folder: str, trust_remote_code: bool, device: str):
 @functools.lru_cache(maxsize=2)
 def _encoded(folder: str, texts: tuple[Text, ...], max_length: int, batch_size: int,
              trust_remote_code: bool, device: str) -> dict[Text, torch.Tensor]:
-    """Each text's last-layer token states ([tokens, hidden], fp32, on ``device``), in one fixed batch layout."""
+    """Each text's last-layer token states ([tokens, hidden], fp32, on ``device``): from the cache, else encoded."""
+    path = cache_file(folder, texts, max_length, batch_size, device)
+    states = None if path is None else read_cached(path, texts, device)
+    if states is None:
+        states = _encode(folder, texts, max_length, batch_size, trust_remote_code, device)
+        if path is not None:
+            write_cached(path, texts, states)
+    return states
+
+
+def cache_file(folder: str, texts: tuple[Text, ...], max_length: int, batch_size: int, device: str) -> Path | None:
+    """Where the states of ``texts`` are kept: named by everything they depend on (the checkpoint's files, the texts,
+    the length and batch layout, the device kind, the torch and transformers versions). None for a hub name,
+    whose files can change under the same name: its states are kept in this process only."""
+    import transformers
+
+    root = Path(folder)
+    if not root.is_dir():
+        return None
+    files = sorted(f for f in root.iterdir() if f.is_file())
+    identity = [str(root.resolve()), *(f"{f.name}:{f.stat().st_size}:{f.stat().st_mtime_ns}" for f in files),
+                str(max_length), str(batch_size), torch.device(device).type, torch.__version__, transformers.__version__]
+    digest = hashlib.sha256(json.dumps([identity, texts]).encode()).hexdigest()[:24]
+    return cache_dir() / "token-states" / f"{digest}.pt"
+
+
+def read_cached(path: Path, texts: tuple[Text, ...], device: str) -> dict[Text, torch.Tensor] | None:
+    """The kept states of ``texts``, or None when there are none (or the file is not what was written)."""
+    try:
+        kept = torch.load(path, map_location=device, weights_only=True)
+        states, lengths = kept["states"], kept["lengths"].tolist()
+    except (OSError, KeyError, TypeError, RuntimeError, EOFError, pickle.UnpicklingError):
+        return None
+    if len(lengths) != len(texts) or sum(lengths) != len(states):
+        return None
+    return dict(zip(texts, torch.split(states, lengths)))
+
+
+def write_cached(path: Path, texts: tuple[Text, ...], states: dict[Text, torch.Tensor]) -> None:
+    """Keep the states of ``texts`` (atomically: a reader sees a whole file or none); a cache that cannot be
+    written is skipped, never an error."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_path(path) as staging:
+            torch.save({"states": torch.cat([states[text] for text in texts]).cpu(),
+                        "lengths": torch.tensor([len(states[text]) for text in texts])}, staging)
+    except OSError:
+        pass
+
+
+def _encode(folder: str, texts: tuple[Text, ...], max_length: int, batch_size: int,
+            trust_remote_code: bool, device: str) -> dict[Text, torch.Tensor]:
+    """Each text's last-layer token states, in one fixed batch layout."""
     model, tokenizer = _encoder(folder, trust_remote_code, device)
     lengths = {text: len(tokenizer(text[0], text[1], truncation=True, max_length=max_length)["input_ids"]) for text in texts}
     ordered = sorted(texts, key=lambda text: (lengths[text], text[0], text[1] or ""))
