@@ -60,3 +60,14 @@ def test_the_meta_demo_runs_each_method_on_the_same_tasks_and_seeds_and_studies_
     plan = next(iter(studies.values())).plan
     assert set(plan.factors) == {"data_split", "label_choice", "sample_order", "sample_choice", "model_init"}
     assert len(plan.specs) == 2 + 5 * 2 * 2 and all(s.method == "protonet" for s in plan.specs)
+    assert all(s.hparams["episodes"] == 60 for s in plan.specs)
+
+
+@pytest.mark.parametrize(("cores", "parallel"), [(1, 1), (2, 2), (16, 4)])
+def test_the_meta_demo_runs_one_run_per_core_at_once_up_to_four(monkeypatch, cores, parallel):
+    from seedscope.executors import packing
+    from seedscope.workflows.demos import meta_execution
+
+    monkeypatch.setattr(packing, "cpu_cores", lambda: cores)
+    assert meta_execution().parallel == parallel
+    assert packing.worker_environments(parallel, [], cores)[0]["OMP_NUM_THREADS"] == str(max(1, cores // parallel))
