@@ -61,6 +61,21 @@ def test_analyze_compare_and_show_prompt_read_the_store(lm_eval_store, tmp_path,
     assert code == 0 and "Answer:" in printed, err
 
 
+def test_subsets_and_report_read_the_store(lm_eval_store, tmp_path, cli):
+    code, printed, err = cli(["subsets", str(lm_eval_store), "--task", "lm-eval:copa_local", "-n", "4", "-k", "3",
+                              "--n-boot", "50", "--json", str(tmp_path / "s.json")])
+    assert code == 0, err
+    subsets = json.loads((tmp_path / "s.json").read_text())
+    assert subsets["pool_size"] == 6 and list(subsets["systems"]) == ["pair"]  # COPA's 6 documents, one store
+    assert len(subsets["systems"]["pair"]["scores"]) == 3
+    html = tmp_path / "report.html"
+    code, printed, err = cli(["report", str(lm_eval_store), "--html", str(html), "--figures", str(tmp_path / "figs")])
+    assert code == 0, err
+    text = html.read_text()
+    assert "lm-eval:sst2_local" in text and "lm-eval:copa_local" in text
+    assert list((tmp_path / "figs").glob("*.png"))
+
+
 def test_a_factor_study_varies_the_few_shot_seed(tmp_path, smollm2_folder, task_dir, cli):
     out = tmp_path / "study"
     code, printed, err = cli(["factors", "run", "--runner", "icl", "--task", "lm-eval:copa_local",
