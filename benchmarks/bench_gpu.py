@@ -1,0 +1,214 @@
+"""The GPU figures docs/gpu.md marked unmeasured, in one call on a GPU machine (about 6 minutes on an H100).
+
+Stages (random-weight models of the real shapes, built on the GPU from the staged tokenizers):
+
+1. ``determinism``: RoBERTa-large-sized on RTE (Table-5 settings, 1,000 training examples)
+   under ``deterministic: false``, ``true``, ``true``, ``false`` (after a warm-up run): the
+   cost of the switches and whether two runs are bit-identical; the alerts PyTorch raised are
+   recorded. ``SKIP=generation,…`` leaves stages out.
+2. ``parallel_cli``: ``seedscope sweep`` of 8 MiniLM-sized seeds (8,000 SST-2 examples each)
+   with ``--parallel 1`` against ``--parallel 4`` through the CLI, whole processes; the two
+   sweeps' predictions compared.
+3. ``meta_cuda``: the meta-learning runner on CUDA (MiniLM-sized encoder, preset
+   ``minilm-meta-cpu``, SST-2): one run per method, then the first again (bit-identity).
+4. ``generation``: greedy generation of a SmolLM2-135M-sized model, 200 SST-2 prompts, after
+   generation began reading the demonstrations' cache.
+
+Stage it with ``bash ../shared/gpu/stage.sh`` (a git-ignored ``.gpu/``), then on the GPU machine:
+``python3 -m pip install -q --no-index --no-deps --target /tmp/site .gpu/whl/*.whl && PYTHONPATH=/tmp/site
+OUT=$OUT python3 benchmarks/bench_gpu.py``. Dry run on a CPU with tiny sizes: ``TINY=1 OUT=$(mktemp -d)
+.venv/bin/python benchmarks/bench_gpu.py``. Results go to ``$OUT/gpu.json`` after every stage; ``BUDGET``
+(seconds, default 420) skips stages that would start too late.
+"""
+import json, os, shutil, subprocess, sys, tempfile, time, traceback  # noqa: E401
+
+T0 = time.time()
+BUDGET = float(os.environ.get("BUDGET", "420"))
+TINY = os.environ.get("TINY") == "1"
+OUT = os.environ.get("OUT") or tempfile.mkdtemp()
+os.makedirs(OUT, exist_ok=True)
+TMP = tempfile.mkdtemp(prefix="seedscope-gpu-")
+HERE = os.path.abspath(".")
+DATA = os.path.join(HERE, ".gpu/data")
+os.environ.update(HF_HUB_OFFLINE="1", SEEDSCOPE_DATA_DIR=DATA, SEEDSCOPE_CACHE=os.path.join(TMP, "cache"),
+                  PYTHONUNBUFFERED="1")
+os.environ["PYTHONPATH"] = os.pathsep.join([os.path.join(HERE, "src"), os.environ.get("PYTHONPATH", "")])
+sys.path.insert(0, os.path.join(HERE, "src"))
+res = {"stages": {}}
+
+import torch, transformers  # noqa: E402,E401
+
+CUDA = torch.cuda.is_available()
+res["env"] = {"torch": torch.__version__, "transformers": transformers.__version__,
+              "gpu": torch.cuda.get_device_name() if CUDA else None}
+transformers.logging.set_verbosity_error()
+print(res["env"], flush=True)
+
+from seedscope.plan import FactorSeeds, RunSpec  # noqa: E402
+
+
+def save():
+    with open(os.path.join(OUT, "gpu.json"), "w") as handle:
+        json.dump(res, handle, indent=1, default=str)
+
+
+def stage(name, need):
+    def wrap(fn):
+        left = BUDGET - (time.time() - T0)
+        if name in os.environ.get("SKIP", "").split(","):
+            return fn
+        if left < need:
+            res["stages"][name] = {"skipped": f"{left:.0f}s left < {need}s"}
+        else:
+            started = time.time()
+            try:
+                res["stages"][name] = {"ok": True, **(fn() or {})}
+            except BaseException as error:  # noqa: BLE001 (a stage's failure is a figure too)
+                res["stages"][name] = {"ok": False, "error": repr(error)[:800], "tb": traceback.format_exc()[-2500:]}
+            res["stages"][name]["s"] = round(time.time() - started, 1)
+        print(name, json.dumps(res["stages"][name], default=str)[:2000], flush=True)
+        save()
+        return fn
+    return wrap
+
+
+def peak():
+    return round(torch.cuda.max_memory_allocated() / 2**30, 2) if CUDA else None
+
+
+def same(a, b) -> dict:
+    probs = [c for c in a.columns if c.startswith("prob")]
+    return {"equal_predictions": bool((a["prediction"].values == b["prediction"].values).all()),
+            "max_prob_diff": float(abs(a[probs].values - b[probs].values).max()) if probs else None}
+
+
+def build_models():
+    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification, LlamaConfig, LlamaForCausalLM
+
+    tok = AutoTokenizer.from_pretrained(".gpu/tok-mini")
+
+    def bert(path, **kw):
+        cfg = BertConfig(vocab_size=tok.vocab_size, num_labels=2, max_position_embeddings=514, **kw)
+        torch.manual_seed(0)
+        BertForSequenceClassification(cfg).save_pretrained(path)
+        tok.save_pretrained(path)
+
+    large = dict(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096)
+    bert(f"{TMP}/large", **(dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=2, intermediate_size=128)
+                            if TINY else large))
+    bert(f"{TMP}/mini", hidden_size=384, num_hidden_layers=2 if TINY else 6, num_attention_heads=12,
+         intermediate_size=1536)
+    cfg = LlamaConfig.from_pretrained(".gpu/smol")
+    if TINY:
+        cfg.num_hidden_layers = 2
+    torch.manual_seed(0)
+    LlamaForCausalLM(cfg).save_pretrained(f"{TMP}/smol")
+    AutoTokenizer.from_pretrained(".gpu/smol").save_pretrained(f"{TMP}/smol")
+    for name in ("generation_config.json", "chat_template.jinja"):
+        if os.path.exists(f".gpu/smol/{name}"):
+            shutil.copy(f".gpu/smol/{name}", f"{TMP}/smol/")
+
+
+build_models()
+
+
+def finetune(task, model, seed, hp):
+    from seedscope.runners import finetune as runner
+
+    if CUDA:
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+    started = time.perf_counter()
+    result = runner.run(RunSpec(task, model, FactorSeeds.tied(seed), hparams=hp), DATA)
+    figures = {"wall": round(time.perf_counter() - started, 2), "peak_gib": peak(),
+               "train_seconds": round(result.timings["train_seconds"], 2),
+               **{k: result.environment.get(k) for k in ("determinism_requested", "determinism_achieved",
+                                                         "nondeterministic_ops", "attention_kernels")}}
+    return result, figures
+
+
+RTE = {"per_device_train_batch_size": 10, "gradient_accumulation_steps": 2, "lr_scheduler_type": "linear",
+       "max_seq_length": 512, "precision": "auto", "num_train_epochs": 1, "learning_rate": 1e-5,
+       "max_train_examples": 40 if TINY else 1000}
+
+
+@stage("determinism", 120)
+def determinism():
+    finetune("glue-rte", f"{TMP}/large", 1, {**RTE, "max_train_examples": 40})  # warm-up: kernels, caches
+    loose, out_loose = finetune("glue-rte", f"{TMP}/large", 42, {**RTE, "deterministic": False})  # false, true, false:
+    first, out = finetune("glue-rte", f"{TMP}/large", 42, {**RTE, "deterministic": True})  # no order effect
+    again, out_again = finetune("glue-rte", f"{TMP}/large", 42, {**RTE, "deterministic": True})
+    loose_again, out_loose_again = finetune("glue-rte", f"{TMP}/large", 42, {**RTE, "deterministic": False})
+    fastest_loose = min(out_loose["train_seconds"], out_loose_again["train_seconds"])
+    return {"false": out_loose, "true": out, "true_again": out_again, "false_again": out_loose_again,
+            "cost": round(min(out["train_seconds"], out_again["train_seconds"]) / fastest_loose, 2),
+            "true_repeats": same(first.predictions, again.predictions),
+            "false_repeats": same(loose.predictions, loose_again.predictions),
+            "false_against_true": same(first.predictions, loose.predictions)}
+
+
+def sweep(out, parallel):
+    command = [sys.executable, "-m", "seedscope", "sweep", "--task", "sst2", "--model", f"{TMP}/mini",
+               "--seeds", "1,2,3,4,5,6,7,8", "--out", out, "--parallel", str(parallel),
+               "--set", f"max_train_examples={40 if TINY else 8000}", "--set", "max_seq_length=64",
+               "--set", "per_device_train_batch_size=32", "--set", "num_train_epochs=1", "--set", "precision=auto"]
+    started = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode:
+        raise RuntimeError(done.stdout[-1500:] + done.stderr[-1500:])
+    return round(time.perf_counter() - started, 1)
+
+
+@stage("parallel_cli", 150)
+def parallel_cli():
+    import pandas as pd
+
+    one = sweep(f"{TMP}/p1", 1)
+    four = sweep(f"{TMP}/p4", 4)
+    read = lambda d: pd.concat(pd.read_parquet(f) for f in sorted(  # noqa: E731
+        __import__("glob").glob(f"{d}/predictions/*.parquet"))).sort_values(["run", "example_id"]).reset_index(drop=True)
+    return {"parallel_1_wall": one, "parallel_4_wall": four, "ratio": round(one / four, 2),
+            "same_predictions": same(read(f"{TMP}/p1"), read(f"{TMP}/p4"))}
+
+
+@stage("meta_cuda", 60)
+def meta_cuda():
+    import yaml
+
+    from seedscope.runners import meta
+
+    with open(os.path.join(HERE, "src/seedscope/presets/minilm-meta-cpu.yaml")) as handle:
+        hp = yaml.safe_load(handle)["hparams"]  # the preset's settings on the MiniLM-sized random encoder
+    if TINY:
+        hp.update(episodes=5, max_train_examples=200)
+    out, tables = {}, {}
+    for method in ("protonet", "maml", "reptile", "protonet"):
+        started = time.perf_counter()
+        result = meta.run(RunSpec("sst2", f"{TMP}/mini", FactorSeeds.tied(42), method=method, hparams=hp), DATA)
+        key = method if method not in out else f"{method}_again"
+        out[key] = {"wall": round(time.perf_counter() - started, 2),
+                    **{k: round(v, 2) for k, v in result.timings.items() if k.endswith("seconds")},
+                    "device": result.environment.get("device")}
+        tables[key] = result.predictions
+    out["protonet_repeats"] = same(tables["protonet"], tables["protonet_again"])
+    return out
+
+
+@stage("generation", 40)
+def generation():
+    from seedscope.runners import icl
+
+    hp = {"shots": 4, "prompt_format": "minimal", "predict": "generate", "batch_size": 32, "precision": "auto",
+          "max_eval_examples": 20 if TINY else 200}
+    icl.run(RunSpec("sst2", f"{TMP}/smol", FactorSeeds.tied(1), method="icl", hparams={**hp, "max_eval_examples": 16}),
+            DATA)
+    started = time.perf_counter()
+    result = icl.run(RunSpec("sst2", f"{TMP}/smol", FactorSeeds.tied(42), method="icl", hparams=hp), DATA)
+    wall = time.perf_counter() - started
+    return {"wall": round(wall, 2), "prompts_per_second": round(hp["max_eval_examples"] / result.timings["eval_seconds"], 1),
+            "eval_seconds": round(result.timings["eval_seconds"], 2)}
+
+
+res["total_s"] = round(time.time() - T0, 1)
+save()
+print("DONE", res["total_s"], flush=True)
