@@ -16,6 +16,20 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def own_cache(tmp_path_factory):
+    """What the tests cache (token states, converted GGUF models) goes to the session's folder, not the user's."""
+    from seedscope.runners.language_models import CACHE_ENV
+
+    previous = os.environ.get(CACHE_ENV)
+    os.environ[CACHE_ENV] = str(tmp_path_factory.mktemp("seedscope-cache"))
+    yield
+    if previous is None:
+        os.environ.pop(CACHE_ENV, None)
+    else:
+        os.environ[CACHE_ENV] = previous
+
+
 @pytest.fixture
 def cli(capsys):
     """Run the console script in this process: ``cli(args) -> (exit status, stdout, stderr)``."""
