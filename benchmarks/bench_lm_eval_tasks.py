@@ -9,8 +9,8 @@ SmolLM2-135M-Instruct (fp32, CPU). Three ways, each a fresh process timed from s
 2. five ``lm_eval --seed 0,1234,1234,S`` invocations (the model loaded each time);
 3. one Python process looping ``lm_eval.simple_evaluate`` over the 5 seeds (model loaded once).
 
-Prints each wall time, seedscope's speed-ups, and checks that every seed's accuracy is equal in
-all three. lm-eval runs with ``--batch_size`` equal to seedscope's (16). ``--quick``: 16
+Prints each wall time, seedscope's speed-ups, the tokens each reads, and checks that every
+seed's accuracy is equal in all three. lm-eval runs with ``--batch_size`` equal to seedscope's (16). ``--quick``: 16
 documents (a smoke check); the default: all 100 COPA validation documents.
 Run: ``.venv/bin/python benchmarks/bench_lm_eval_tasks.py [--quick]``.
 """
@@ -62,6 +62,26 @@ def timed(command: list[str]) -> tuple[float, str]:
     return time.perf_counter() - started, done.stdout
 
 
+def tokens_read(store_path: Path) -> tuple[int, int, int]:
+    """(documents, tokens seedscope reads, tokens lm-eval reads) for a seedscope store of a multiple-choice task:
+    seedscope reads each context once and every answer from its cache; lm-eval reads context + answer per answer."""
+    import pyarrow.parquet as pq
+    from transformers import AutoTokenizer
+
+    from seedscope.store import ExperimentStore
+
+    tokenizer = AutoTokenizer.from_pretrained(ExperimentStore.open(store_path).runs()["model"].iloc[0])
+    documents = ours = theirs = 0
+    for file in sorted((store_path / "predictions").glob("*.parquet")):
+        table = pq.read_table(file)
+        prefix = table.schema.metadata[b"seedscope.prompt_prefix"].decode()
+        for query, answers in zip(table["query"].to_pylist(), table["continuations"].to_pylist()):
+            context = len(tokenizer(prefix + query)["input_ids"])
+            lengths = [len(tokenizer(answer, add_special_tokens=False)["input_ids"]) for answer in answers]
+            documents, ours, theirs = documents + 1, ours + context + sum(lengths), theirs + sum(context + n for n in lengths)
+    return documents, ours, theirs
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="16 documents instead of all 100")
@@ -109,6 +129,9 @@ def main() -> None:
               f"loop {loop_scores[seed]:.4f}")
     equal = all(abs(seedscope_scores[s] - invocation_scores[s]) < 1e-9 and abs(seedscope_scores[s] - loop_scores[s]) < 1e-9
                 for s in SEEDS)
+    documents, ours_tokens, their_tokens = tokens_read(out)
+    print(f"tokens read over the {documents} prompts: seedscope {ours_tokens}, lm-eval {their_tokens} "
+          f"({their_tokens / ours_tokens:.2f}×: lm-eval reads the context once per answer)")
     print("scores equal:", equal)
     if not equal:
         raise SystemExit(1)
