@@ -79,3 +79,25 @@ def test_an_unwritable_cache_is_skipped(monkeypatch, tmp_path, tiny_bert):
     finally:
         token_states._encoded.cache_clear()
     assert states.shape[0] == 3
+
+
+def test_a_changed_checkpoint_or_thread_count_is_encoded_anew(monkeypatch, cache, tiny_bert, tmp_path):
+    import shutil
+
+    copy = tmp_path / "bert"
+    shutil.copytree(tiny_bert, copy)
+    token_states.token_states(str(copy), [FRAME], max_length=16)
+    calls = encode_counted(monkeypatch)
+    weights = next(copy.glob("*.safetensors"))
+    os.utime(weights, ns=(weights.stat().st_atime_ns, weights.stat().st_mtime_ns + 10**9))  # the checkpoint rewritten
+    token_states._encoded.cache_clear()
+    token_states.token_states(str(copy), [FRAME], max_length=16)
+    assert calls == [1]
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1 if threads > 1 else 2)  # sums split otherwise: other bits, other states
+    try:
+        token_states._encoded.cache_clear()
+        token_states.token_states(str(copy), [FRAME], max_length=16)
+    finally:
+        torch.set_num_threads(threads)
+    assert calls == [1, 1] and len(list(cache.iterdir())) == 3

@@ -63,11 +63,34 @@ def test_the_meta_demo_runs_each_method_on_the_same_tasks_and_seeds_and_studies_
     assert all(s.hparams["episodes"] == 60 for s in plan.specs)
 
 
-@pytest.mark.parametrize(("cores", "parallel"), [(1, 1), (2, 2), (16, 4)])
-def test_the_meta_demo_runs_one_run_per_core_at_once_up_to_four(monkeypatch, cores, parallel):
+@pytest.mark.parametrize(("cores", "gpus", "parallel"), [(1, [], 1), (2, [], 2), (16, [], 4), (16, ["0"], 1)])
+def test_the_meta_demo_runs_one_run_per_core_at_once_up_to_four_and_one_on_a_gpu(monkeypatch, cores, gpus, parallel):
     from seedscope.executors import packing
     from seedscope.workflows.demos import meta_execution
 
     monkeypatch.setattr(packing, "cpu_cores", lambda: cores)
+    monkeypatch.setattr(packing, "visible_gpus", lambda: gpus)
     assert meta_execution().parallel == parallel
-    assert packing.worker_environments(parallel, [], cores)[0]["OMP_NUM_THREADS"] == str(max(1, cores // parallel))
+
+
+def test_the_meta_demo_packs_its_sweep_and_every_study(monkeypatch, tmp_path, cli):
+    """The demo hands the packed execution to the sweep and to each factor study (both stand-ins record it)."""
+    import types
+
+    from seedscope.cli import demo
+    from seedscope.executors import packing
+    from seedscope.workflows import factor_studies
+
+    monkeypatch.setattr(packing, "cpu_cores", lambda: 2)
+    monkeypatch.setattr(packing, "visible_gpus", lambda: [])
+    seen = []
+    monkeypatch.setattr(demo, "run_sweep", lambda config, console, **options: seen.append(options["execution"]))
+    monkeypatch.setattr(demo, "show_meta_methods", lambda store, console: None)
+    summary = types.SimpleNamespace(summary=__import__("pandas").DataFrame(
+        {"importance": [0.1], "importance_ci_low": [0.0], "importance_ci_high": [0.2]}, index=["model_init"]))
+    done = types.SimpleNamespace(analyze=lambda **_: [summary])
+    monkeypatch.setattr(factor_studies, "run_factor_study",
+                        lambda study, **options: seen.append(options["execution"]) or done)
+    code, _, err = cli(["demo", "--runner", "meta", "--out", str(tmp_path / "m")])
+    assert code == 0, err
+    assert [options.parallel for options in seen] == [2, 2, 2, 2]  # the sweep, then the three studies

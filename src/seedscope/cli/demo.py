@@ -40,7 +40,7 @@ Reptile (a text CNN over the MiniLM encoder's frozen token states, trained on fe
 episodes; preset minilm-meta-cpu) on SST-2 and MRPC with five seeds, prints the three methods
 side by side in macro-F1 (the reference's metric), then runs a small factor study of each method
 on SST-2 (data split, label choice, episode order, support choice, initialisation) and prints
-each factor's importance. It runs one run per CPU core at once, each on one thread (about 7½
+each factor's importance. On a CPU it runs one run per core at once, up to four (about 7½
 minutes on 2 cores).
 
 Examples:

@@ -67,7 +67,7 @@ class TextCNN(nn.Module):
         return features if self.head is None else self.head(features)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class TokenBatch:
     """A batch of token states in the layout its convolutions read, made once per batch.
 

@@ -25,6 +25,8 @@ import torch
 from seedscope.atomic import atomic_path
 from seedscope.runners.language_models import cache_dir
 
+#: bumped when how the states are computed changes (layer, order, batch layout), so that older kept states are not read
+STATES_VERSION = 1
 #: the texts of one example: sentence and (pair tasks) second sentence
 Text = tuple[str, str | None]
 
@@ -59,9 +61,10 @@ def _encoded(folder: str, texts: tuple[Text, ...], max_length: int, batch_size: 
 
 
 def cache_file(folder: str, texts: tuple[Text, ...], max_length: int, batch_size: int, device: str) -> Path | None:
-    """Where the states of ``texts`` are kept: named by everything they depend on (the checkpoint's files, the texts,
-    the length and batch layout, the device kind, the torch and transformers versions). None for a hub name,
-    whose files can change under the same name: its states are kept in this process only."""
+    """Where the states of ``texts`` are kept: named by everything their bits depend on (the checkpoint's files, the
+    texts, the length and batch layout, the processor and its thread count — kernels split their sums by threads —,
+    the library versions, how seedscope encodes). None for a hub name, whose files can change under the same name:
+    its states are kept in this process only."""
     import transformers
 
     root = Path(folder)
@@ -69,9 +72,17 @@ def cache_file(folder: str, texts: tuple[Text, ...], max_length: int, batch_size
         return None
     files = sorted(f for f in root.iterdir() if f.is_file())
     identity = [str(root.resolve()), *(f"{f.name}:{f.stat().st_size}:{f.stat().st_mtime_ns}" for f in files),
-                str(max_length), str(batch_size), torch.device(device).type, torch.__version__, transformers.__version__]
+                str(max_length), str(batch_size), _processor(device), torch.__version__, transformers.__version__,
+                f"v{STATES_VERSION}"]
     digest = hashlib.sha256(json.dumps([identity, texts]).encode()).hexdigest()[:24]
     return cache_dir() / "token-states" / f"{digest}.pt"
+
+
+def _processor(device: str) -> str:
+    """The processor the states are computed on, as far as it changes their bits."""
+    if torch.device(device).type == "cuda":
+        return f"cuda:{torch.cuda.get_device_name(torch.device(device))}"
+    return f"{torch.device(device).type}:{torch.backends.cpu.get_cpu_capability()}:{torch.get_num_threads()} threads"
 
 
 def read_cached(path: Path, texts: tuple[Text, ...], device: str) -> dict[Text, torch.Tensor] | None:
@@ -79,7 +90,7 @@ def read_cached(path: Path, texts: tuple[Text, ...], device: str) -> dict[Text, 
     try:
         kept = torch.load(path, map_location=device, weights_only=True)
         states, lengths = kept["states"], kept["lengths"].tolist()
-    except (OSError, KeyError, TypeError, RuntimeError, EOFError, pickle.UnpicklingError):
+    except (OSError, KeyError, TypeError, ValueError, AttributeError, RuntimeError, EOFError, pickle.UnpicklingError):
         return None
     if len(lengths) != len(texts) or sum(lengths) != len(states):
         return None
@@ -94,7 +105,7 @@ def write_cached(path: Path, texts: tuple[Text, ...], states: dict[Text, torch.T
         with atomic_path(path) as staging:
             torch.save({"states": torch.cat([states[text] for text in texts]).cpu(),
                         "lengths": torch.tensor([len(states[text]) for text in texts])}, staging)
-    except OSError:
+    except (OSError, RuntimeError):  # a full disk fails torch.save with a RuntimeError
         pass
 
 

@@ -117,14 +117,16 @@ def demo_plan(demo: str, *, seeds: list[int] | None, out, data_dir) -> tuple[Swe
 
 
 def meta_execution() -> ExecutionOptions:
-    """How the meta demo runs: one run per CPU core at once (up to 4), each on one torch thread.
+    """How the meta demo runs: on a CPU, one run per core at once (up to 4, the cores split between them); with a
+    GPU, one run at a time.
 
     Its runs are many small convolutions, which a second thread speeds up by 1.1–1.4× while a
-    second run beside it doubles the work done: the whole demo runs in about two thirds of the time.
+    second run beside it doubles the work done: on 2 cores the demo takes two thirds of the time.
+    On a GPU a run takes seconds, less than a packed worker's start-up.
     """
-    from seedscope.executors.packing import cpu_cores
+    from seedscope.executors.packing import cpu_cores, visible_gpus
 
-    return ExecutionOptions(parallel=max(1, min(cpu_cores(), 4)))
+    return ExecutionOptions(parallel=1 if visible_gpus() else max(1, min(cpu_cores(), 4)))
 
 
 def meta_studies(out: Path) -> dict[str, FactorStudyConfig]:
