@@ -8,7 +8,8 @@ Stages (random-weight models of the real shapes, built on the GPU from the stage
    recorded. ``SKIP=generation,…`` leaves stages out.
 2. ``parallel_cli``: ``seedscope sweep`` of 8 MiniLM-sized seeds (8,000 SST-2 examples each)
    with ``--parallel 1`` against ``--parallel 4`` through the CLI, whole processes; the two
-   sweeps' predictions compared.
+   sweeps' predictions compared; ``parallel_cli_large``: 6 RoBERTa-large-sized seeds of 400 RTE
+   examples, ``--parallel 1`` against ``--parallel 2``.
 3. ``meta_cuda``: the meta-learning runner on CUDA (MiniLM-sized encoder, preset
    ``minilm-meta-cpu``, SST-2): one run per method, then the first again (bit-identity).
 4. ``generation``: greedy generation of a SmolLM2-135M-sized model, 200 SST-2 prompts, after
@@ -147,11 +148,11 @@ def determinism():
             "false_against_true": same(first.predictions, loose.predictions)}
 
 
-def sweep(out, parallel):
-    command = [sys.executable, "-m", "seedscope", "sweep", "--task", "sst2", "--model", f"{TMP}/mini",
-               "--seeds", "1,2,3,4,5,6,7,8", "--out", out, "--parallel", str(parallel),
-               "--set", f"max_train_examples={40 if TINY else 8000}", "--set", "max_seq_length=64",
-               "--set", "per_device_train_batch_size=32", "--set", "num_train_epochs=1", "--set", "precision=auto"]
+def sweep(out, parallel, task="sst2", model="mini", seeds="1,2,3,4,5,6,7,8", examples=8000, length=64, batch=32):
+    command = [sys.executable, "-m", "seedscope", "sweep", "--task", task, "--model", f"{TMP}/{model}",
+               "--seeds", seeds, "--out", out, "--parallel", str(parallel),
+               "--set", f"max_train_examples={40 if TINY else examples}", "--set", f"max_seq_length={length}",
+               "--set", f"per_device_train_batch_size={batch}", "--set", "num_train_epochs=1", "--set", "precision=auto"]
     started = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode:
@@ -169,6 +170,15 @@ def parallel_cli():
         __import__("glob").glob(f"{d}/predictions/*.parquet"))).sort_values(["run", "example_id"]).reset_index(drop=True)
     return {"parallel_1_wall": one, "parallel_4_wall": four, "ratio": round(one / four, 2),
             "same_predictions": same(read(f"{TMP}/p1"), read(f"{TMP}/p4"))}
+
+
+@stage("parallel_cli_large", 150)
+def parallel_cli_large():
+    """6 RoBERTa-large-sized seeds of 400 RTE examples (batch 10, up to 512 tokens), --parallel 1 against 2."""
+    settings = dict(task="glue-rte", model="large", seeds="1,2,3,4,5,6", examples=400, length=512, batch=10)
+    one = sweep(f"{TMP}/l1", 1, **settings)
+    two = sweep(f"{TMP}/l2", 2, **settings)
+    return {"parallel_1_wall": one, "parallel_2_wall": two, "ratio": round(one / two, 2)}
 
 
 @stage("meta_cuda", 60)
