@@ -120,7 +120,7 @@ def meta_execution() -> ExecutionOptions:
     """How the meta demo runs: on a CPU, one run per core at once (up to 4, the cores split between them); with a
     GPU, one run at a time.
 
-    Its runs are many small convolutions, which a second thread speeds up by 1.1–1.4× while a
+    Its runs are many small convolutions, which a second thread speeds up by 1.2–1.7× while a
     second run beside it doubles the work done: on 2 cores the demo takes two thirds of the time.
     On a GPU a run takes seconds, less than a packed worker's start-up.
     """
