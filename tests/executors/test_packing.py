@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 from pathlib import Path
 
 import pytest
+import torch
 
 from seedscope.executors import local, packing
 from seedscope.executors.memory import PEAK_GPU, PEAK_RSS, runs_that_fit
@@ -41,6 +43,15 @@ def huge_peak_runner(spec, data_dir, on_step=None):
     result = run(spec, data_dir, on_step=on_step)
     result.timings[PEAK_RSS] = 2**50
     return result
+
+
+def chattering_runner(spec, data_dir, on_step=None):
+    """For one seed, be killed from another thread while sending step after step; the others run."""
+    if str(spec.seeds.tied_seed) == os.environ[KILL_SEED]:
+        threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGKILL)).start()
+        while True:
+            on_step(1, 2)
+    return run(spec, data_dir, on_step=on_step)
 
 
 def raising_runner(spec, data_dir, on_step=None):
@@ -79,7 +90,13 @@ def _store(path, model, seeds):
 
 def test_a_packed_sweep_predicts_bit_identically_to_one_run_after_another(tmp_path, tiny_bert, data_dir):
     specs, alone = _store(tmp_path / "alone", tiny_bert, (1, 2, 3))
-    local.execute(specs, alone, data_dir=data_dir)
+    threads = max(1, packing.cpu_cores() // 2)  # each packed worker's share of the cores
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)  # bit-identical holds at equal thread counts (docs/sweep.md)
+    try:
+        local.execute(specs, alone, data_dir=data_dir)
+    finally:
+        torch.set_num_threads(previous)
     _, packed = _store(tmp_path / "packed", tiny_bert, (1, 2, 3))
     progress = Recording()
     summary = packing.execute(specs, packed, data_dir=data_dir, parallel=2, gpus=[], progress=progress)
@@ -88,8 +105,8 @@ def test_a_packed_sweep_predicts_bit_identically_to_one_run_after_another(tmp_pa
     runs = packed.runs()
     assert runs["status"].tolist() == ["done"] * 3 and runs["attempts"].tolist() == [1, 1, 1]
     assert all(t[PEAK_RSS] > 50 * 2**20 for t in runs["timings"])  # each run measured its worker's peak
-    threads = packed.environment()["torch_threads"].tolist()
-    assert threads == [max(1, packing.cpu_cores() // 2)] * 3  # the cores split between the two workers
+    assert packed.environment()["torch_threads"].tolist() == [threads] * 3  # the cores split between the workers
+    assert alone.environment()["torch_threads"].tolist() == [threads] * 3
     assert progress.most_active == 2  # one display, two runs at once once the first run measured its peak
     steps = [e for e in progress.events if e[0] == "step"]
     assert {e[1] for e in steps} == {s.run_id for s in specs} and progress.events[-1] == ("stop",)
@@ -108,6 +125,16 @@ def test_a_killed_worker_is_retried_once_then_fails_only_its_run(tmp_path, tiny_
     assert runs["status"].tolist() == ["done", "failed", "done"] and runs["attempts"].tolist() == [1, 2, 2]
     assert "killed by SIGKILL" in runs.loc[killed, "error"] and "tried 2 time(s)" in runs.loc[killed, "error"]
     assert (tmp_path / "killed-once").exists() and store.check() == []
+
+
+def test_a_worker_killed_while_sending_blocks_no_other_worker(tmp_path, tiny_bert, data_dir, monkeypatch):
+    monkeypatch.setenv(KILL_SEED, "1")  # seed 1's worker is killed in the middle of its messages, twice
+    specs, store = _store(tmp_path / "exp", tiny_bert, (1, 2, 3))
+    summary = packing.execute(specs, store, data_dir=data_dir, parallel=2, gpus=[], runner=chattering_runner,
+                              retries=1)
+    assert sorted(summary.done) == [specs[1].run_id, specs[2].run_id] and list(summary.failed) == [specs[0].run_id]
+    assert "killed by SIGKILL" in store.runs().set_index("run_id").loc[specs[0].run_id, "error"]
+    assert store.check() == []
 
 
 def test_a_run_that_raises_is_recorded_with_its_traceback_and_not_retried(tmp_path, tiny_bert, data_dir):

@@ -6,9 +6,12 @@ method (a fresh interpreter: CUDA and thread pools are never inherited half-init
 each is pinned before it imports torch: on a CPU the cores are split between the workers
 (``cores // K`` torch threads each); with GPUs visible, K workers share each GPU and a worker
 sees only its own (``CUDA_VISIBLE_DEVICES``). Workers only compute: the results come back
-through a queue and this process alone writes the store, as with Ray (the executor for
-clusters). A worker that dies (killed, out of memory) has its run started once more in a new
-worker, then recorded failed with the reason, and the other workers go on. Before the pack
+through a pipe of the worker's own and this process alone writes the store, as with Ray (the
+executor for clusters). One pipe per worker, never one shared queue: a worker killed while
+sending (the out-of-memory killer does not wait) can only break its own channel, where on a
+shared queue it would leave the writers' lock held and every other worker blocked. A worker
+that dies (killed, out of memory) has its run started once more in a new worker, then
+recorded failed with the reason, and the other workers go on. Before the pack
 grows beyond one run, the first run's measured peak memory (or the peak recorded by finished
 runs) is checked against the memory there is, and K is lowered, with a warning, to what fits.
 """
@@ -16,13 +19,14 @@ runs) is checked against the memory there is, and K is lowered, with a warning, 
 from __future__ import annotations
 
 import os
-import queue
+import pickle
 import signal
 import time
 import warnings
 from collections import deque
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, wait
 from typing import Iterator, Sequence
 
 from seedscope.errors import SeedscopeError
@@ -74,7 +78,7 @@ def worker_environments(parallel: int, gpus: Sequence[str], cores: int) -> list[
     return [{"CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads}] * parallel
 
 
-def _work(slot: int, inbox, outbox, runner: Runner, data_dir: str | None) -> None:
+def _work(slot: int, inbox, outbox: Connection, runner: Runner, data_dir: str | None) -> None:
     """A worker's loop: run each spec it is given and send its steps and outcome to the parent."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole terminal group; the parent stops us
     import torch  # only now: CUDA_VISIBLE_DEVICES and the thread counts were set for this process
@@ -82,16 +86,16 @@ def _work(slot: int, inbox, outbox, runner: Runner, data_dir: str | None) -> Non
     torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
     while (job := inbox.get()) is not None:
         spec = RunSpec.from_dict(job)
-        outbox.put(("started", slot, spec.run_id))
+        outbox.send(("started", slot, spec.run_id))
 
         def hook(done: int, total: int, run_id: str = spec.run_id) -> None:
-            outbox.put(("step", slot, run_id, done, total))
+            outbox.send(("step", slot, run_id, done, total))
 
         try:
             outcome = runner(spec, data_dir, on_step=hook)
         except Exception as error:  # sent as its text: an exception object may not survive pickling
             outcome = WorkerError(error_text(error))
-        outbox.put(("finished", slot, spec.run_id, outcome, _device_memory()))
+        outbox.send(("finished", slot, spec.run_id, outcome, _device_memory()))
 
 
 def _device_memory() -> dict:
@@ -120,11 +124,12 @@ def _environment(values: dict[str, str]) -> Iterator[None]:
 
 @dataclass
 class _Slot:
-    """One worker process and the run it is doing (None when idle)."""
+    """One worker process, its two channels, and the run it is doing (None when idle)."""
 
     environment: dict[str, str]
     process: object = None
     inbox: object = None
+    outbox: Connection | None = None  # this end reads; None once the worker's end closed
     spec: RunSpec | None = None
     started: bool = False
 
@@ -146,15 +151,21 @@ class _Pack:
     attempts: dict[str, int] = field(default_factory=dict)
     device: dict = field(default_factory=dict)
 
-    def __post_init__(self):
-        self.outbox = self.context.Queue()
-
     def start_worker(self, slot: _Slot, index: int) -> None:
+        self.close_outbox(slot)  # a dead worker's channel may hold half a message
         slot.inbox = self.context.Queue()
+        slot.outbox, sending = self.context.Pipe(duplex=False)
         with _environment(slot.environment):
-            slot.process = self.context.Process(target=_work, args=(index, slot.inbox, self.outbox, self.runner,
+            slot.process = self.context.Process(target=_work, args=(index, slot.inbox, sending, self.runner,
                                                                     self.data_dir), daemon=True)
             slot.process.start()
+        sending.close()  # the worker holds the only sending end: its death reads as the end of the pipe
+
+    @staticmethod
+    def close_outbox(slot: _Slot) -> None:
+        if slot.outbox is not None:
+            slot.outbox.close()
+            slot.outbox = None
 
     def assign(self, limit: int) -> None:
         """Give waiting runs to idle workers, at most ``limit`` runs busy at once."""
@@ -216,10 +227,17 @@ class _Pack:
         """Handle every message that arrives within ``timeout`` seconds (at least one wait)."""
         deadline = time.monotonic() + timeout
         while True:
-            try:
-                self.handle(self.outbox.get(timeout=max(0.0, deadline - time.monotonic())))
-            except queue.Empty:
+            open_slots = {slot.outbox: slot for slot in self.slots if slot.outbox is not None}
+            ready = wait(list(open_slots), timeout=max(0.0, deadline - time.monotonic()))
+            if not ready:
                 return
+            for outbox in ready:
+                try:
+                    message = outbox.recv()
+                except (EOFError, OSError, pickle.UnpicklingError):  # the worker ended, perhaps mid-message
+                    self.close_outbox(open_slots[outbox])
+                    continue
+                self.handle(message)
 
     def stop(self) -> None:
         """Tell idle workers to exit, end the others (an interrupt, fail-fast); never leave one behind."""
@@ -235,6 +253,7 @@ class _Pack:
                 if slot.process.is_alive():
                     slot.process.kill()
                     slot.process.join()
+            self.close_outbox(slot)
 
 
 def death_reason(exitcode: int | None, attempts: int) -> str:
