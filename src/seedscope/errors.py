@@ -75,3 +75,7 @@ class UnstableEstimateWarning(SeedscopeWarning):
 
 class ReadingChoiceWarning(SeedscopeWarning):
     """A choice made while reading a file (the lm-eval filter used, the column taken as the run)."""
+
+
+class PackingWarning(SeedscopeWarning):
+    """``--parallel K`` runs will not fit in memory at once: fewer are packed."""

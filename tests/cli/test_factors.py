@@ -224,6 +224,11 @@ def test_run_fine_tunes_the_plan_and_analyses_it(tmp_path, tiny_bert, data_dir, 
     assert "all golden-model runs have the same score" in fail(["factors", "analyze", str(out)], capsys)
     main(["factors", "analyze", str(out), "--metric", "train_loss", "--bootstrap", "50"])
     assert "Factor importance (train_loss" in capsys.readouterr().out
+    # the seed-effect commands name the analysis that fits a factor study (every group is one run), writing nothing
+    page = tmp_path / "report.html"
+    for command in (["analyze", str(out)], ["report", str(out), "--html", str(page)]):
+        assert f"its analysis is: seedscope factors analyze {out}" in " ".join(fail(command, capsys).split())
+    assert not page.exists()
     main(run_args(tiny_bert, data_dir, "--factor", "data_order", "-N", "2", "-M", "2", "-L", "3",
                   "--out", str(out), "--resume", "--bootstrap", "50"))
     capsys.readouterr()

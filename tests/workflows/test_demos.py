@@ -46,6 +46,8 @@ def test_a_store_of_two_adaptations_is_compared_and_shown_side_by_side(tmp_path,
     pair = json.loads(out.read_text())["pairs"][0]
     assert {pair["system_a"], pair["system_b"]} == {"tiny-chat-llama0-lora", "tiny-chat-llama0-icl"}
     assert pair["n_matched"] == 2 and pair["paired"]
+    code, out, err = cli(["analyze", str(store.path), "--n-boot", "50"])  # one group per adaptation, two seeds each
+    assert code == 0 and "tiny-chat-llama0-lora" in out and "tiny-chat-llama0-icl" in out, err
 
 
 def test_the_meta_demo_runs_each_method_on_the_same_tasks_and_seeds_and_studies_each(tmp_path):

@@ -81,14 +81,17 @@ def test_demo_data_that_is_not_there_is_one_message(monkeypatch, tmp_path):
         demo_data_dir()
     with pytest.raises(SeedscopeError, match=r"--data-dir names .*nowhere, which is not a folder"):
         demo_data_dir(tmp_path / "nowhere")
-    monkeypatch.delenv("SEEDSCOPE_DATA_DIR")
-    monkeypatch.setattr(demos, "CHECKOUT_DATA_DIR", tmp_path / "shared" / "data")  # a checkout without ../shared
-    with pytest.raises(SeedscopeError, match=r"found none: no --data-dir, no \$SEEDSCOPE_DATA_DIR, and there is no "
-                                             r".*shared/data beside this source checkout"):
-        demo_data_dir()
-    monkeypatch.setattr(demos, "CHECKOUT_DATA_DIR", None)  # an installed package
-    with pytest.raises(SeedscopeError, match=r"found none: no --data-dir, no \$SEEDSCOPE_DATA_DIR; pass --data-dir"):
-        demo_data_dir()
+
+
+@pytest.mark.parametrize("checkout_data", [None, "missing"])  # an installed package; a checkout without ../shared
+def test_demo_data_found_nowhere_comes_from_the_hub_as_a_sweeps_does(checkout_data, monkeypatch, tmp_path, cli):
+    monkeypatch.delenv("SEEDSCOPE_DATA_DIR", raising=False)
+    monkeypatch.setattr(demos, "CHECKOUT_DATA_DIR", checkout_data and tmp_path / "shared" / "data")
+    assert demo_data_dir() is None
+    code, _, err = cli(["demo", "--out", str(tmp_path / "d")])  # offline here: the hub's loader says what to pass
+    assert code == 2
+    assert "from the Hugging Face hub" in err and "pass --data-dir or set SEEDSCOPE_DATA_DIR" in " ".join(err.split())
+    assert not (tmp_path / "d").exists()
 
 
 def test_the_source_checkout_is_recognised():

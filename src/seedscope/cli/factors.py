@@ -4,15 +4,25 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
-from seedscope.cli.outputs import check_outputs, output_console, print_notes, resumable, write_outputs
+from seedscope.cli.inputs import DataDir
+from seedscope.cli.outputs import (
+    Confidence,
+    JsonFile,
+    MarkdownFile,
+    OutputFiles,
+    Seed,
+    output_console,
+    print_notes,
+    resumable,
+    write_outputs,
+)
 from seedscope.cli.run_options import (
     ConfigFile,
     CpusPerRun,
-    DataDir,
     Executor,
     ExecutorOption,
     FailFast,
@@ -21,6 +31,7 @@ from seedscope.cli.run_options import (
     MethodOption,
     Out,
     Parallel,
+    PlanOnly,
     Preset,
     LmEvalInclude,
     PredictOption,
@@ -108,36 +119,42 @@ def rank(study, factors, bootstrap: int, confidence: float, seed: int):
                                   confidence=confidence, seed=seed)
 
 
-ANALYSIS_OPTIONS = {
-    "bootstrap": typer.Option(10_000, "--bootstrap", help="Bootstrap resamples of mitigation runs for the IS interval."),
-    "confidence": typer.Option(0.95, "--confidence", help="Confidence level of the interval."),
-    "seed": typer.Option(0, "--seed", help="Seed of the bootstrap resampling."),
-    "json_out": typer.Option(None, "--json", help="Write the full result as JSON (schema: docs/factors.md)."),
-    "markdown_out": typer.Option(None, "--markdown", help="Write the tables as Markdown."),
-}
+Bootstrap = Annotated[int, typer.Option("--bootstrap", help="Bootstrap resamples of mitigation runs for the IS interval.")]
+StudyMetric = Annotated[Optional[str], typer.Option(
+    "--metric", help="The score analysed (and settled with --tolerance): a score table's column (default `score`) or a "
+    "run metric of a `factors run` directory (default: the task's primary metric; f1_macro as the reference).")]
+Factors = Annotated[Optional[list[str]], typer.Option(
+    "--factor", help="A randomness factor (repeatable): data_split, label_choice, data_order, model_init (icl: "
+    "sample_choice, sample_order, prompt_format instead of the last two; meta: sample_order, sample_choice instead of "
+    "data_order), or all. run: the factors studied; analyze: only these are analysed.")]
+Tolerance = Annotated[Optional[float], typer.Option(
+    "--tolerance", help="Adaptive run count: the largest change of IS, c/σ_GM and m/σ_GM that counts as settled; "
+    "mitigation runs stop being added once it has held --patience checks.")]
+Start = Annotated[int, typer.Option("--start", help="Adaptive: mitigation runs before the first check.")]
+Batch = Annotated[int, typer.Option("--batch", help="Adaptive: mitigation runs added per step.")]
+Patience = Annotated[int, typer.Option("--patience", help="Adaptive: successive settled steps needed to stop.")]
 
 
 @factors_app.command("analyze")
 def analyze_command(
+    ctx: typer.Context,
     source: Path = typer.Argument(..., help="Long score table (CSV, TSV, Parquet, JSON Lines) or a `factors run` directory."),
-    metric: Optional[str] = typer.Option(
-        None, "--metric", help="Score column of a table (default `score`) or run metric of a directory (default: the task's primary metric)."
-    ),
-    factor: Optional[list[str]] = typer.Option(None, "--factor", help="Analyse only this factor (repeatable)."),
+    metric: StudyMetric = None,
+    factor: Factors = None,
     input_format: Optional[str] = typer.Option(
         None, "--format", help="csv, tsv, jsonl or parquet when the score table's extension does not tell."
     ),
     num_classes: Optional[int] = typer.Option(None, "--num-classes", help="K: runs below 1/K count as failed (tables)."),
     chance: Optional[float] = typer.Option(None, "--chance", help="Chance score (e.g. 0 for MCC) instead of 1/K."),
-    bootstrap: int = ANALYSIS_OPTIONS["bootstrap"],
-    confidence: float = ANALYSIS_OPTIONS["confidence"],
-    seed: int = ANALYSIS_OPTIONS["seed"],
+    bootstrap: Bootstrap = 10_000,
+    confidence: Confidence = 0.95,
+    seed: Seed = 0,
     allow_missing: bool = typer.Option(False, "--allow-missing", help="Compute each group over the runs present."),
     allow_small_groups: bool = typer.Option(
         False, "--allow-small-groups", help="Skip (and count) groups with fewer than 2 runs instead of refusing."
     ),
-    json_out: Optional[Path] = ANALYSIS_OPTIONS["json_out"],
-    markdown_out: Optional[Path] = ANALYSIS_OPTIONS["markdown_out"],
+    json_file: JsonFile = None,
+    markdown_file: MarkdownFile = None,
 ) -> None:
     """Importance IS = (c − m) / σ_GM of every factor, with its interval and the Random / Fixed baselines.
 
@@ -153,43 +170,44 @@ def analyze_command(
     from seedscope.factor_study.importance import analyze_factors
     from seedscope.workflows.factor_studies import load_study
 
-    check_outputs(json_out, markdown_out)
+    files = OutputFiles.of(ctx.params)
     study, notes = load_study(source, metric=metric, chance=_chance(num_classes, chance), fmt=input_format)
     result = analyze_factors(study, factors=factor or None, n_boot=bootstrap, confidence=confidence, seed=seed,
                              allow_missing=allow_missing, allow_small_groups=allow_small_groups)
     ranking = rank(study, factor, bootstrap, confidence, seed)
-    _write(result, show_analysis(result, notes, ranking), json_out, markdown_out, _ranking_json(ranking))
+    _write(result, show_analysis(result, notes, ranking), files, _ranking_json(ranking))
 
 
 def _ranking_json(ranking) -> dict[str, Any]:
     return {} if ranking is None else {"ranking": ranking.reset_index().to_dict("records")}
 
 
-def _write(result: FactorAnalysis, sections: dict[str, pd.DataFrame], json_out: Optional[Path],
-           markdown_out: Optional[Path], extra: Optional[dict[str, Any]] = None) -> None:
+def _write(result: FactorAnalysis, sections: dict[str, pd.DataFrame], files: OutputFiles,
+           extra: Optional[dict[str, Any]] = None) -> None:
     from seedscope.report.factor_tables import golden_line
     from seedscope.report.tables import render_markdown
 
     outputs = {}
-    if json_out:
-        outputs[json_out] = dumps({**result.to_dict(), **(extra or {})})
-    if markdown_out:
-        outputs[markdown_out] = render_markdown(sections, digits=DIGITS) + "\n" + golden_line(result) + "\n"
+    if files.json:
+        outputs[files.json] = dumps({**result.to_dict(), **(extra or {})})
+    if files.markdown:
+        outputs[files.markdown] = render_markdown(sections, digits=DIGITS) + "\n" + golden_line(result) + "\n"
     write_outputs(outputs, console)
 
 
 @factors_app.command("simulate-adaptive")
 def simulate_adaptive_command(
+    ctx: typer.Context,
     source: Path = typer.Argument(..., help="Long score table of a finished study (or a `factors run` directory)."),
-    metric: Optional[str] = typer.Option(None, "--metric", help="Score column / run metric (as for analyze)."),
-    tolerance: float = typer.Option(0.05, "--tolerance", help="Largest change of IS, c/σ_GM, m/σ_GM that counts as settled."),
-    start: int = typer.Option(10, "--start", help="Mitigation runs before the first check."),
-    batch: int = typer.Option(10, "--batch", help="Mitigation runs added per step."),
+    metric: StudyMetric = None,
+    tolerance: Tolerance = 0.05,
+    start: Start = 10,
+    batch: Batch = 10,
     cap: int = typer.Option(100, "--cap", help="Most mitigation runs (the reference M)."),
-    patience: int = typer.Option(2, "--patience", help="Successive settled steps needed to stop."),
+    patience: Patience = 2,
     repeats: int = typer.Option(200, "--repeats", help="Random orders of the recorded mitigation runs to replay."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the random orders."),
-    json_out: Optional[Path] = typer.Option(None, "--json", help="Write the result as JSON."),
+    seed: Seed = 0,
+    json_file: JsonFile = None,
 ) -> None:
     """Replay the adaptive run count on recorded runs: runs saved against N = 10, M = 100, and accuracy.
 
@@ -199,7 +217,7 @@ def simulate_adaptive_command(
     from seedscope.report.tables import to_rich
     from seedscope.workflows.factor_studies import load_study
 
-    check_outputs(json_out)
+    files = OutputFiles.of(ctx.params)
     schedule = AdaptiveSchedule(tolerance=tolerance, start=start, batch=batch, cap=cap, patience=patience)
     study, notes = load_study(source, metric=metric)
     result = simulate_adaptive(study, schedule, repeats=repeats, seed=seed)
@@ -208,26 +226,26 @@ def simulate_adaptive_command(
         ["IS (all runs)", "M used", "runs used", "saved vs 10×100", "IS within tol.", "M=100 within tol."], axis=1)
     console.print(to_rich(shown, f"Adaptive run count, tolerance {tolerance} ({repeats} random orders)", digits=3))
     print_notes(console, notes, prefix="[yellow]note:[/] ")
-    if json_out:
+    if files.json:
         payload = {"schedule": schedule.__dict__, "repeats": repeats, "seed": seed,
                    "factors": json.loads(result.drop(columns=list(schedule.__dict__)).to_json(orient="index"))}
-        write_outputs({json_out: dumps(payload)}, console)
+        write_outputs({files.json: dumps(payload)}, console)
 
 
 def run_command(
     ctx: typer.Context,
     task: str = typer.Option(..., "--task", help="Task, e.g. sst2, cola, mrpc, glue-rte."),
     model: str = typer.Option(..., "--model", help="Hugging Face model id, local folder, or all-minilm-l6-v2."),
-    factor: list[str] = typer.Option(..., "--factor", help="data_split, label_choice, data_order, model_init (icl: sample_choice, sample_order, prompt_format instead of the last two; meta: sample_order, sample_choice instead of data_order), or all (repeatable)."),
+    factor: Factors = ...,
     investigation_runs: int = typer.Option(10, "--investigation-runs", "-N", help="N: configurations of the investigated factor."),
     mitigation_runs: int = typer.Option(100, "--mitigation-runs", "-M", help="M: configurations of all other factors (the cap with --tolerance)."),
     golden_runs: Optional[int] = typer.Option(None, "--golden-runs", "-L", help="L: golden-model runs (default N × M, as the reference)."),
     num_labelled: int = typer.Option(1000, "--num-labelled", help="Class-balanced labelled examples per run (label_choice)."),
     test_fraction: float = typer.Option(0.2, "--test-fraction", help="Held-out share of the stratified re-split (data_split)."),
-    tolerance: Optional[float] = typer.Option(None, "--tolerance", help="Adaptive run count: stop adding mitigation runs once IS, c, m change less than this."),
-    start: int = typer.Option(10, "--start", help="Adaptive: mitigation runs before the first check."),
-    batch: int = typer.Option(10, "--batch", help="Adaptive: mitigation runs added per step."),
-    patience: int = typer.Option(2, "--patience", help="Adaptive: successive settled steps needed to stop."),
+    tolerance: Tolerance = None,
+    start: Start = 10,
+    batch: Batch = 10,
+    patience: Patience = 2,
     runner: RunnerOption = Runner.finetune,
     method: MethodOption = None,
     shots: Shots = None,
@@ -247,19 +265,17 @@ def run_command(
     cpus_per_run: CpusPerRun = 1.0,
     max_retries: MaxRetries = 2,
     data_dir: DataDir = None,
-    plan_only: bool = typer.Option(False, "--plan-only", help="Print runs, training example-epochs and the estimated wall time (one short timed run per task); store nothing."),
-    metric: Optional[str] = typer.Option(
-        None, "--metric", help="Run metric to analyse (and to settle with --tolerance), e.g. f1_macro as the reference; default: the task's primary metric."
-    ),
-    bootstrap: int = ANALYSIS_OPTIONS["bootstrap"],
-    seed: int = ANALYSIS_OPTIONS["seed"],
-    json_out: Optional[Path] = ANALYSIS_OPTIONS["json_out"],
-    markdown_out: Optional[Path] = ANALYSIS_OPTIONS["markdown_out"],
+    plan_only: PlanOnly = False,
+    metric: StudyMetric = None,
+    bootstrap: Bootstrap = 10_000,
+    seed: Seed = 0,
+    json_file: JsonFile = None,
+    markdown_file: MarkdownFile = None,
 ) -> None:
     from seedscope.workflows.factor_studies import FactorStudyConfig, run_factor_study
     from seedscope.workflows.sweeping import preflight
 
-    check_outputs(json_out, markdown_out)
+    files = OutputFiles.of(ctx.params)
     execution = execution_options(ctx.params)  # before anything is written, as sweep does
     choice = RunChoice.of(ctx.params)
     study = FactorStudyConfig(
@@ -282,10 +298,10 @@ def run_command(
     with resumable(out):
         done = run_factor_study(study, out=out, resume=resume, execution=execution, data_dir=data_dir,
                                 progress=RunProgress())
-    show_study(done, out, bootstrap, seed, json_out, markdown_out)
+    show_study(done, out, bootstrap, seed, files)
 
 
-def show_study(done, out: Path, bootstrap: int, seed: int, json_out: Optional[Path], markdown_out: Optional[Path]) -> None:
+def show_study(done, out: Path, bootstrap: int, seed: int, files: OutputFiles) -> None:
     """The importance of a finished study, its ranking, the runs used per factor and the wall time; then its files."""
     from seedscope.report.tables import to_rich
 
@@ -297,7 +313,7 @@ def show_study(done, out: Path, bootstrap: int, seed: int, json_out: Optional[Pa
     finished = int((done.store.runs()["status"] == "done").sum())
     console.print(f"wall time {done.wall_seconds:.0f} s; {finished} runs done in {out}", highlight=False, markup=False)
     sections["Runs per factor"] = shown
-    _write(result, sections, json_out, markdown_out,
+    _write(result, sections, files,
            {"runs": json.loads(done.runs_used.to_json(orient="index")), "wall_seconds": done.wall_seconds,
             **_ranking_json(ranking)})
 

@@ -60,7 +60,11 @@ Task = Annotated[Optional[str], typer.Option(
     "--task", help="Task name (e.g. rte, sst2): picks one from multi-task inputs, or names it for files without one "
     "(run_glue.py predictions get their gold labels from it).")]
 DataDir = Annotated[Optional[Path], typer.Option(
-    "--data-dir", help="Folder with the task's labelled files, for gold labels and example texts (default $SEEDSCOPE_DATA_DIR).")]
+    "--data-dir", help="Folder of the GLUE / SuperGLUE files, laid out like glue/RTE/dev.tsv: the runs' data, and the gold "
+    "labels and example texts of what is read (default $SEEDSCOPE_DATA_DIR; runs: else the hub; demo: else ../shared/data "
+    "beside a source checkout).")]
+Intersect = Annotated[bool, typer.Option(
+    "--intersect/--no-intersect", help="Use only the example ids that every run covers, and report how many were dropped.")]
 TaskType = Annotated[Optional[TaskTypeChoice], typer.Option(
     "--task-type", help="classification or regression; default: regression when predictions are non-integer floats.")]
 

@@ -102,7 +102,12 @@ Confidence = Annotated[float, typer.Option("--confidence", help="Confidence leve
 Power = Annotated[float, typer.Option(
     "--power", help="Power of the minimum detectable difference (with the confidence level as 1 − α).")]
 Boot = Annotated[int, typer.Option("--n-boot", help="Bootstrap resamples of every interval.")]
-Seed = Annotated[int, typer.Option("--seed", min=0, help="Seed of every resampling.")]
+Permutations = Annotated[int, typer.Option(
+    "--n-permutations", help="Sign flips (swaps of the two systems' paired values) of the paired permutation test; "
+    "all of them, exactly, when there are fewer.")]
+Seed = Annotated[int, typer.Option(
+    "--seed", min=0, help="Seed of every resampling (subsets: also the subsets', subset k drawn with seed + k).")]
+Top = Annotated[int, typer.Option("--top", min=0, help="How many of the most unstable examples to list (per task).")]
 
 
 @dataclass(frozen=True)

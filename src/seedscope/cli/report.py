@@ -17,6 +17,7 @@ from seedscope.cli.inputs import (
     DataDir,
     IdColumn,
     InputFormat,
+    Intersect,
     LabelColumn,
     LmEvalFilter,
     Metric,
@@ -29,7 +30,8 @@ from seedscope.cli.inputs import (
     Task,
     ignored_options,
 )
-from seedscope.cli.outputs import output_console, print_notes
+from seedscope.cli.outputs import Top, output_console, print_notes
+from seedscope.cli.subsets import SubsetSize
 from seedscope.errors import SeedscopeError
 
 HELP = (
@@ -85,10 +87,10 @@ def report_command(
     figures: Optional[Path] = typer.Option(None, "--figures", help="Folder for every figure as a separate file."),
     fig_format: Optional[FigFormat] = typer.Option(None, "--fig-format", help="Format of the --figures files (default png)."),
     unstable_csv: Optional[Path] = typer.Option(None, "--unstable-csv", help="Write the most unstable examples of every task as CSV."),
-    top: int = typer.Option(20, min=0, help="How many of the most unstable examples to list per task."),
+    top: Top = 20,
     task: Task = None,
     data_dir: DataDir = None,
-    intersect: bool = typer.Option(False, help="Use only the example ids that every run covers."),
+    intersect: Intersect = False,
     factor_scores: Optional[Path] = typer.Option(
         None, help="A factor score table (as for `seedscope factors analyze`) whose factor importance the report adds."
     ),
@@ -106,7 +108,7 @@ def report_command(
     subset_scores: Optional[list[Path]] = typer.Option(
         None, "--subset-scores", help="Score file(s) as for `seedscope subsets` (repeatable): adds the evaluation-subset seed section."
     ),
-    subset_size: Optional[int] = typer.Option(None, "--subset-size", help="Examples per subset (n); required with --subset-scores."),
+    subset_size: SubsetSize = None,
     subset_seeds: Optional[int] = typer.Option(None, "--subset-seeds", help="Number of subset seeds K (default 20, at least 2)."),
     subset_score: Optional[str] = typer.Option(
         None, "--subset-score", help="mean[:column] (default mean), accuracy[:prediction,label] or ratio:num,base,ref."

@@ -118,7 +118,8 @@ PredictOption = Annotated[Optional[Predict], typer.Option(
     "--predict", help="icl: score the label words' log-likelihood (default) or generate an answer.")]
 LmEvalInclude = Annotated[Optional[list[Path]], typer.Option(
     "--lm-eval-include", help="icl: a folder of your own lm-evaluation-harness task YAMLs, for --task lm-eval:<name> (repeatable).")]
-Out = Annotated[Optional[Path], typer.Option("--out", help="Experiment directory to create (or continue with --resume).")]
+Out = Annotated[Optional[Path], typer.Option(
+    "--out", help="Experiment directory to create (or continue with --resume; a demo reuses its own finished runs).")]
 Resume = Annotated[bool, typer.Option("--resume", help="Continue the experiment in --out: keep finished runs, redo the rest.")]
 FailFast = Annotated[bool, typer.Option("--fail-fast", help="Stop at the first failed run instead of recording it and going on.")]
 ExecutorOption = Annotated[Executor, typer.Option("--executor", help="local: runs here (one after another, or --parallel); ray: Ray tasks.")]
@@ -133,8 +134,11 @@ GpusPerRun = Annotated[float, typer.Option(
 CpusPerRun = Annotated[float, typer.Option("--cpus-per-run", min=0.01, help="CPUs per Ray run (its torch threads).")]
 MaxRetries = Annotated[int, typer.Option(
     "--max-retries", help="Ray: start a run again this often when its worker dies (killed, out of memory).")]
-DataDir = Annotated[Optional[Path], typer.Option(
-    "--data-dir", help="Folder laid out like glue/RTE/dev.tsv (default $SEEDSCOPE_DATA_DIR, else the hub).")]
+Seeds = Annotated[Optional[str], typer.Option(
+    "--seeds", help="Comma-separated seeds; default: the paper's 42,52,…,132 (demo: 42,52,62,72,82).")]
+PlanOnly = Annotated[bool, typer.Option(
+    "--plan-only", help="Print runs, training example-epochs and the estimated wall time (one short timed run per task); "
+    "store nothing.")]
 
 def execution_options(params: Mapping[str, Any]) -> ExecutionOptions:
     """The checked :class:`ExecutionOptions` of a command's parameters (``ctx.params``; each named as its field)."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
@@ -26,6 +26,8 @@ from seedscope.cli.outputs import (
     LatexFile,
     MarkdownFile,
     OutputFiles,
+    Permutations,
+    Seed,
     output_console,
     parse_int_list,
     print_notes,
@@ -34,6 +36,9 @@ from seedscope.errors import SeedscopeError
 
 if TYPE_CHECKING:
     import pandas as pd
+
+SubsetSize = Annotated[Optional[int], typer.Option(
+    "--subset-size", "-n", help="Examples per subset (n); report: required with --subset-scores.")]
 
 SUBSETS_HELP = """Evaluation-subset seed variance: does the seed that picks the evaluation subset change the result?
 
@@ -92,9 +97,9 @@ PAIR_HEADERS = {
 def subsets_command(
     ctx: typer.Context,
     scores: list[Path] = typer.Argument(..., help="Score files: one per system, or long tables with a system column."),
-    subset_size: int = typer.Option(..., "--subset-size", "-n", help="Examples per subset (n)."),
+    subset_size: SubsetSize = ...,
     n_seeds: int = typer.Option(20, "--n-seeds", "-k", help="Number of subset seeds K (at least 2)."),
-    seed: int = typer.Option(0, min=0, help="Base seed: subset k uses seed + k; also seeds the bootstrap and permutations."),
+    seed: Seed = 0,
     score: Optional[str] = typer.Option(
         None, help="Score files: mean[:column] (default: mean of column score), accuracy[:prediction,label] or "
         "ratio:num,base,ref. Predictions: per-example correctness.",
@@ -112,7 +117,7 @@ def subsets_command(
     sizes: Optional[str] = typer.Option(None, help="Comma-separated subset sizes for --target-cv (default: a geometric grid up to N)."),
     full_pool: bool = typer.Option(True, help="Bootstrap CI of each full-pool score and paired tests of each pair."),
     n_boot: Boot = 2000,
-    n_permutations: int = typer.Option(2000, help="Random swaps for the paired permutation test."),
+    n_permutations: Permutations = 2000,
     confidence: Confidence = 0.95,
     json_file: JsonFile = None,
     markdown_file: MarkdownFile = None,

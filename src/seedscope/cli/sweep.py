@@ -9,11 +9,11 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from seedscope.cli.inputs import DataDir
 from seedscope.cli.outputs import output_console, parse_int_list, resumable
 from seedscope.cli.run_options import (
     ConfigFile,
     CpusPerRun,
-    DataDir,
     Executor,
     ExecutorOption,
     FailFast,
@@ -22,6 +22,7 @@ from seedscope.cli.run_options import (
     MethodOption,
     Out,
     Parallel,
+    PlanOnly,
     Preset,
     LmEvalInclude,
     PredictOption,
@@ -31,6 +32,7 @@ from seedscope.cli.run_options import (
     RunChoice,
     Runner,
     RunnerOption,
+    Seeds,
     Settings,
     Shots,
     execution_options,
@@ -174,10 +176,6 @@ Tasks = Annotated[Optional[list[str]], typer.Option(
     "--task", help="Task(s): rte, sst2, cola, copa, stsb, superglue-rte … (repeat or comma-separate).")]
 Models = Annotated[Optional[list[str]], typer.Option(
     "--model", help="Hub id or local folder (repeat or comma-separate); all-minilm-l6-v2 and smollm2-135m-instruct are built in.")]
-Seeds = Annotated[Optional[str], typer.Option("--seeds", help="Comma-separated seeds; default: the paper's 42,52,…,132.")]
-PlanOnly = Annotated[bool, typer.Option(
-    "--plan-only", help="Print runs, training example-epochs and the estimated wall time (one short timed run per task); "
-    "store nothing.")]
 
 
 def sweep_command(

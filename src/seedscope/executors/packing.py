@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from typing import Iterator, Sequence
 
-from seedscope.errors import SeedscopeError
+from seedscope.errors import PackingWarning, SeedscopeError
 from seedscope.executors.base import (
     ExecutionSummary, Progress, Runner, data_dir_text, default_runner, error_text, record_outcome, runs_to_do,
 )
@@ -41,10 +41,6 @@ from seedscope.store import ExperimentStore
 POLL_SECONDS = 0.2
 #: seconds a worker gets to exit after it is told to stop (then it is killed)
 STOP_SECONDS = 5.0
-
-
-class PackingWarning(UserWarning):
-    """K runs will not fit in memory: fewer are packed."""
 
 
 class WorkerError(SeedscopeError):
