@@ -144,17 +144,18 @@ def test_help_lists_every_shipped_preset_with_its_description(command, capsys, m
         assert f"{path.stem}: {description[:60]}" in out, path.stem
 
 
-def test_demo_without_its_data_names_what_it_looked_for(tmp_path, monkeypatch, capsys):
+def test_demo_without_its_data_says_which_option_to_pass(tmp_path, monkeypatch, capsys):
     from seedscope.workflows import demos
 
     assert run_cli(["demo", "--out", str(tmp_path / "demo"), "--data-dir", str(tmp_path / "nowhere")]) == 2
     assert f"--data-dir names {tmp_path / 'nowhere'}, which is not a folder" in capsys.readouterr().err
     monkeypatch.delenv("SEEDSCOPE_DATA_DIR", raising=False)
-    monkeypatch.setattr(demos, "CHECKOUT_DATA_DIR", None)  # as an installed package
+    monkeypatch.setattr(demos, "CHECKOUT_DATA_DIR", None)  # as an installed package: the hub, offline here
     assert run_cli(["demo", "--out", str(tmp_path / "demo")]) == 2
     err = " ".join(capsys.readouterr().err.split())
-    assert "the demo needs the GLUE / SuperGLUE files and found none: no --data-dir, no $SEEDSCOPE_DATA_DIR" in err
+    assert "from the Hugging Face hub" in err and "pass --data-dir or set SEEDSCOPE_DATA_DIR" in err
     assert not (tmp_path / "demo").exists()
+
 
 def test_plan_only_prints_runs_example_epochs_and_time_and_stores_nothing(tmp_path, tiny_bert, data_dir, capsys):
     out = tmp_path / "exp"
