@@ -106,7 +106,8 @@ Permutations = Annotated[int, typer.Option(
     "--n-permutations", help="Sign flips (swaps of the two systems' paired values) of the paired permutation test; "
     "all of them, exactly, when there are fewer.")]
 Seed = Annotated[int, typer.Option(
-    "--seed", min=0, help="Seed of every resampling (subsets: also the subsets', subset k drawn with seed + k).")]
+    "--seed", min=0, help="Seed of every random draw: resamples, permutations, replayed orders (subsets: subset k is "
+    "drawn with seed + k).")]
 Top = Annotated[int, typer.Option("--top", min=0, help="How many of the most unstable examples to list (per task).")]
 
 
