@@ -79,6 +79,8 @@ def test_the_meta_demo_packs_its_sweep_and_every_study(monkeypatch, tmp_path, cl
     """The demo hands the packed execution to the sweep and to each factor study (both stand-ins record it)."""
     import types
 
+    import pandas as pd
+
     from seedscope.cli import demo
     from seedscope.executors import packing
     from seedscope.workflows import factor_studies
@@ -88,7 +90,7 @@ def test_the_meta_demo_packs_its_sweep_and_every_study(monkeypatch, tmp_path, cl
     seen = []
     monkeypatch.setattr(demo, "run_sweep", lambda config, console, **options: seen.append(options["execution"]))
     monkeypatch.setattr(demo, "show_meta_methods", lambda store, console: None)
-    summary = types.SimpleNamespace(summary=__import__("pandas").DataFrame(
+    summary = types.SimpleNamespace(summary=pd.DataFrame(
         {"importance": [0.1], "importance_ci_low": [0.0], "importance_ci_high": [0.2]}, index=["model_init"]))
     done = types.SimpleNamespace(analyze=lambda **_: [summary])
     monkeypatch.setattr(factor_studies, "run_factor_study",

@@ -61,8 +61,8 @@ Task = Annotated[Optional[str], typer.Option(
     "(run_glue.py predictions get their gold labels from it).")]
 DataDir = Annotated[Optional[Path], typer.Option(
     "--data-dir", help="Folder of the GLUE / SuperGLUE files, laid out like glue/RTE/dev.tsv: the runs' data, and the gold "
-    "labels and example texts of what is read (default $SEEDSCOPE_DATA_DIR; runs: else the hub; demo: else ../shared/data "
-    "beside a source checkout).")]
+    "labels and example texts of what is read (default $SEEDSCOPE_DATA_DIR, else the hub; the demo looks first in "
+    "../shared/data beside a source checkout).")]
 Intersect = Annotated[bool, typer.Option(
     "--intersect/--no-intersect", help="Use only the example ids that every run covers, and report how many were dropped.")]
 TaskType = Annotated[Optional[TaskTypeChoice], typer.Option(

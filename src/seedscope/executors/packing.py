@@ -11,9 +11,9 @@ executor for clusters). One pipe per worker, never one shared queue: a worker ki
 sending (the out-of-memory killer does not wait) can only break its own channel, where on a
 shared queue it would leave the writers' lock held and every other worker blocked. A worker
 that dies (killed, out of memory) has its run started once more in a new worker, then
-recorded failed with the reason, and the other workers go on. Before the pack
-grows beyond one run, the first run's measured peak memory (or the peak recorded by finished
-runs) is checked against the memory there is, and K is lowered, with a warning, to what fits.
+recorded failed with the reason, and the other workers go on. Before the pack grows beyond
+one run, the first run's measured peak memory (or the peak recorded by finished runs) is
+checked against the memory there is, and K is lowered, with a warning, to what fits.
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ def worker_environments(parallel: int, gpus: Sequence[str], cores: int) -> list[
     return [{"CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads}] * parallel
 
 
-def _work(slot: int, inbox, outbox: Connection, runner: Runner, data_dir: str | None) -> None:
+def _work(inbox, outbox: Connection, runner: Runner, data_dir: str | None) -> None:
     """A worker's loop: run each spec it is given and send its steps and outcome to the parent."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole terminal group; the parent stops us
     import torch  # only now: CUDA_VISIBLE_DEVICES and the thread counts were set for this process
@@ -82,16 +82,16 @@ def _work(slot: int, inbox, outbox: Connection, runner: Runner, data_dir: str | 
     torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
     while (job := inbox.get()) is not None:
         spec = RunSpec.from_dict(job)
-        outbox.send(("started", slot, spec.run_id))
+        outbox.send(("started", spec.run_id))
 
         def hook(done: int, total: int, run_id: str = spec.run_id) -> None:
-            outbox.send(("step", slot, run_id, done, total))
+            outbox.send(("step", run_id, done, total))
 
         try:
             outcome = runner(spec, data_dir, on_step=hook)
         except Exception as error:  # sent as its text: an exception object may not survive pickling
             outcome = WorkerError(error_text(error))
-        outbox.send(("finished", slot, spec.run_id, outcome, _device_memory()))
+        outbox.send(("finished", spec.run_id, outcome, _device_memory()))
 
 
 def _device_memory() -> dict:
@@ -129,6 +129,11 @@ class _Slot:
     spec: RunSpec | None = None
     started: bool = False
 
+    def close_outbox(self) -> None:
+        if self.outbox is not None:
+            self.outbox.close()
+            self.outbox = None
+
 
 @dataclass
 class _Pack:
@@ -147,31 +152,25 @@ class _Pack:
     attempts: dict[str, int] = field(default_factory=dict)
     device: dict = field(default_factory=dict)
 
-    def start_worker(self, slot: _Slot, index: int) -> None:
-        self.close_outbox(slot)  # a dead worker's channel may hold half a message
+    def start_worker(self, slot: _Slot) -> None:
+        slot.close_outbox()  # a dead worker's channel may hold half a message
         slot.inbox = self.context.Queue()
         slot.outbox, sending = self.context.Pipe(duplex=False)
         with _environment(slot.environment):
-            slot.process = self.context.Process(target=_work, args=(index, slot.inbox, sending, self.runner,
-                                                                    self.data_dir), daemon=True)
+            slot.process = self.context.Process(target=_work, args=(slot.inbox, sending, self.runner, self.data_dir),
+                                                daemon=True)
             slot.process.start()
         sending.close()  # the worker holds the only sending end: its death reads as the end of the pipe
 
-    @staticmethod
-    def close_outbox(slot: _Slot) -> None:
-        if slot.outbox is not None:
-            slot.outbox.close()
-            slot.outbox = None
-
     def assign(self, limit: int) -> None:
         """Give waiting runs to idle workers, at most ``limit`` runs busy at once."""
-        for index, slot in enumerate(self.slots):
+        for slot in self.slots:
             if not self.waiting or sum(s.spec is not None for s in self.slots) >= limit:
                 return
             if slot.spec is not None:
                 continue
             if slot.process is None or not slot.process.is_alive():
-                self.start_worker(slot, index)
+                self.start_worker(slot)
             slot.spec, slot.started = self.waiting.popleft(), False
             self.attempts[slot.spec.run_id] = self.attempts.get(slot.spec.run_id, 0) + 1
             slot.inbox.put(slot.spec.to_dict())
@@ -180,9 +179,9 @@ class _Pack:
     def busy(self) -> bool:
         return any(slot.spec is not None for slot in self.slots)
 
-    def handle(self, message: tuple) -> None:
-        kind, index, run_id = message[:3]
-        slot = self.slots[index]
+    def handle(self, slot: _Slot, message: tuple) -> None:
+        """A message from ``slot``'s worker: its run started, made a step, or finished."""
+        kind, run_id = message[:2]
         if slot.spec is None or slot.spec.run_id != run_id:
             return  # a message of a run this slot no longer holds
         if kind == "started":
@@ -192,11 +191,11 @@ class _Pack:
                 self.progress.run_started(slot.spec)
         elif kind == "step":
             if self.progress:
-                self.progress.step(slot.spec, message[3], message[4])
+                self.progress.step(slot.spec, message[2], message[3])
         else:
             spec, slot.spec = slot.spec, None
-            self.device.update(message[4])
-            self.finish(spec, message[3])
+            self.device.update(message[3])
+            self.finish(spec, message[2])
 
     def finish(self, spec: RunSpec, outcome) -> None:
         if self.progress:
@@ -228,12 +227,13 @@ class _Pack:
             if not ready:
                 return
             for outbox in ready:
+                slot = open_slots[outbox]
                 try:
                     message = outbox.recv()
                 except (EOFError, OSError, pickle.UnpicklingError):  # the worker ended, perhaps mid-message
-                    self.close_outbox(open_slots[outbox])
+                    slot.close_outbox()
                     continue
-                self.handle(message)
+                self.handle(slot, message)
 
     def stop(self) -> None:
         """Tell idle workers to exit, end the others (an interrupt, fail-fast); never leave one behind."""
@@ -249,7 +249,7 @@ class _Pack:
                 if slot.process.is_alive():
                     slot.process.kill()
                     slot.process.join()
-            self.close_outbox(slot)
+            slot.close_outbox()
 
 
 def death_reason(exitcode: int | None, attempts: int) -> str:
@@ -298,8 +298,8 @@ def execute(
     if progress:
         progress.start(len(todo))
     try:
-        for index, slot in enumerate(pack.slots):  # all start now: their imports overlap the first run
-            pack.start_worker(slot, index)
+        for slot in pack.slots:  # all start now: their imports overlap the first run
+            pack.start_worker(slot)
         while pack.waiting or pack.busy:
             if finished != len(summary.done) + len(summary.failed):  # a run ended: its peak memory may tell more
                 finished = len(summary.done) + len(summary.failed)
