@@ -21,7 +21,14 @@ OUT=$OUT python3 benchmarks/bench_gpu.py``. Dry run on a CPU with tiny sizes: ``
 .venv/bin/python benchmarks/bench_gpu.py``. Results go to ``$OUT/gpu.json`` after every stage; ``BUDGET``
 (seconds, default 420) skips stages that would start too late.
 """
-import json, os, shutil, subprocess, sys, tempfile, time, traceback  # noqa: E401
+import json  # noqa: E401
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
 
 T0 = time.time()
 BUDGET = float(os.environ.get("BUDGET", "420"))
@@ -37,7 +44,8 @@ os.environ["PYTHONPATH"] = os.pathsep.join([os.path.join(HERE, "src"), os.enviro
 sys.path.insert(0, os.path.join(HERE, "src"))
 res = {"stages": {}}
 
-import torch, transformers  # noqa: E402,E401
+import torch  # noqa: E402,E401
+import transformers
 
 CUDA = torch.cuda.is_available()
 res["env"] = {"torch": torch.__version__, "transformers": transformers.__version__,
@@ -114,7 +122,7 @@ build_models()
 
 
 def finetune(task, model, seed, hp):
-    from seedscope.runners import finetune as runner
+    from seedscope.runners.finetune import runner
 
     if CUDA:
         torch.cuda.synchronize()
@@ -185,7 +193,7 @@ def parallel_cli_large():
 def meta_cuda():
     import yaml
 
-    from seedscope.runners import meta
+    from seedscope.runners.meta import runner as meta
 
     with open(os.path.join(HERE, "src/seedscope/presets/minilm-meta-cpu.yaml")) as handle:
         hp = yaml.safe_load(handle)["hparams"]  # the preset's settings on the MiniLM-sized random encoder
@@ -206,7 +214,7 @@ def meta_cuda():
 
 @stage("generation", 40)
 def generation():
-    from seedscope.runners import icl
+    from seedscope.runners.icl import runner as icl
 
     hp = {"shots": 4, "prompt_format": "minimal", "predict": "generate", "batch_size": 32, "precision": "auto",
           "max_eval_examples": 20 if TINY else 200}

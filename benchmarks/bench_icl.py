@@ -36,11 +36,12 @@ from seedscope.config import resolve_model  # noqa: E402
 from seedscope.plan import FactorSeeds  # noqa: E402
 from seedscope.plan.hparams import ICLSettings  # noqa: E402
 from seedscope.prompts import build_prompts, get_format, get_task_prompt  # noqa: E402
+from seedscope.runners.checkpoints import gguf_folder  # noqa: E402
 from seedscope.runners.data import run_examples  # noqa: E402
-from seedscope.runners.icl import choose_demonstrations  # noqa: E402
-from seedscope.runners.language_models import gguf_folder, load_language_model  # noqa: E402
-from seedscope.runners.lm_scoring import generate, score_causal  # noqa: E402
-from seedscope.runners.lm_tokens import encode_requests  # noqa: E402
+from seedscope.runners.icl.language_models import load_language_model  # noqa: E402
+from seedscope.runners.icl.lm_scoring import generate, score_causal  # noqa: E402
+from seedscope.runners.icl.lm_tokens import encode_requests  # noqa: E402
+from seedscope.runners.icl.runner import choose_demonstrations  # noqa: E402
 from seedscope.tasks import get_task  # noqa: E402
 from seedscope.workflows.demos import demo_data_dir  # noqa: E402
 
@@ -73,8 +74,8 @@ def lm_eval_scorer(folder: str):
 
 def hf_generate(model, tokenizer, prompts) -> list[str]:
     """Greedy generation as seedscope did it before: ``model.generate`` on each batch's whole prompts."""
-    from seedscope.runners.lm_scoring import _padded
-    from seedscope.runners.lm_tokens import encode_texts
+    from seedscope.runners.icl.lm_scoring import _padded
+    from seedscope.runners.icl.lm_tokens import encode_texts
 
     ids = encode_texts(tokenizer, [prompts.prefix + query for query in prompts.queries])
     out = []

@@ -88,7 +88,7 @@ def main() -> None:
     limit = 16 if parser.parse_args().quick else 0
     python = sys.executable
     from seedscope.config import resolve_model
-    from seedscope.runners.language_models import gguf_folder
+    from seedscope.runners.checkpoints import gguf_folder
     from seedscope.store import ExperimentStore
 
     folder = str(gguf_folder(Path(resolve_model("smollm2-135m-instruct"))))

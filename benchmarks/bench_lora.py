@@ -25,7 +25,7 @@ import torch, transformers
 transformers.logging.set_verbosity_error()
 from seedscope.config import load_preset
 from seedscope.plan import FactorSeeds, RunSpec
-from seedscope.runners import finetune
+from seedscope.runners.finetune import runner as finetune
 from seedscope.workflows.demos import demo_data_dir
 
 torch.set_num_threads(2)

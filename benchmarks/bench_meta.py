@@ -26,13 +26,13 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
+from seedscope.config import load_preset  # noqa: E402
 from seedscope.plan.hparams import MetaSettings  # noqa: E402
 from seedscope.runners.data import candidate_examples  # noqa: E402
-from seedscope.runners.episodes import episode_stream, support_set  # noqa: E402
-from seedscope.runners.meta import build_model  # noqa: E402
-from seedscope.runners.meta_learners import TextCNN, TokenBatch, meta_train, predict  # noqa: E402
-from seedscope.runners.token_states import token_states  # noqa: E402
-from seedscope.config import load_preset  # noqa: E402
+from seedscope.runners.meta.episodes import episode_stream, support_set  # noqa: E402
+from seedscope.runners.meta.learners import TextCNN, TokenBatch, meta_train, predict  # noqa: E402
+from seedscope.runners.meta.runner import build_model  # noqa: E402
+from seedscope.runners.meta.token_states import token_states  # noqa: E402
 from seedscope.tasks import get_task  # noqa: E402
 from seedscope.workflows.demos import demo_data_dir, minilm_path  # noqa: E402
 

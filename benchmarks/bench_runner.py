@@ -1,6 +1,6 @@
 """Benchmark of seedscope's fine-tuning runner (real MiniLM, real SST-2 rows, CPU).
 
-1. Overhead: ``seedscope.runners.finetune.run`` against a plain Hugging Face ``Trainer``
+1. Overhead: ``seedscope.runners.finetune.runner.run`` against a plain Hugging Face ``Trainer``
    script on the same model, data and settings (both timed from loading to predictions;
    runs interleaved, best of three each). The two must also produce identical predictions.
 2. Dynamic padding (seedscope's default) against padding every batch to max length
@@ -24,11 +24,12 @@ import torch  # noqa: E402
 import transformers  # noqa: E402
 
 from seedscope.config import load_preset  # noqa: E402
-from seedscope.plan.seeds import FactorSeeds  # noqa: E402
 from seedscope.plan import RunSpec  # noqa: E402
-from seedscope.runners import finetune  # noqa: E402
-from seedscope.workflows.demos import demo_data_dir, minilm_path  # noqa: E402
+from seedscope.plan.seeds import FactorSeeds  # noqa: E402
+from seedscope.runners.finetune import runner as finetune  # noqa: E402
+from seedscope.runners.result import prediction_table  # noqa: E402
 from seedscope.tasks import get_task, load_examples  # noqa: E402
+from seedscope.workflows.demos import demo_data_dir, minilm_path  # noqa: E402
 
 transformers.logging.set_verbosity_error()
 transformers.utils.logging.disable_progress_bar()
@@ -49,8 +50,14 @@ def seedscope_run(**extra) -> tuple[float, finetune.RunResult]:
 
 def plain_trainer_script() -> tuple[float, np.ndarray]:
     """What a user would write: set_seed, tokenize, Trainer.train, Trainer.predict."""
-    from transformers import (AutoModelForSequenceClassification, AutoTokenizer, DataCollatorWithPadding, Trainer,
-                              TrainingArguments, set_seed)
+    from transformers import (
+        AutoModelForSequenceClassification,
+        AutoTokenizer,
+        DataCollatorWithPadding,
+        Trainer,
+        TrainingArguments,
+        set_seed,
+    )
 
     start = time.perf_counter()
     set_seed(SEED)
@@ -93,7 +100,7 @@ def main() -> None:
         seconds, logits = plain_trainer_script()
         plain.append(seconds)
     dev = load_examples("sst2", "validation", DATA_DIR).head(SETTINGS["max_eval_examples"])
-    same = finetune.prediction_table(result.run_id, dev, logits, get_task("sst2")).equals(result.predictions)
+    same = prediction_table(result.run_id, dev, logits, get_task("sst2")).equals(result.predictions)
     overhead = min(ours) / min(plain) - 1
 
     dynamic = result.timings["train_examples_per_second"]

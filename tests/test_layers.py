@@ -186,6 +186,66 @@ def test_a_back_arrow_is_caught(tmp_path):
     ]
 
 
+#: the runner families: each a sub-package of seedscope.runners that imports no other family
+RUNNER_FAMILIES = ("finetune", "icl", "meta")
+#: the most modules the shared room of seedscope.runners may hold beside the families
+MAX_SHARED_RUNNER_MODULES = 8
+
+
+def family_of(module: str) -> str | None:
+    """``seedscope.runners.icl.lm_scoring`` → ``icl``; a shared runner module (or none of the runners) → None."""
+    parts = module.split(".")
+    return parts[2] if parts[:2] == ["seedscope", "runners"] and len(parts) > 2 and parts[2] in RUNNER_FAMILIES else None
+
+
+def cross_family_imports(files, root: Path = SRC) -> list[str]:
+    """Every import of one runner family by another, or of a family by a shared runner module."""
+    problems = []
+    for path in files:
+        importer = module_name(path, root)
+        if not importer.startswith("seedscope.runners") or importer == "seedscope.runners":
+            continue
+        for line, imported in imports(path, root):
+            target = family_of(imported)
+            if target is not None and target != family_of(importer):
+                who = f"the {family_of(importer)} runner" if family_of(importer) else "a shared runner module"
+                problems.append(f"{path.relative_to(root)}:{line}: {importer} ({who}) imports {imported} (the {target} runner)")
+    return problems
+
+
+def test_no_runner_family_imports_another():
+    """Fine-tuning, in-context learning and meta-learning share only the modules of seedscope.runners itself."""
+    assert cross_family_imports(sorted(SRC.rglob("*.py"))) == []
+
+
+def test_a_cross_family_import_is_caught(tmp_path):
+    """The family check can fail: the meta runner borrowing the fine-tuning runner's code, a shared module a family's."""
+    for name, text in {
+        "seedscope/runners/meta/runner.py": "from seedscope.runners.finetune.runner import run\n",
+        "seedscope/runners/result.py": "\n\ndef f():\n    from seedscope.runners.icl import lm_scoring\n",
+    }.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    assert cross_family_imports(sorted(tmp_path.rglob("*.py")), root=tmp_path) == [
+        "seedscope/runners/meta/runner.py:1: seedscope.runners.meta.runner (the meta runner) imports "
+        "seedscope.runners.finetune.runner (the finetune runner)",
+        "seedscope/runners/result.py:4: seedscope.runners.result (a shared runner module) imports "
+        "seedscope.runners.icl.lm_scoring (the icl runner)",
+    ]
+
+
+def test_the_shared_runner_room_stays_small():
+    """The families live in sub-packages; seedscope.runners itself keeps only what every family shares."""
+    runners = SRC / "seedscope" / "runners"
+    shared = sorted(p.name for p in runners.glob("*.py"))
+    families = sorted(p.name for p in runners.iterdir() if p.is_dir() and (p / "__init__.py").is_file())
+    assert families == sorted(RUNNER_FAMILIES)
+    assert len(shared) <= MAX_SHARED_RUNNER_MODULES, shared
+    for family in families:  # each opens with what it runs and what it may import
+        doc = ast.get_docstring(ast.parse((runners / family / "__init__.py").read_text(encoding="utf-8"))) or ""
+        assert "May import" in doc, family
+
+
 @pytest.mark.parametrize("light", ["seedscope.errors", "seedscope", "seedscope.cli"])
 def test_light_imports_stay_light(light):
     """``import seedscope`` (lazy root), ``seedscope.errors`` and the command line (what ``seedscope --help`` and

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from seedscope.executors import local, ray as ray_executor
+from seedscope.executors import local
+from seedscope.executors import ray as ray_executor
 from seedscope.plan import plan_to_dict, seed_sweep
 from seedscope.store import ExperimentStore
 
@@ -48,7 +49,7 @@ def crash_first_attempt(marker_dir: str, spec, data_dir, on_step=None):
     import os
     from pathlib import Path
 
-    from seedscope.runners import finetune
+    from seedscope.runners.finetune import runner as finetune
 
     marker = Path(marker_dir) / spec.run_id
     if not marker.exists():

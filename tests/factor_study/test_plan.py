@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from seedscope.errors import SeedscopeError
-from seedscope.plan.seeds import FACTORS
 from seedscope.factor_study.plan import check_investigated, draw_seeds, factor_study_plan, parse_study_tag, study_tag
+from seedscope.plan.seeds import FACTORS
 
 
 def test_draw_seeds_without_replacement_reproducibly():
@@ -76,10 +76,11 @@ def test_in_context_runner_factors():
 
 def fingerprint(spec, data_dir, model_dir) -> dict:
     """Every random choice of a fine-tuning run, made exactly as the runner makes it."""
-    from seedscope.runners.data import run_examples
-    from seedscope.runners.models import load_model, load_model_config, load_tokenizer, model_kind
     from seedscope.plan.hparams import FinetuneSettings
-    from seedscope.runners.trainer import EpochSeededSampler
+    from seedscope.runners.checkpoints import load_model_config, load_tokenizer
+    from seedscope.runners.data import run_examples
+    from seedscope.runners.finetune.models import load_model, model_kind
+    from seedscope.runners.finetune.trainer import EpochSeededSampler
     from seedscope.tasks import get_task
 
     settings = FinetuneSettings.from_hparams(spec.hparams)

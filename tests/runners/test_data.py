@@ -3,9 +3,9 @@
 import numpy as np
 import pandas as pd
 
+from seedscope.plan.hparams import FinetuneSettings
 from seedscope.plan.seeds import FactorSeeds
 from seedscope.runners.data import balanced_subset, run_examples, stratified_split
-from seedscope.plan.hparams import FinetuneSettings
 from seedscope.tasks import get_task, load_examples
 
 RTE = get_task("rte")

@@ -10,8 +10,8 @@ import torch
 from seedscope.errors import SeedscopeError
 from seedscope.plan import RunSpec
 from seedscope.plan.seeds import FactorSeeds
-from seedscope.runners import finetune
 from seedscope.runners.environment import deterministic_mode
+from seedscope.runners.finetune import runner as finetune
 
 SMALL = {"max_train_examples": 16, "max_eval_examples": 12, "max_steps": 2, "per_device_train_batch_size": 8,
          "max_seq_length": 48}

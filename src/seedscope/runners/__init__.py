@@ -1,10 +1,15 @@
 """Runners: one run spec in, one :class:`~seedscope.runners.result.RunResult` out.
 
-:func:`run` picks the runner by the spec's method: fine-tuning (``full``, ``lora``,
-:mod:`.finetune`), in-context learning (``icl``, :mod:`.icl`) or meta-learning (``protonet``,
-``maml``, ``reptile``, :mod:`.meta`). Each is imported on first use, so a sweep of one kind
-never loads the others. Every run's timings get the peak memory it reached (what a packing
-executor needs to know how many runs fit side by side).
+:func:`run` picks the runner family by the spec's method and calls its ``runner.run``:
+fine-tuning (``full``, ``lora``; :mod:`.finetune`), in-context learning (``icl``, lm-eval tasks
+included; :mod:`.icl`) or meta-learning (``protonet``, ``maml``, ``reptile``; :mod:`.meta`).
+Each family is imported on first use, so a sweep of one kind never loads the others. A family
+imports only its own modules and the shared ones here — :mod:`.checkpoints` (finding and
+loading a checkpoint, the cache), :mod:`.data` (a run's examples), :mod:`.environment`
+(devices, precision, determinism, the environment record) and :mod:`.result` (the
+:class:`RunResult`, its prediction table and metrics, the progress hook) — never another
+family's. Every run's timings get the peak memory it reached (what a packing executor needs
+to know how many runs fit side by side).
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ def run(spec, data_dir: str | os.PathLike | None = None, *, on_step=None):
     prepare_process()  # before this process's first CUDA call
     if torch.cuda.is_available():
         torch.cuda.reset_peak_memory_stats()
-    result = importlib.import_module(f"seedscope.runners.{runner_of(spec.method)}").run(spec, data_dir, on_step=on_step)
+    result = importlib.import_module(f"seedscope.runners.{runner_of(spec.method)}.runner").run(spec, data_dir, on_step=on_step)
     result.timings.update(peak_memory())
     return result
 

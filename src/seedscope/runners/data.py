@@ -19,8 +19,8 @@ import numpy as np
 import pandas as pd
 
 from seedscope.errors import SeedscopeError
-from seedscope.plan.seeds import FactorSeeds
 from seedscope.plan.hparams import DataSettings
+from seedscope.plan.seeds import FactorSeeds
 from seedscope.tasks import DATA_DIR_ENV, TaskSpec, load_examples
 
 

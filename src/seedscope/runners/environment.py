@@ -161,3 +161,13 @@ def describe_environment() -> dict:
         "cudnn_benchmark": torch.backends.cudnn.benchmark,
         "cublas_workspace_config": os.environ.get("CUBLAS_WORKSPACE_CONFIG"),
     }
+
+
+def resolve_precision(requested: str) -> str:
+    """``auto`` → bf16 (fp16 without bf16 support) on a GPU, fp32 on CPU; half precision needs a GPU."""
+    cuda = torch.cuda.is_available()
+    if requested == "auto":
+        return ("bf16" if torch.cuda.is_bf16_supported() else "fp16") if cuda else "fp32"
+    if requested in ("bf16", "fp16") and not cuda:
+        raise SeedscopeError(f"precision {requested} needs a GPU; use precision auto or fp32 on this machine")
+    return requested

@@ -17,8 +17,8 @@ from seedscope.errors import SeedscopeError
 from seedscope.executors.base import ExecutionSummary, Progress, Runner
 from seedscope.executors.options import ExecutionOptions
 from seedscope.plan import RunSpec, plan_to_dict
-from seedscope.plan.runs import runner_of
 from seedscope.plan.hparams import FinetuneSettings
+from seedscope.plan.runs import runner_of
 from seedscope.store import ExperimentStore
 from seedscope.tasks import get_task, load_examples
 from seedscope.tasks.lm_eval_tasks import is_lm_eval_task
@@ -35,9 +35,10 @@ def as_config(config: SweepConfig | Mapping[str, Any] | str | os.PathLike) -> Sw
 
 def preflight(specs: list[RunSpec], data_dir: str | os.PathLike | None) -> None:
     """Fail before anything is written: data files readable, models found, methods supported."""
-    from seedscope.runners import icl, meta
-    from seedscope.runners.language_models import model_folder
-    from seedscope.runners.models import check_method, load_model_config, model_kind
+    from seedscope.runners.checkpoints import load_model_config, model_folder
+    from seedscope.runners.finetune.models import check_method, model_kind
+    from seedscope.runners.icl import runner as icl
+    from seedscope.runners.meta import runner as meta
 
     for spec in specs:  # what a runner cannot do at all, before any data is read
         if runner_of(spec.method) == "meta":

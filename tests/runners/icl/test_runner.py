@@ -15,9 +15,9 @@ from seedscope.errors import SeedscopeError
 from seedscope.plan import FactorSeeds, RunSpec
 from seedscope.plan.hparams import ICLSettings
 from seedscope.prompts import INVALID, build_prompts, get_format, get_task_prompt
-from seedscope.runners import icl
 from seedscope.runners.data import run_examples
-from seedscope.runners.lm_scoring import score_causal
+from seedscope.runners.icl import runner as icl
+from seedscope.runners.icl.lm_scoring import score_causal
 from seedscope.tasks import get_task
 
 BASE = FactorSeeds.tied(7)

@@ -7,14 +7,23 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from seedscope.runners.meta.learners import (
+    TextCNN,
+    adapt,
+    meta_train,
+    pack_tokens,
+    pooled_convolution,
+    predict,
+    prototype_logits,
+    prototypes,
+    reptile_step,
+    token_lengths,
+    window_index,
+)
 
 from seedscope.errors import SeedscopeError
-from seedscope.runners.episodes import episode_stream, support_set
-from seedscope.runners.meta_learners import (
-    TextCNN, adapt, meta_train, pack_tokens, pooled_convolution, predict, prototype_logits, prototypes, reptile_step,
-    token_lengths, window_index,
-)
 from seedscope.plan.runs import META_METHODS
+from seedscope.runners.meta.episodes import episode_stream, support_set
 
 LABELS = ("negative", "positive")
 

@@ -23,7 +23,7 @@ import pandas as pd
 import torch
 
 from seedscope.atomic import atomic_path
-from seedscope.runners.language_models import cache_dir
+from seedscope.runners.checkpoints import cache_dir
 
 #: bumped when how the states are computed changes (layer, order, batch layout), so that older kept states are not read
 STATES_VERSION = 1
@@ -41,7 +41,7 @@ def example_texts(frame: pd.DataFrame) -> list[Text]:
 def _encoder(folder: str, trust_remote_code: bool, device: str):
     from transformers import AutoModel
 
-    from seedscope.runners.models import from_pretrained_checked, load_tokenizer
+    from seedscope.runners.checkpoints import from_pretrained_checked, load_tokenizer
 
     model = from_pretrained_checked("weights", AutoModel.from_pretrained, folder, trust_remote_code=trust_remote_code, dtype=torch.float32)
     return model.to(device).eval(), load_tokenizer(folder, trust_remote_code)

@@ -3,7 +3,7 @@
 import torch
 from accelerate.data_loader import SeedableRandomSampler
 
-from seedscope.runners.trainer import EpochSeededSampler
+from seedscope.runners.finetune.trainer import EpochSeededSampler
 
 
 def test_matches_the_stock_trainer_permutation_epoch_by_epoch():

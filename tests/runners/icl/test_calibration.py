@@ -9,8 +9,8 @@ import pytest
 from seedscope.errors import SeedscopeError
 from seedscope.plan import FactorSeeds, RunSpec
 from seedscope.plan.hparams import ICLSettings
-from seedscope.runners import icl
-from seedscope.runners.calibration import calibrate, content_free_probabilities, content_free_rows, softmax
+from seedscope.runners.icl import runner as icl
+from seedscope.runners.icl.calibration import calibrate, content_free_probabilities, content_free_rows, softmax
 
 SEEDS = FactorSeeds.tied(3)
 

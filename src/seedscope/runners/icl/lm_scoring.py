@@ -2,7 +2,7 @@
 
 Scoring: the log-likelihood of each candidate answer after its prompt, summed over the answer's
 tokens, on exactly the ids lm-evaluation-harness's ``loglikelihood`` reads
-(:mod:`seedscope.runners.lm_tokens`: the whole string tokenized once, split at the context's
+(:mod:`seedscope.runners.icl.lm_tokens`: the whole string tokenized once, split at the context's
 length). For a causal model the shared prefix (question + demonstrations) is run once and its
 key/value cache is reused by every test example whose context starts with the prefix's ids;
 each test example's context is then read once, and the first token of every candidate answer
@@ -15,16 +15,13 @@ forward pass over the whole string to float tolerance (tested on the real SmolLM
 from __future__ import annotations
 
 import inspect
-from typing import Callable
 
 import numpy as np
 import torch
 
 from seedscope.prompts import Prompts
-from seedscope.runners.lm_tokens import encode_requests, encode_texts
-
-#: called with (batches done, batches in total)
-StepHook = Callable[[int, int], None]
+from seedscope.runners.icl.lm_tokens import encode_requests, encode_texts
+from seedscope.runners.result import StepHook
 
 
 def _device(model) -> torch.device:
@@ -180,7 +177,7 @@ def generate(model, tokenizer, prompts: Prompts, kind: str, *, batch_size: int =
              prefix_cache: bool = True, on_step: StepHook | None = None) -> list[str]:
     """The greedy continuation of every prompt (``max_new_tokens`` at most, fewer once every row has ended), as text.
 
-    The prompt's ids are those scoring reads (:func:`~seedscope.runners.lm_tokens.encode_texts` of the
+    The prompt's ids are those scoring reads (:func:`~seedscope.runners.icl.lm_tokens.encode_texts` of the
     whole text). A decoder-only model reads the ids every prompt shares (the demonstrations) once
     and continues each batch from their cache, the rest of each prompt left-padded, batched by
     length; an encoder-decoder model goes through ``model.generate``.

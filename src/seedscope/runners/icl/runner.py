@@ -32,15 +32,21 @@ from seedscope.plan import FactorSeeds, RunSpec
 from seedscope.plan.hparams import ICLSettings
 from seedscope.predictions import EXAMPLE_ID, LABEL, PREDICTION, RUN, UNCALIBRATED, prob_columns
 from seedscope.prompts import (
-    CONTINUATIONS, INVALID, QUERY, PromptFormat, TaskPrompt, build_prompts, get_format, get_task_prompt,
+    CONTINUATIONS,
+    INVALID,
+    QUERY,
+    PromptFormat,
+    TaskPrompt,
+    build_prompts,
+    get_format,
+    get_task_prompt,
 )
-from seedscope.runners.calibration import calibrate, content_free_probabilities, content_free_rows, softmax
 from seedscope.runners.data import run_examples
-from seedscope.runners.environment import describe_environment
-from seedscope.runners.finetune import prediction_table, resolve_precision, run_metrics
-from seedscope.runners.language_models import load_language_model
-from seedscope.runners.lm_scoring import StepHook, generate, score_causal, score_seq2seq
-from seedscope.runners.result import RunResult
+from seedscope.runners.environment import describe_environment, resolve_precision
+from seedscope.runners.icl.calibration import calibrate, content_free_probabilities, content_free_rows, softmax
+from seedscope.runners.icl.language_models import load_language_model
+from seedscope.runners.icl.lm_scoring import generate, score_causal, score_seq2seq
+from seedscope.runners.result import RunResult, StepHook, prediction_table, run_metrics
 from seedscope.tasks import TaskSpec, get_task
 from seedscope.tasks.lm_eval_tasks import is_lm_eval_task
 
@@ -87,11 +93,11 @@ def answer_to_label(text: str, prompt: TaskPrompt, choices=None) -> int | None:
 
 def check(spec: RunSpec, data_dir: str | os.PathLike | None = None) -> None:
     """Everything that can be wrong before a sweep starts: settings, verbaliser, model, chat template, shots."""
-    from seedscope.runners.language_models import lm_kind, model_folder
-    from seedscope.runners.models import load_model_config, load_tokenizer
+    from seedscope.runners.checkpoints import load_model_config, load_tokenizer, model_folder
+    from seedscope.runners.icl.language_models import lm_kind
 
     if is_lm_eval_task(spec.task):
-        from seedscope.runners import lm_eval_runner
+        from seedscope.runners.icl import lm_eval_runner
 
         return lm_eval_runner.check(spec, data_dir)
     settings = ICLSettings.from_hparams(spec.hparams)
@@ -129,7 +135,7 @@ def check_length(prompts, tokenizer, config) -> None:
 def run(spec: RunSpec, data_dir: str | os.PathLike | None = None, *, on_step: StepHook | None = None) -> RunResult:
     """Prompt ``spec.model`` on the task's evaluation examples with the run's demonstrations."""
     if is_lm_eval_task(spec.task):  # the harness's prompts and metrics (runners.lm_eval_runner)
-        from seedscope.runners import lm_eval_runner
+        from seedscope.runners.icl import lm_eval_runner
 
         return lm_eval_runner.run(spec, data_dir, on_step=on_step)
     started = time.perf_counter()

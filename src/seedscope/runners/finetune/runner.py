@@ -15,34 +15,19 @@ import os
 import tempfile
 import time
 
-import numpy as np
-import pandas as pd
 import torch
 from transformers import PrinterCallback, TrainingArguments
 
-from seedscope.errors import SeedscopeError
-from seedscope.metrics.macro import per_run_scores
 from seedscope.plan import RunSpec
-from seedscope.predictions import EXAMPLE_ID, LABEL, PREDICTION, PROB_PREFIX, RUN, align_runs
-from seedscope.runners.data import run_examples
-from seedscope.runners.environment import describe_environment, deterministic_mode
-from seedscope.runners.features import collator, encode, feature_length
-from seedscope.runners.language_models import model_folder
-from seedscope.runners.models import load_model, load_model_config, load_tokenizer, model_kind
-from seedscope.runners.result import RunResult
 from seedscope.plan.hparams import FinetuneSettings
-from seedscope.runners.trainer import SeededTrainer, StepHook, StepProgress
-from seedscope.tasks import TaskSpec, get_task
-
-
-def resolve_precision(requested: str) -> str:
-    """``auto`` → bf16 (fp16 without bf16 support) on a GPU, fp32 on CPU; half precision needs a GPU."""
-    cuda = torch.cuda.is_available()
-    if requested == "auto":
-        return ("bf16" if torch.cuda.is_bf16_supported() else "fp16") if cuda else "fp32"
-    if requested in ("bf16", "fp16") and not cuda:
-        raise SeedscopeError(f"precision {requested} needs a GPU; use precision auto or fp32 on this machine")
-    return requested
+from seedscope.runners.checkpoints import load_model_config, load_tokenizer, model_folder
+from seedscope.runners.data import run_examples
+from seedscope.runners.environment import describe_environment, deterministic_mode, resolve_precision
+from seedscope.runners.finetune.features import collator, encode, feature_length
+from seedscope.runners.finetune.models import load_model, model_kind
+from seedscope.runners.finetune.trainer import SeededTrainer, StepProgress
+from seedscope.runners.result import RunResult, StepHook, prediction_table, run_metrics
+from seedscope.tasks import get_task
 
 
 def training_arguments(settings: FinetuneSettings, spec: RunSpec, precision: str, output_dir: str) -> TrainingArguments:
@@ -137,28 +122,3 @@ def run(spec: RunSpec, data_dir: str | os.PathLike | None = None, *, on_step: St
         "eval_examples_per_second": len(eval_features) / eval_seconds if eval_seconds > 0 else float("nan"),
     }
     return RunResult(spec.run_id, table, metrics, timings, environment)
-
-
-def prediction_table(run_id: str, frame: pd.DataFrame, logits: np.ndarray, task: TaskSpec) -> pd.DataFrame:
-    """Predictions in the prediction-table format: label names and one probability per class."""
-    logits = np.asarray(logits, dtype=np.float64)
-    base = {RUN: run_id, EXAMPLE_ID: frame["example_id"].astype(str).to_numpy()}
-    if task.task_type == "regression":
-        return pd.DataFrame({**base, PREDICTION: logits.reshape(len(frame)), LABEL: frame["label"].astype(float).to_numpy()})
-    shifted = np.exp(logits - logits.max(axis=1, keepdims=True))
-    probabilities = shifted / shifted.sum(axis=1, keepdims=True)
-    names = np.array(task.label_names, dtype=object)
-    columns = {
-        **base,
-        PREDICTION: names[probabilities.argmax(axis=1)],
-        LABEL: names[frame["label"].astype(int).to_numpy()],
-    }
-    columns.update({f"{PROB_PREFIX}{name}": probabilities[:, j] for j, name in enumerate(task.label_names)})
-    return pd.DataFrame(columns)
-
-
-def run_metrics(table: pd.DataFrame, task: TaskSpec) -> dict:
-    """The run's macro metrics (``seedscope.metrics``): fractions, correlations for regression."""
-    task_type = "regression" if task.task_type == "regression" else "classification"
-    scores = per_run_scores(align_runs(table, task_type=task_type, source=f"run {table[RUN].iloc[0]}"))
-    return {name: float(value) for name, value in scores.iloc[0].items()}

@@ -8,10 +8,11 @@ import pytest
 import torch
 
 from seedscope.errors import SeedscopeError
-from seedscope.plan.seeds import FactorSeeds
 from seedscope.plan import RunSpec
+from seedscope.plan.seeds import FactorSeeds
 from seedscope.predictions import align_runs
-from seedscope.runners import finetune
+from seedscope.runners.finetune import runner as finetune
+from seedscope.runners.result import prediction_table
 from seedscope.tasks import get_task, load_examples
 
 SMALL = {
@@ -91,8 +92,14 @@ def test_result_is_a_valid_prediction_table_over_the_dev_ids(baseline, data_dir)
 
 
 def test_a_tied_run_reproduces_a_plain_set_seed_trainer_script(tiny_bert, data_dir, baseline):
-    from transformers import (AutoModelForSequenceClassification, AutoTokenizer, DataCollatorWithPadding, Trainer,
-                              TrainingArguments, set_seed)
+    from transformers import (
+        AutoModelForSequenceClassification,
+        AutoTokenizer,
+        DataCollatorWithPadding,
+        Trainer,
+        TrainingArguments,
+        set_seed,
+    )
 
     set_seed(42)
     tokenizer = AutoTokenizer.from_pretrained(tiny_bert)
@@ -113,7 +120,7 @@ def test_a_tied_run_reproduces_a_plain_set_seed_trainer_script(tiny_bert, data_d
         trainer.train()
         logits = trainer.predict(features(dev)).predictions
         torch.use_deterministic_algorithms(False)
-    plain = finetune.prediction_table(baseline.run_id, dev, logits, get_task("sst2"))
+    plain = prediction_table(baseline.run_id, dev, logits, get_task("sst2"))
     pd.testing.assert_frame_equal(plain, baseline.predictions, check_exact=True)
 
 

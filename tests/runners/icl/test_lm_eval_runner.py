@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from seedscope.plan import FactorSeeds, RunSpec
-from seedscope.runners import lm_eval_runner
+from seedscope.runners.icl import lm_eval_runner
 
 FIXTURES = Path(__file__).parent / "fixtures" / "lm_eval_tasks"
 sys.path.insert(0, str(FIXTURES))

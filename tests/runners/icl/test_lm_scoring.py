@@ -15,10 +15,10 @@ import torch
 from seedscope.plan import FactorSeeds
 from seedscope.plan.hparams import ICLSettings
 from seedscope.prompts import Prompts, build_prompts, get_format, get_task_prompt
-from seedscope.runners import icl
 from seedscope.runners.data import run_examples
-from seedscope.runners.lm_scoring import generate, score_causal
-from seedscope.runners.lm_tokens import encode_requests
+from seedscope.runners.icl import runner as icl
+from seedscope.runners.icl.lm_scoring import generate, score_causal
+from seedscope.runners.icl.lm_tokens import encode_requests
 from seedscope.tasks import get_task
 
 SEEDS = FactorSeeds.tied(7)

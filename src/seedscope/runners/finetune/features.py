@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from seedscope.runners.models import Kind
 from seedscope.plan.hparams import FinetuneSettings
+from seedscope.runners.finetune.models import Kind
 
 
 def encode(frame: pd.DataFrame, kind: Kind, tokenizer, max_length: int, regression: bool) -> list[dict]:
@@ -65,6 +65,6 @@ def collator(kind: Kind, tokenizer, settings: FinetuneSettings):
         return DataCollatorWithPadding(tokenizer, padding=padding, max_length=max_length)
     if kind == "choice_head":
         return DataCollatorForMultipleChoice(tokenizer, padding=padding, max_length=max_length)
-    from seedscope.runners.choice_lm import ChoiceLMCollator
+    from seedscope.runners.finetune.choice_lm import ChoiceLMCollator
 
     return ChoiceLMCollator(tokenizer.pad_token_id, max_length)

@@ -9,7 +9,9 @@ import torch
 from seedscope.errors import SeedscopeError
 from seedscope.plan import FactorSeeds, RunSpec
 from seedscope.plan.runs import META_METHODS
-from seedscope.runners import meta, run, token_states
+from seedscope.runners import run
+from seedscope.runners.meta import runner as meta
+from seedscope.runners.meta import token_states
 
 SMALL = {"max_train_examples": 80, "max_eval_examples": 24, "episodes": 4, "shots": 2, "queries": 3, "filters": 4,
          "max_seq_length": 24, "inner_steps": 1, "eval_inner_steps": 2}

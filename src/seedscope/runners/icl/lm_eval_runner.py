@@ -4,7 +4,7 @@ The harness builds each run's requests with the run's seeds (:mod:`seedscope.tas
 and owns the task's metrics: its filters and ``process_results`` turn the responses into each
 document's metrics, its aggregation into the run's. seedscope loads the model once per process
 and answers the requests: ``loglikelihood`` and ``multiple_choice`` requests with its cached
-scorer (:func:`~seedscope.runners.lm_scoring.score_causal`, the ids lm-eval's ``hf`` model
+scorer (:func:`~seedscope.runners.icl.lm_scoring.score_causal`, the ids lm-eval's ``hf`` model
 reads; documents sharing a prompt prefix — a description, ``first_n`` demonstrations — read it
 once), ``generate_until`` with its greedy generation, cut at the task's stop strings.
 
@@ -31,8 +31,7 @@ from seedscope.plan import RunSpec
 from seedscope.plan.hparams import ICLSettings
 from seedscope.predictions import EXAMPLE_ID, LABEL, PREDICTION, PROB_PREFIX, RUN
 from seedscope.prompts import CONTINUATIONS, QUERY, Prompts
-from seedscope.runners.lm_scoring import StepHook
-from seedscope.runners.result import RunResult
+from seedscope.runners.result import RunResult, StepHook
 from seedscope.tasks import lm_eval_tasks as harness
 
 LOGLIKELIHOODS = "loglikelihoods"
@@ -41,7 +40,7 @@ LOGLIKELIHOODS = "loglikelihoods"
 @functools.lru_cache(maxsize=1)
 def _model(model: str, precision: str, trust_remote_code: bool):
     """The language model, loaded once per process (every seed of a sweep reuses it)."""
-    from seedscope.runners.language_models import load_language_model
+    from seedscope.runners.icl.language_models import load_language_model
 
     loaded = load_language_model(model, precision, trust_remote_code)
     if loaded[2] != "causal":
@@ -64,8 +63,8 @@ def variant(spec: RunSpec, settings: ICLSettings) -> str:
 
 def check(spec: RunSpec, data_dir: str | os.PathLike | None = None) -> None:
     """Before a sweep: the version, the task and its variants (loadable, scorable, the same documents), the model."""
-    from seedscope.runners.language_models import lm_kind, model_folder
-    from seedscope.runners.models import load_model_config
+    from seedscope.runners.checkpoints import load_model_config, model_folder
+    from seedscope.runners.icl.language_models import lm_kind
 
     settings = ICLSettings.from_hparams(spec.hparams)
     include = tuple(settings.lm_eval_include)
@@ -85,8 +84,7 @@ def check(spec: RunSpec, data_dir: str | os.PathLike | None = None) -> None:
 
 def run(spec: RunSpec, data_dir: str | os.PathLike | None = None, *, on_step: StepHook | None = None) -> RunResult:
     """Answer the harness's requests of one seeded run and keep what the harness makes of them."""
-    from seedscope.runners.environment import describe_environment
-    from seedscope.runners.finetune import resolve_precision
+    from seedscope.runners.environment import describe_environment, resolve_precision
 
     started = time.perf_counter()
     settings = ICLSettings.from_hparams(spec.hparams)
@@ -145,7 +143,7 @@ def shared_prefix(contexts: list[str]) -> str:
 
 def answer(task, docs, model, tokenizer, settings: ICLSettings, on_step: StepHook | None) -> Prompts:
     """Fill every request's ``resps`` as lm-eval's ``hf`` model would; return the prompts asked."""
-    from seedscope.runners.lm_scoring import generate, score_causal
+    from seedscope.runners.icl.lm_scoring import generate, score_causal
 
     rows = _rows(docs)
     contexts = [context for _, context, _ in rows]

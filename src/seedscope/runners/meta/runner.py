@@ -31,15 +31,13 @@ from seedscope.errors import SeedscopeError
 from seedscope.plan import RunSpec
 from seedscope.plan.hparams import MetaSettings
 from seedscope.predictions import EXAMPLE_ID
+from seedscope.runners.checkpoints import model_folder
 from seedscope.runners.data import candidate_examples, run_examples, select_examples
 from seedscope.runners.environment import compute_device, describe_environment, deterministic_mode
-from seedscope.runners.episodes import episode_stream, support_set
-from seedscope.runners.finetune import prediction_table, run_metrics
-from seedscope.runners.language_models import model_folder
-from seedscope.runners.meta_learners import TextCNN, meta_train, predict
-from seedscope.runners.result import RunResult
-from seedscope.runners.token_states import token_states
-from seedscope.runners.trainer import StepHook
+from seedscope.runners.meta.episodes import episode_stream, support_set
+from seedscope.runners.meta.learners import TextCNN, meta_train, predict
+from seedscope.runners.meta.token_states import token_states
+from seedscope.runners.result import RunResult, StepHook, prediction_table, run_metrics
 from seedscope.tasks import TaskSpec, get_task
 
 
@@ -52,7 +50,7 @@ def check_task(task: TaskSpec) -> None:
 
 def check(spec: RunSpec, data_dir: str | os.PathLike | None = None) -> None:
     """Everything that can be wrong before a sweep starts: settings, task, encoder, enough examples per class."""
-    from seedscope.runners.models import load_model_config
+    from seedscope.runners.checkpoints import load_model_config
 
     settings = MetaSettings.from_hparams(spec.hparams)
     task = get_task(spec.task)

@@ -7,9 +7,9 @@ import pytest
 import torch
 
 from seedscope.plan import FactorSeeds, RunSpec
-from seedscope.runners import finetune
-from seedscope.runners.base_weights import checkpoint_tensors, shared_base_model
-from seedscope.runners.models import HEAD_MODULES
+from seedscope.runners.finetune import runner as finetune
+from seedscope.runners.finetune.base_weights import checkpoint_tensors, shared_base_model
+from seedscope.runners.finetune.models import HEAD_MODULES
 
 SMALL = {"max_train_examples": 32, "max_eval_examples": 16, "num_train_epochs": 1, "per_device_train_batch_size": 8,
          "max_seq_length": 48, "learning_rate": 5e-3, "lora_r": 4, "lora_dropout": 0.1}

@@ -1,9 +1,10 @@
-"""Load a checkpoint for a task: tokenizer, the right head, LoRA, decoder-only padding.
+"""A fresh model to fine-tune on a task: the right head, LoRA, decoder-only padding.
 
 Three model kinds cover every task: ``sequence`` (AutoModelForSequenceClassification, also
 regression with one output), ``choice_head`` (AutoModelForMultipleChoice) and ``choice_lm``
 (a causal LM that scores each candidate, for decoder-only models, which have no
-multiple-choice head). Loading problems become :class:`SeedscopeError` with one sentence.
+multiple-choice head). Loading problems become :class:`SeedscopeError` with one sentence
+(:mod:`seedscope.runners.checkpoints`).
 """
 
 from __future__ import annotations
@@ -12,55 +13,13 @@ from typing import Literal
 
 from seedscope.errors import SeedscopeError
 from seedscope.plan.hparams import FinetuneSettings
+from seedscope.runners.checkpoints import from_pretrained_checked
 from seedscope.tasks import TaskSpec
 
 Kind = Literal["sequence", "choice_head", "choice_lm"]
 
 #: top-level modules that are a task head (trained in full under LoRA)
 HEAD_MODULES = ("pre_classifier", "classifier", "score")
-
-
-def _offline_hint() -> str:
-    from huggingface_hub import constants
-
-    return " (offline mode is on, so only local folders and the Hugging Face cache are searched)" if constants.HF_HUB_OFFLINE else ""
-
-
-def from_pretrained_checked(what: str, loader, model: str, **kwargs):
-    """Call a ``from_pretrained`` and turn "not found" into one clear sentence."""
-    try:
-        return loader(model, **kwargs)
-    except OSError as error:
-        raise SeedscopeError(
-            f"model {model!r} not found: no local folder with its {what} and no hub copy could be loaded"
-            f"{_offline_hint()}"
-        ) from error
-    except ValueError as error:  # unrecognised architecture, malformed hub id, code that is not trusted
-        if "trust_remote_code" in str(error):
-            raise SeedscopeError(
-                f"model {model!r} needs its own code; re-run with trust_remote_code: true if you trust it"
-            ) from error
-        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise SeedscopeError(f"model {model!r} cannot be loaded: {reason}") from error
-
-
-def load_model_config(model: str, trust_remote_code: bool = False):
-    """The checkpoint's Hugging Face config (architecture, labels), from the hub or a local folder."""
-    from transformers import AutoConfig
-
-    return from_pretrained_checked("config.json", AutoConfig.from_pretrained, model, trust_remote_code=trust_remote_code)
-
-
-def load_tokenizer(model: str, trust_remote_code: bool = False):
-    """The checkpoint's tokenizer, with a pad token (decoder-only tokenizers often lack one)."""
-    from transformers import AutoTokenizer
-
-    tokenizer = from_pretrained_checked("tokenizer", AutoTokenizer.from_pretrained, model, trust_remote_code=trust_remote_code)
-    if tokenizer.pad_token is None:
-        if tokenizer.eos_token is None and tokenizer.unk_token is None:
-            raise SeedscopeError(f"model {model!r}: its tokenizer has no pad, end-of-sequence or unknown token to pad with")
-        tokenizer.pad_token = tokenizer.eos_token if tokenizer.eos_token is not None else tokenizer.unk_token
-    return tokenizer
 
 
 def model_kind(config, task: TaskSpec) -> Kind:
@@ -87,11 +46,10 @@ def load_model(model: str, kind: Kind, task: TaskSpec, settings: FinetuneSetting
 
     The caller seeds the global RNG with the ``model_init`` seed right before this call. Under
     LoRA the frozen base weights of a local checkpoint are one shared copy per process
-    (:mod:`seedscope.runners.base_weights`); full fine-tuning gets its own copy.
+    (:mod:`seedscope.runners.finetune.base_weights`); full fine-tuning gets its own copy.
     """
-    import transformers
-
     import torch
+    import transformers
 
     # fp32 master weights whatever the checkpoint's dtype: bf16/fp16 is the Trainer's autocast
     common = {"trust_remote_code": settings.trust_remote_code, "dtype": torch.float32}
@@ -105,7 +63,7 @@ def load_model(model: str, kind: Kind, task: TaskSpec, settings: FinetuneSetting
             "choice_head": transformers.AutoModelForMultipleChoice}.get(kind, transformers.AutoModelForCausalLM)
     network = None
     if method == "lora" and not settings.trust_remote_code:  # the base stays frozen: share one copy per process
-        from seedscope.runners.base_weights import shared_base_model
+        from seedscope.runners.finetune.base_weights import shared_base_model
 
         config = from_pretrained_checked("config.json", transformers.AutoConfig.from_pretrained, model, **labels)
         network = shared_base_model(auto, model, config, HEAD_MODULES)
@@ -116,7 +74,7 @@ def load_model(model: str, kind: Kind, task: TaskSpec, settings: FinetuneSetting
     if method == "lora":
         network = add_lora(network, settings, kind)
     if kind == "choice_lm":
-        from seedscope.runners.choice_lm import ChoiceScorer
+        from seedscope.runners.finetune.choice_lm import ChoiceScorer
 
         network = ChoiceScorer(network)
     return network

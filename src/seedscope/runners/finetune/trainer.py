@@ -11,15 +11,12 @@ dataset order (predictions line up with example ids).
 
 from __future__ import annotations
 
-from typing import Callable
-
 import torch
 from torch.utils.data import Sampler, SequentialSampler
 from transformers import Trainer, TrainerCallback
 from transformers.trainer_pt_utils import LengthGroupedSampler
 
-#: progress hook: called with (steps done, total steps) after every optimiser step
-StepHook = Callable[[int, int], None]
+from seedscope.runners.result import StepHook
 
 
 class EpochSeededSampler(Sampler[int]):
