@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests" / "runners" / "fixtures" / "lm_eval_tasks"))
+sys.path.insert(0, str(REPO / "tests" / "runners" / "icl" / "fixtures" / "lm_eval_tasks"))
 from write_tasks import write_tasks  # noqa: E402
 
 SEEDS = [1, 2, 3, 4, 5]

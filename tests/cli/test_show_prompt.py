@@ -11,7 +11,7 @@ import pytest
 
 from seedscope.store import ExperimentStore
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "runners"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "runners" / "icl"))
 from test_lm_scoring import lm_eval_pair  # noqa: E402  (the field's split, written out in that test)
 
 RUN = "sst2__tiny-chat-llama0__icl__s1"

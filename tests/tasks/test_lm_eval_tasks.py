@@ -11,7 +11,7 @@ from seedscope.errors import SeedscopeError
 from seedscope.plan import FactorSeeds
 from seedscope.tasks import lm_eval_tasks as harness
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "runners" / "fixtures" / "lm_eval_tasks"))
+sys.path.insert(0, str(Path(__file__).parents[1] / "runners" / "icl" / "fixtures" / "lm_eval_tasks"))
 from write_tasks import write_tasks  # noqa: E402
 
 
