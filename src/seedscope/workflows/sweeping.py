@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import os
 from functools import partial
+from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from seedscope.atomic import writable_folder
 from seedscope.config import SweepConfig, build_config, load_config
 from seedscope.errors import SeedscopeError
 from seedscope.executors.base import ExecutionSummary, Progress, Runner
@@ -34,11 +36,12 @@ def as_config(config: SweepConfig | Mapping[str, Any] | str | os.PathLike) -> Sw
 
 
 def preflight(specs: list[RunSpec], data_dir: str | os.PathLike | None) -> None:
-    """Fail before anything is written: data files readable, models found, methods supported."""
+    """Fail before anything is written: the cache writable, data files readable, models found, methods supported."""
     from seedscope.runners import icl, meta
     from seedscope.runners.language_models import model_folder
     from seedscope.runners.models import check_method, load_model_config, model_kind
 
+    check_cache(specs)
     for spec in specs:  # what a runner cannot do at all, before any data is read
         if runner_of(spec.method) == "meta":
             meta.check_task(get_task(spec.task))
@@ -58,6 +61,17 @@ def preflight(specs: list[RunSpec], data_dir: str | os.PathLike | None) -> None:
         config = load_model_config(model_folder(spec.model), settings.trust_remote_code)
         model_kind(config, get_task(spec.task))
         check_method(config, spec.method, settings)
+
+
+def check_cache(specs: Sequence[RunSpec]) -> None:
+    """The cache a plan writes to (a GGUF model's converted folder, meta-learning's token states) must be a folder
+    this process can write: checked first, since the work that fills it (25 s to convert a GGUF model) writes there
+    only at its end."""
+    from seedscope.runners.language_models import CACHE_ENV, cache_dir
+
+    if any(Path(spec.model).suffix == ".gguf" or runner_of(spec.method) == "meta" for spec in specs):
+        writable_folder(cache_dir(), "the cache folder", f"set ${CACHE_ENV} to a folder you can write (converted GGUF "
+                        "models and token states are kept there)")
 
 
 def sweep(
@@ -112,6 +126,8 @@ def sweep(
         raise SeedscopeError("no output directory: pass --out DIR (or set out: in the config)")
     data_dir = data_dir or config.data_dir
     executor_for(execution)  # an executor that cannot run is refused before anything is written
+    if resume:
+        ExperimentStore.check_resumable(out)
     specs = list(specs) if specs is not None else config.run_specs()
     preflight(specs, data_dir)
     store = ExperimentStore.create(out, plan_to_dict(specs), resume=resume)
