@@ -64,14 +64,14 @@ def preflight(specs: list[RunSpec], data_dir: str | os.PathLike | None) -> None:
 
 
 def check_cache(specs: Sequence[RunSpec]) -> None:
-    """The cache a plan writes to (a GGUF model's converted folder, meta-learning's token states) must be a folder
-    this process can write: checked first, since the work that fills it (25 s to convert a GGUF model) writes there
-    only at its end."""
+    """A plan of a GGUF model needs the cache, where the model's converted folder is kept, to be a folder this
+    process can write: checked first, since the conversion (some 25 s) writes there only at its end. (Meta-learning's
+    token states go on without a cache they cannot write, so they need no check.)"""
     from seedscope.runners.language_models import CACHE_ENV, cache_dir
 
-    if any(Path(spec.model).suffix == ".gguf" or runner_of(spec.method) == "meta" for spec in specs):
+    if any(Path(spec.model).suffix == ".gguf" for spec in specs):
         writable_folder(cache_dir(), "the cache folder", f"set ${CACHE_ENV} to a folder you can write (converted GGUF "
-                        "models and token states are kept there)")
+                        "models are kept there)")
 
 
 def sweep(
