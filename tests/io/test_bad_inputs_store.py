@@ -94,17 +94,18 @@ def test_damaged_seeds_still_stop_the_analysis(store, cli):
     assert code == 2 and f"run {second} is damaged in the catalog" in _said(out, err)
 
 
-def test_a_store_another_process_writes_is_locked_at_once(store, cli):
+def test_a_store_another_process_writes_is_locked_at_once(store, cli, tiny_bert, data_dir):
     code = (f"import sqlite3, time; db = sqlite3.connect({str(store.path / CATALOG)!r}, isolation_level=None); "
             "db.execute('BEGIN EXCLUSIVE'); print('held', flush=True); time.sleep(60)")
     holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "held"
-        for command in ("status", "verify", "analyze"):
+        for args in (["status", str(store.path)], ["verify", str(store.path)], ["analyze", str(store.path)],
+                     sweep_args(tiny_bert, store.path, data_dir, "--resume")):
             started = time.monotonic()
-            code, out, err = cli([command, str(store.path)])
+            code, out, err = cli(args)
             said = _said(out, err)
-            assert code == 2 and time.monotonic() - started < 15, (command, said)
+            assert code == 2 and time.monotonic() - started < 15, (args, said)
             assert "is locked: another process" in said and "damaged —" in said and "Traceback" not in said
     finally:
         holder.kill()

@@ -55,7 +55,7 @@ def lock_holders(path: Path) -> list[int]:
     pids = []
     for line in lines:
         fields = line.split()
-        if "WRITE" in fields and device in fields:
+        if "WRITE" in fields and device in fields and "->" not in fields:  # "->": a request waiting, not a holder
             pid = fields[fields.index("WRITE") + 1]
             if pid.isdigit() and int(pid) not in (0, os.getpid()) and int(pid) not in pids:
                 pids.append(int(pid))
