@@ -15,9 +15,12 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
+import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
+
+from seedscope.errors import SeedscopeError
 
 
 @contextmanager
@@ -98,3 +101,17 @@ def move_into_place(staged: Path, target: str | os.PathLike) -> None:
 def discard(staged: Path) -> None:
     """Remove a staged file or folder that will not be moved into place."""
     shutil.rmtree(staged) if staged.is_dir() else staged.unlink(missing_ok=True)
+
+
+def writable_folder(path: str | os.PathLike, what: str, fix: str) -> Path:
+    """``path`` as a folder this process can write in (made when missing), or one sentence naming ``what``, why
+    and the ``fix``: checked before long work whose result is written there only at its end."""
+    path = Path(path)
+    try:
+        if path.exists() and not path.is_dir():
+            raise SeedscopeError(f"{what} {path} is a file, not a folder; {fix}")
+        path.mkdir(parents=True, exist_ok=True)
+        tempfile.TemporaryFile(dir=path).close()  # what the folder's permissions and file system really allow
+    except OSError as error:
+        raise SeedscopeError(f"{what} {path} cannot be written ({error.strerror or error}); {fix}") from error
+    return path

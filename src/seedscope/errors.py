@@ -77,5 +77,10 @@ class ReadingChoiceWarning(SeedscopeWarning):
     """A choice made while reading a file (the lm-eval filter used, the column taken as the run)."""
 
 
+class DamagedEntryWarning(SeedscopeWarning):
+    """A cell of a run's catalog entry cannot be read, and what does not need it (the run's checksummed
+    predictions) was read without it."""
+
+
 class PackingWarning(SeedscopeWarning):
     """``--parallel K`` runs will not fit in memory at once: fewer are packed."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import warnings
 from enum import Enum
 
@@ -9,6 +10,10 @@ import pytest
 
 from seedscope.errors import SeedscopeError
 from seedscope.executors.options import ExecutionOptions
+
+
+def test_the_largest_parallel_is_accepted():
+    assert ExecutionOptions(parallel=256).parallel == 256
 
 
 def test_the_defaults_run_one_after_another_here():
@@ -25,8 +30,12 @@ def test_an_enum_value_is_kept_as_its_string():
 
 @pytest.mark.parametrize("keywords, message", [
     ({"executor": "dask"}, "unknown executor 'dask'; use local or ray"),
-    ({"parallel": 0}, "--parallel must be a whole number of runs, 1 or more, not 0"),
-    ({"parallel": 2.5}, "--parallel must be a whole number of runs, 1 or more, not 2.5"),
+    ({"parallel": 0}, "--parallel must be a whole number of runs from 1 to 256 (each is a worker process of its own), not 0"),
+    ({"parallel": 2.5}, "--parallel must be a whole number of runs from 1 to 256 (each is a worker process of its own), "
+                        "not 2.5"),
+    ({"parallel": 257}, "--parallel must be a whole number of runs from 1 to 256"),
+    ({"parallel": 10**20}, "--parallel must be a whole number of runs from 1 to 256 (each is a worker process of its "
+                           "own), not 100000000000000000000"),
     ({"parallel": True}, "--parallel must be a whole number of runs"),
     ({"ray_address": "auto"}, "--ray-address and --gpus-per-run need --executor ray"),
     ({"gpus_per_run": 0.5}, "--ray-address and --gpus-per-run need --executor ray"),
@@ -37,7 +46,7 @@ def test_an_enum_value_is_kept_as_its_string():
     ({"max_retries": -1}, "--max-retries must be 0 or more, got -1"),
 ])
 def test_each_wrong_option_is_one_message(keywords, message):
-    with pytest.raises(SeedscopeError, match=message.replace("(", r"\(").replace(".", r"\.")):
+    with pytest.raises(SeedscopeError, match=re.escape(message)):
         ExecutionOptions(**keywords)
 
 

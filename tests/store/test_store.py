@@ -172,7 +172,12 @@ def test_non_store_directories_and_files_are_refused(tmp_path):
     (tmp_path / "busy").mkdir()
     (tmp_path / "busy" / "notes.txt").write_text("mine")
     with pytest.raises(SeedscopeError, match="busy is not empty and is not a seedscope experiment directory"):
+        ExperimentStore.create(tmp_path / "busy", _plan())
+    with pytest.raises(SeedscopeError, match="nothing to resume: .*busy holds no experiment .no catalog.sqlite.; to "
+                                             "start a new sweep there, run the same command without --resume"):
         ExperimentStore.create(tmp_path / "busy", _plan(), resume=True)
+    with pytest.raises(SeedscopeError, match="nothing to resume: .*nowhere does not exist"):
+        ExperimentStore.create(tmp_path / "nowhere", _plan(), resume=True)
     (tmp_path / "file").write_text("x")
     with pytest.raises(SeedscopeError, match="file is a file"):
         ExperimentStore.create(tmp_path / "file", _plan())

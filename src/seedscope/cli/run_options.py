@@ -125,7 +125,8 @@ FailFast = Annotated[bool, typer.Option("--fail-fast", help="Stop at the first f
 ExecutorOption = Annotated[Executor, typer.Option("--executor", help="local: runs here (one after another, or --parallel); ray: Ray tasks.")]
 PARALLEL_OPTION = typer.Option(
     "--parallel", min=1, help="Runs at once on this machine, each in its own process: on a CPU the cores are split "
-    "between them, on a GPU they share it (K per GPU when there are several). Check the fit with --plan-only.")
+    "between them, on a GPU they share it (K per GPU when there are several); at most 256. Check the fit with "
+    "--plan-only.")
 Parallel = Annotated[int, PARALLEL_OPTION]
 RayAddress = Annotated[Optional[str], typer.Option(
     "--ray-address", help="Join this Ray cluster (e.g. auto); default: start a local one.")]

@@ -17,6 +17,9 @@ from seedscope.errors import SeedscopeError
 
 #: the executors seedscope ships
 EXECUTORS = ("local", "ray")
+#: the most runs ``--parallel`` packs (per GPU): each is a worker process that imports torch (about half a GiB before
+#: any model), so 256 of them already need 128 GiB; a larger number is a typo, and the memory fit lowers it anyway
+MAX_PARALLEL = 256
 
 
 @dataclass(frozen=True)
@@ -34,7 +37,8 @@ class ExecutionOptions:
     executor : {"local", "ray"}, default "local"
         Run here, or as Ray tasks.
     parallel : int, default 1
-        Runs at once on this machine (local only), each in a worker process.
+        Runs at once on this machine (local only, per GPU when there are GPUs), each in a worker process; at most
+        :data:`MAX_PARALLEL` (256).
     ray_address : str, optional
         A Ray cluster to join (``auto``); default: start a local one.
     gpus_per_run, cpus_per_run : float
@@ -73,8 +77,9 @@ class ExecutionOptions:
         object.__setattr__(self, "executor", executor)
         if executor not in EXECUTORS:
             raise SeedscopeError(f"unknown executor {executor!r}; use local or ray")
-        if isinstance(self.parallel, bool) or not isinstance(self.parallel, int) or self.parallel < 1:
-            raise SeedscopeError(f"--parallel must be a whole number of runs, 1 or more, not {self.parallel!r}")
+        if isinstance(self.parallel, bool) or not isinstance(self.parallel, int) or not 1 <= self.parallel <= MAX_PARALLEL:
+            raise SeedscopeError(f"--parallel must be a whole number of runs from 1 to {MAX_PARALLEL} (each is a worker "
+                                 f"process of its own), not {self.parallel!r}")
         if executor == "local" and (self.ray_address or self.gpus_per_run):
             raise SeedscopeError("--ray-address and --gpus-per-run need --executor ray")
         if executor == "ray" and self.parallel > 1:

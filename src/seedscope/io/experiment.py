@@ -83,7 +83,7 @@ def _with_prompts(table: pd.DataFrame, paths: list[Path]) -> pd.DataFrame:
         return table
     frames = []
     for store in stores:
-        runs = store.runs()
+        runs = views.run_index(store)  # not its metrics: a damaged one is a note of the predictions' reader
         prompted = runs[(runs["status"] == "done") & (runs["method"] == "icl")]
         for task, group in prompted.groupby("task", sort=False):
             run_id = group["run_id"].iloc[0]

@@ -88,6 +88,8 @@ class ExperimentStore:
     def _create(cls, path: Path, plan: Mapping[str, Any], resume: bool) -> "ExperimentStore":
         if path.exists() and not path.is_dir():
             raise SeedscopeError(f"{path} is a file, not an experiment directory")
+        if resume:
+            cls.check_resumable(path)
         if (path / CATALOG).is_file():
             store = cls.open(path)
             if store.plan_hash() != plan_hash(plan):
@@ -119,6 +121,14 @@ class ExperimentStore:
         store = cls(path)
         store.catalog.check_readable()
         return store
+
+    @classmethod
+    def check_resumable(cls, path: str | Path) -> None:
+        """Refuse to resume a folder that holds no experiment: a mistyped ``--out`` would silently start a new one."""
+        if not cls.is_store(path):
+            state = "does not exist" if not Path(path).exists() else f"holds no experiment (no {CATALOG})"
+            raise SeedscopeError(f"there is nothing to resume: {path} {state}; to start a new sweep there, run the same "
+                                 "command without --resume")
 
     @staticmethod
     def is_store(path: str | Path) -> bool:

@@ -2,6 +2,8 @@
 
 Every method opens its own short connection under a lock, so one catalog object may be
 shared by threads; a write is one ``BEGIN IMMEDIATE`` transaction with ``synchronous = FULL``.
+A catalog another process holds locked is a :class:`~seedscope.store.locks.CatalogLocked`
+error after a short wait, never a damaged catalog (see :mod:`seedscope.store.locks`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any, Iterator, Mapping
 from seedscope.atomic import atomic_path
 from seedscope.errors import SeedscopeError
 from seedscope.serialize import dumps
+from seedscope.store.locks import READ_WAIT_S, WRITE_WAIT_S, is_locked, locked
 
 CATALOG = "catalog.sqlite"
 #: 2 added ``runs.sha256`` (a version-1 catalog gains the column at its next write)
@@ -168,6 +171,8 @@ class Catalog:
                 tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
                 damage = [row[0] for row in db.execute("PRAGMA quick_check")]
         except sqlite3.DatabaseError as error:
+            if is_locked(error):
+                raise locked(self.path) from error
             raise SeedscopeError(f"{self.path} is not a readable seedscope catalog ({error}); {self._advice()}") from error
         except (IndexError, ValueError) as error:
             raise SeedscopeError(f"{self.path} is not a readable seedscope catalog ({error})") from error
@@ -185,7 +190,7 @@ class Catalog:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        with self._lock, self._damage_is_an_error(), self._connect(isolation_level=None) as db:
+        with self._lock, self._damage_is_an_error(), self._connect(WRITE_WAIT_S, isolation_level=None) as db:
             db.execute("PRAGMA synchronous = FULL")
             db.execute("BEGIN IMMEDIATE")
             try:
@@ -204,6 +209,8 @@ class Catalog:
         try:
             yield
         except sqlite3.DatabaseError as error:
+            if is_locked(error):
+                raise locked(self.path) from error
             raise SeedscopeError(f"the catalog {self.path} cannot be used ({error}); {self._advice()}") from error
 
     def _advice(self) -> str:
@@ -219,9 +226,10 @@ class Catalog:
         """Whether the runs table has the ``sha256`` column (schema 2; older stores gain it when written)."""
         return "sha256" in {row[1] for row in self.query("PRAGMA table_info(runs)")}
 
-    def _connect(self, **options) -> closing:
-        """A short-lived connection; waits up to a minute for another writer (another process) to finish."""
-        return closing(sqlite3.connect(self.path, timeout=60, **options))
+    def _connect(self, wait: float = READ_WAIT_S, **options) -> closing:
+        """A short-lived connection that waits ``wait`` seconds for another connection's write to end: a reader
+        briefly (a commit takes milliseconds; longer is a lock held, said at once), a writer up to a minute."""
+        return closing(sqlite3.connect(self.path, timeout=wait, **options))
 
     @staticmethod
     def _require(db: sqlite3.Connection, run_id: str) -> tuple:
@@ -248,7 +256,7 @@ class Catalog:
         return self.query("SELECT plan_hash FROM plan")[0][0]
 
     def task_of(self, run_id: str) -> str:
-        with self._lock, self._connect() as db:
+        with self._lock, self._damage_is_an_error(), self._connect() as db:
             return self._require(db, run_id)[0]
 
     # ---- run states -------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from seedscope.errors import SeedscopeError
 from seedscope.predictions import RUN
 from seedscope.store.catalog import CATALOG
 from seedscope.store.files import PREDICTIONS, TEMPORARY_GLOB, is_sha256, sha256
+from seedscope.store.locks import CatalogLocked
 
 if TYPE_CHECKING:
     from seedscope.store import ExperimentStore
@@ -66,7 +67,8 @@ def verify(store: "ExperimentStore", *, full: bool = True) -> list[Problem]:
     A finished run's file must exist, be readable Parquet, hold the catalog's number of rows and
     have the SHA-256 recorded when the run finished (stores written before checksums were
     recorded are checked by the run column their files carry instead). Every run's JSON cells
-    must parse, and the plan too. A damaged catalog is one problem, never an exception.
+    must parse, and the plan too. A damaged catalog is one problem, never an exception; a catalog another
+    process holds locked is :class:`~seedscope.store.locks.CatalogLocked` (it says nothing of damage).
     """
     try:
         damage = store.catalog.integrity(full=full)
@@ -76,6 +78,8 @@ def verify(store: "ExperimentStore", *, full: bool = True) -> list[Problem]:
             runs = store.catalog.checksums()
             recorded = store.catalog.has_checksums()
             entries = store.catalog.damaged_cells()
+    except CatalogLocked:
+        raise  # another process is writing: nothing to say about damage
     except SeedscopeError as error:
         return [Problem("catalog", str(error), store.path / CATALOG)] + temporaries(store.path)
     if damage:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from seedscope.errors import SeedscopeError
+from seedscope.errors import DamagedEntryWarning, SeedscopeError
 from seedscope.factor_study.plan import GOLDEN, MITIGATION, parse_study_tag
 from seedscope.metrics.macro import chance_level
 from seedscope.plan.seeds import FACTORS
@@ -33,15 +34,13 @@ def runs_frame(store: "ExperimentStore") -> pd.DataFrame:
     cell = store.catalog.cell  # a damaged JSON cell: one error naming the run (and `seedscope verify`)
     for (run_id, task, model, model_name, method, tag, seeds_json, status, attempts, started, finished,
          duration, timings_json, metrics_json, n_predictions, error) in store.catalog.run_rows():
-        stored = cell(run_id, "seeds_json", seeds_json)
-        seeds = {f: stored[f] for f in FACTORS if f in stored} | stored  # factor order of DESIGN.md
+        seeds = _seeds(store, run_id, seeds_json)
         metrics = cell(run_id, "metrics_json", metrics_json)
         spec = find_task(task)
         metric = spec.primary_metric if spec else ("accuracy" if is_lm_eval_task(task) else None)
-        distinct = set(seeds.values())
         records.append({
             "run_id": run_id, "task": task, "model": model, "model_name": model_name, "method": method,
-            "tag": tag, "seed": distinct.pop() if len(distinct) == 1 else None, **seeds,
+            "tag": tag, "seed": _common(seeds), **seeds,
             "status": status, "attempts": cell(run_id, "attempts", attempts), "started_at": started,
             "finished_at": finished, "duration_s": cell(run_id, "duration_s", duration), "primary_metric": metric,
             "primary_value": metrics.get(metric),
@@ -51,6 +50,28 @@ def runs_frame(store: "ExperimentStore") -> pd.DataFrame:
     frame = pd.DataFrame.from_records(records)
     frame[["seed", "n_predictions"]] = frame[["seed", "n_predictions"]].astype("Int64")
     return frame
+
+
+def run_index(store: "ExperimentStore") -> pd.DataFrame:
+    """What names each run and its predictions, in plan order: run_id, task, model, model_name, method, tag, seed
+    (as in :func:`runs_frame`) and status; its other cells (metrics, timings …) are not read, so one of them
+    damaged does not stop a reader of the predictions, which are checked by their own checksum."""
+    records = [{"run_id": run_id, "task": task, "model": model, "model_name": model_name, "method": method, "tag": tag,
+                "seed": _common(_seeds(store, run_id, seeds_json)), "status": status}
+               for run_id, task, model, model_name, method, tag, seeds_json, status, *_ in store.catalog.run_rows()]
+    return pd.DataFrame.from_records(records).astype({"seed": "Int64"})
+
+
+def _seeds(store: "ExperimentStore", run_id: str, seeds_json) -> dict:
+    """A run's seed per factor, in the factor order of DESIGN.md (a damaged cell: one error naming the run)."""
+    stored = store.catalog.cell(run_id, "seeds_json", seeds_json)
+    return {f: stored[f] for f in FACTORS if f in stored} | stored
+
+
+def _common(seeds: dict) -> int | None:
+    """The seed every factor shares (a plain sweep's), else None."""
+    distinct = set(seeds.values())
+    return distinct.pop() if len(distinct) == 1 else None
 
 
 def environment_frame(store: "ExperimentStore") -> pd.DataFrame:
@@ -90,9 +111,10 @@ def predictions_table(store: "ExperimentStore", task: str | None = None, model: 
     ``-<tag>`` appended when they apply, so that each (task, model) group is one sweep.
     Labels and predictions are label names; probabilities are ``prob_<name>`` columns.
     A calibrated prompted run gives its calibrated predictions, or with ``uncalibrated`` those
-    before calibration (every other run's predictions are uncalibrated already).
+    before calibration (every other run's predictions are uncalibrated already). A damaged cell that the
+    predictions do not need (metrics, timings …) of a run read is a :class:`DamagedEntryWarning` naming it.
     """
-    runs = store.runs()
+    runs = run_index(store)
     runs = runs[runs["status"] == "done"]
     if task is not None:
         wanted = {task, _canonical_task(task)}
@@ -103,6 +125,7 @@ def predictions_table(store: "ExperimentStore", task: str | None = None, model: 
     if runs.empty:
         raise SeedscopeError(f"{store.path} has no finished run" + _filter_text(task, model))
     checksum = _checksums(store)
+    _note_damaged_cells(store, set(runs["run_id"]))
     frames = []
     for run in runs.itertuples():
         frame = read_table(store.prediction_path(run.run_id), run.run_id, checksum=checksum(run.run_id))
@@ -113,6 +136,16 @@ def predictions_table(store: "ExperimentStore", task: str | None = None, model: 
         frame.insert(0, "task", run.task)
         frames.append(frame)
     return pd.concat(frames, ignore_index=True)
+
+
+def _note_damaged_cells(store: "ExperimentStore", run_ids: set[str]) -> None:
+    """A :class:`DamagedEntryWarning` for each damaged cell of these runs (their seeds were read already)."""
+    for run_id, column, fault in store.catalog.damaged_cells():
+        if run_id in run_ids:
+            warnings.warn(f"run {run_id}'s {column} in the catalog {store.catalog.path} {fault}; its predictions, read "
+                          f"from its own file, do not need it — `seedscope verify {store.path}` lists every problem, "
+                          "and rerunning its sweep with --resume redoes the run", DamagedEntryWarning,
+                          stacklevel=3)
 
 
 @dataclass(frozen=True)
@@ -139,7 +172,7 @@ class RunPrompts:
 
 def run_prompts(store: "ExperimentStore", run_id: str) -> RunPrompts:
     """The prompts of one done, prompted run, read back from its prediction file (checksum checked)."""
-    runs = store.runs().set_index("run_id")
+    runs = run_index(store).set_index("run_id")
     if run_id not in runs.index:
         shown = ", ".join(runs.index[:3]) + (" …" if len(runs) > 3 else "")
         raise SeedscopeError(f"{store.path} has no run {run_id!r} (its runs: {shown}; `seedscope status` lists them)")
@@ -178,7 +211,7 @@ def _calibration_variant(frame: pd.DataFrame, uncalibrated: bool) -> pd.DataFram
 
 def has_factor_study(store: "ExperimentStore") -> bool:
     """Whether the store holds runs tagged by a factor study."""
-    return bool(store.runs()["tag"].map(parse_study_tag).notna().any())
+    return bool(run_index(store)["tag"].map(parse_study_tag).notna().any())
 
 
 def factor_score_table(store: "ExperimentStore", metric: str | None = None) -> tuple[pd.DataFrame, dict]:

@@ -240,6 +240,8 @@ def run_factor_study(
     """
     execution = ExecutionOptions.from_keywords(execution, deprecated, "run_factor_study")
     executor_for(execution)  # an executor that cannot run is refused before anything is written
+    if resume:
+        ExperimentStore.check_resumable(out)
     plan = config.plan
     schedule = config.schedule()
     preflight(list(plan.specs), data_dir)

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import os
 from functools import partial
+from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from seedscope.atomic import writable_folder
 from seedscope.config import SweepConfig, build_config, load_config
 from seedscope.errors import SeedscopeError
 from seedscope.executors.base import ExecutionSummary, Progress, Runner
@@ -34,12 +36,13 @@ def as_config(config: SweepConfig | Mapping[str, Any] | str | os.PathLike) -> Sw
 
 
 def preflight(specs: list[RunSpec], data_dir: str | os.PathLike | None) -> None:
-    """Fail before anything is written: data files readable, models found, methods supported."""
+    """Fail before anything is written: the cache writable, data files readable, models found, methods supported."""
     from seedscope.runners.checkpoints import load_model_config, model_folder
     from seedscope.runners.finetune.models import check_method, model_kind
     from seedscope.runners.icl import runner as icl
     from seedscope.runners.meta import runner as meta
 
+    check_cache(specs)
     for spec in specs:  # what a runner cannot do at all, before any data is read
         if runner_of(spec.method) == "meta":
             meta.check_task(get_task(spec.task))
@@ -59,6 +62,17 @@ def preflight(specs: list[RunSpec], data_dir: str | os.PathLike | None) -> None:
         config = load_model_config(model_folder(spec.model), settings.trust_remote_code)
         model_kind(config, get_task(spec.task))
         check_method(config, spec.method, settings)
+
+
+def check_cache(specs: Sequence[RunSpec]) -> None:
+    """A plan of a GGUF model needs the cache, where the model's converted folder is kept, to be a folder this
+    process can write: checked first, since the conversion (some 25 s) writes there only at its end. (Meta-learning's
+    token states go on without a cache they cannot write, so they need no check.)"""
+    from seedscope.runners.checkpoints import CACHE_ENV, cache_dir
+
+    if any(Path(spec.model).suffix == ".gguf" for spec in specs):
+        writable_folder(cache_dir(), "the cache folder", f"set ${CACHE_ENV} to a folder you can write (converted GGUF "
+                        "models are kept there)")
 
 
 def sweep(
@@ -113,6 +127,8 @@ def sweep(
         raise SeedscopeError("no output directory: pass --out DIR (or set out: in the config)")
     data_dir = data_dir or config.data_dir
     executor_for(execution)  # an executor that cannot run is refused before anything is written
+    if resume:
+        ExperimentStore.check_resumable(out)
     specs = list(specs) if specs is not None else config.run_specs()
     preflight(specs, data_dir)
     store = ExperimentStore.create(out, plan_to_dict(specs), resume=resume)
