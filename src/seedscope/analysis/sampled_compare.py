@@ -47,6 +47,17 @@ class SampledComparison:
     common items, its SE, interval, p-value, minimum detectable difference, the ranking-inversion
     probability and the observed share of inverted run pairs.
 
+    Parameters
+    ----------
+    estimator : str
+        The estimator compared; the other fields are the DataFrames named above, the ``settings``
+        used and ``notes``.
+
+    Returns
+    -------
+    SampledComparison
+        Built by :func:`compare_samples`; :meth:`to_dict` for JSON.
+
     Examples
     --------
     >>> import pandas as pd
@@ -136,6 +147,19 @@ def compare_samples(
     Returns
     -------
     SampledComparison
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from seedscope import compare_samples
+    >>> def table(correct):  # 3 items, 4 samples each, one run
+    ...     return pd.DataFrame({"run": "s1", "example_id": [i for i in range(3) for _ in range(4)],
+    ...                          "sample": list(range(4)) * 3, "correct": correct})
+    >>> a = table([1, 1, 1, 0, 1, 0, 1, 1, 0, 1, 1, 1])
+    >>> b = table([1, 0, 0, 0, 1, 0, 1, 0, 0, 0, 1, 0])
+    >>> result = compare_samples({"A": a, "B": b}, estimator="pass@1")
+    >>> round(float(result.pairs["difference"].iloc[0]), 4), round(float(result.pairs["inversion_probability"].iloc[0]), 4)
+    (0.4167, 0.0235)
     """
     alpha = check_confidence(confidence)
     check_power(power)

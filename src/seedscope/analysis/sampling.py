@@ -131,6 +131,17 @@ class SamplingAnalysis:
     (:func:`~seedscope.analysis.planning.sampling_plan`). ``micro``: per run the mean CON and CCON over its samples;
     ``stability``: per (run, item) pool. ``notes``: the warnings raised.
 
+    Parameters
+    ----------
+    ks, thresholds : list
+        The ks and G-Pass@k thresholds τ; the other fields are the DataFrames named above, the
+        ``settings`` used and ``notes``.
+
+    Returns
+    -------
+    SamplingAnalysis
+        Built by :func:`analyze_samples`; :meth:`to_dict` for JSON.
+
     Examples
     --------
     >>> import pandas as pd
@@ -207,6 +218,17 @@ def analyze_samples(
     Returns
     -------
     SamplingAnalysis
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from seedscope import analyze_samples
+    >>> table = pd.DataFrame({"run": "s1", "example_id": [1, 1, 1, 1, 2, 2, 2, 2], "sample": [0, 1, 2, 3] * 2,
+    ...                       "correct": [1, 0, 0, 1, 0, 0, 0, 1],
+    ...                       "prediction": ["4", "5", "5", "4", "7", "7", "8", "6"]})
+    >>> result = analyze_samples(table, k=[1, 2], n_boot=200)
+    >>> result.per_run[["pass@1", "pass@2", "pass^2", "maj@2"]].round(4).to_dict("records")
+    [{'pass@1': 0.375, 'pass@2': 0.6667, 'pass^2': 0.0833, 'maj@2': 0.375}]
     """
     validate_params(n_boot=n_boot, confidence=confidence)
     table = check_sample_table(table)
