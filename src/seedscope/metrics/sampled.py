@@ -21,7 +21,7 @@ One shared check (:func:`check_pool`) refuses impossible counts and a k beyond t
 from __future__ import annotations
 
 import math
-from fractions import Fraction
+from collections import Counter
 from functools import lru_cache
 from typing import Sequence
 
@@ -147,31 +147,38 @@ def plurality_shares(counts: tuple[int, ...], k: int) -> tuple[float, ...]:
     shared with the others drawn exactly j times. With X ~ multivariate hypergeometric, its share
     is Σ_j C(m_a, j) Σ_t N_a(k − j, t) / (t + 1) / C(n, k), where N_a(s, t) counts the ways the
     other answers fill s draws, none above j, t of them at exactly j: a polynomial product over
-    the other answers, kept in exact integers. Answers with equal counts share one value.
+    the other answers, in exact integers (:func:`_fill_ways`). Answers with equal counts share one value.
     """
-    total = math.comb(sum(counts), k)
+    counts = tuple(int(m) for m in counts)
+    scale = math.lcm(*range(1, len(counts) + 1))  # a tie among t + 1 answers is scale / (t + 1) of a win
+    total = math.comb(sum(counts), k) * scale
     share_of = {}
     for own in set(counts):
         others = list(counts)
         others.remove(own)
-        wins = Fraction(0)
+        wins = 0
         for j in range(1, min(own, k) + 1):
             ways = _fill_ways(tuple(others), j, k - j)
-            wins += math.comb(own, j) * sum(Fraction(int(w), t + 1) for t, w in enumerate(ways))
-        share_of[own] = float(wins / total)
+            wins += math.comb(own, j) * sum(w * (scale // (t + 1)) for t, w in enumerate(ways))
+        share_of[own] = wins / total  # exact integers, one correctly rounded division
     return tuple(share_of[m] for m in counts)
 
 
-def _fill_ways(others: tuple[int, ...], j: int, draws: int) -> np.ndarray:
+def _fill_ways(others: tuple[int, ...], j: int, draws: int) -> list[int]:
     """N(draws, t) for t = 0 … len(others): ways the ``others`` answers fill ``draws`` draws, each at most j
-    times, exactly t of them j times (an object array of exact integers)."""
-    ways = np.zeros((draws + 1, len(others) + 1), dtype=object)
-    ways[0, 0] = 1
-    for m in others:
-        grown = np.zeros_like(ways)
-        for x in range(min(m, j - 1, draws) + 1):  # drawn fewer than j times: no tie
-            grown[x:, :] += math.comb(m, x) * ways[: draws + 1 - x, :]
+    times, exactly t of them j times.
+
+    The bivariate polynomial product runs as one big-integer product (Kronecker substitution):
+    the coefficient of x^s y^t sits in bit slot s·(T+1) + t, each slot wide enough for any count
+    (< 2^(Σ others)), so Python's exact multiplication does the convolutions without carries.
+    """
+    bits, width = sum(others) + 2, len(others) + 1
+    keep = (1 << (bits * width * (draws + 1))) - 1  # slots of s ≤ draws: higher s never flows back
+    product = 1
+    for m, repeats in Counter(others).items():
+        factor = sum(math.comb(m, x) << (bits * width * x) for x in range(min(m, j - 1, draws) + 1))
         if m >= j and j <= draws:  # drawn exactly j times: one more tie
-            grown[j:, 1:] += math.comb(m, j) * ways[: draws + 1 - j, :-1]
-        ways = grown
-    return ways[draws, :]
+            factor += math.comb(m, j) << (bits * (width * j + 1))
+        product = (product * pow(factor, repeats)) & keep
+    slot = (1 << bits) - 1
+    return [(product >> (bits * (width * draws + t))) & slot for t in range(width)]
