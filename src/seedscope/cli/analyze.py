@@ -141,7 +141,7 @@ def analyze_command(
     console = output_console()
     if reading.holds_sample_tables(paths):
         settings = dict(k=parse_int_list(k, "--k", "1,4,16"), n_boot=n_boot, confidence=confidence, seed=seed)
-        analyze_sample_tables(console, paths, reading, outputs, settings, ignored_options(ctx, UNUSED_BY_SAMPLES))
+        analyze_sample_tables(console, paths, reading, outputs, settings, top, ignored_options(ctx, UNUSED_BY_SAMPLES))
         return
     print_notes(console, ignored_options(ctx, {"k": SAMPLE_TABLES_ONLY}))
     if reading.holds_run_scores(paths):
@@ -213,7 +213,7 @@ def analyze_scores(console: Console, paths: list[Path], reading: Reading, output
 
 
 def analyze_sample_tables(console: Console, paths: list[Path], reading: Reading, outputs: OutputFiles, settings: dict,
-                          ignored: list[str]) -> None:
+                          top: int, ignored: list[str]) -> None:
     """The sampling estimators of sample tables, per system (a ``model`` column's values; else one system)."""
     from seedscope.analysis.sampling import analyze_samples
     from seedscope.io import read_sample_tables
@@ -226,7 +226,7 @@ def analyze_sample_tables(console: Console, paths: list[Path], reading: Reading,
         results = {str(name): analyze_samples(rows, **settings) for name, rows in systems.items()}
     sections, notes = {}, list(ignored)
     for name, result in results.items():
-        sections.update(sampling_sections(result, f"{name}: " if len(results) > 1 else ""))
+        sections.update(sampling_sections(result, f"{name}: " if len(results) > 1 else "", top))
         notes += [note for note in result.notes if note not in notes]
     document = {"input": "samples", "systems": {name: result.to_dict() for name, result in results.items()},
                 "notes": notes}

@@ -82,6 +82,10 @@ seedscope compare samples_a.parquet samples_b.parquet --metric pass@4
 UNUSED_BY_SCORE_TABLES = {name: SCORE_TABLES for name in (
     "id_column", "prediction_column", "label_column", "lm_eval_filter", "runs_by")}
 UNUSED_BY_PREDICTIONS = {"system_column": PREDICTIONS, "scale": PREDICTIONS}
+#: options sample tables do not use: their columns are named by contract, and their comparison resamples nothing
+UNUSED_BY_SAMPLES = {name: "sample tables (their columns are named by contract; the paired comparison is analytic)"
+                     for name in ("run_column", "id_column", "prediction_column", "label_column", "system_column", "scale",
+                                  "lm_eval_filter", "runs_by", "task", "n_boot", "n_permutations", "seed")}
 
 
 def compare_command(
@@ -117,6 +121,7 @@ def compare_command(
     console = output_console()
     settings = dict(n_boot=n_boot, n_permutations=n_permutations, confidence=confidence, seed=seed, power=power)
     if reading.holds_sample_tables(sweeps):
+        print_notes(console, ignored_options(ctx, UNUSED_BY_SAMPLES))
         compare_sample_tables(console, sweeps, reading, outputs, metric, names, confidence, power)
         return
     if reading.holds_run_scores(sweeps):
