@@ -57,7 +57,7 @@ def check_k(k, n: int) -> int:
     if isinstance(k, bool) or not float(k).is_integer() or k < 1:
         raise SeedscopeError(f"k must be a whole number of samples ≥ 1, not {k}")
     if k > n:
-        raise SeedscopeError(f"k = {int(k)} is more than the samples per item (n = {n}): pass@k needs k ≤ n")
+        raise SeedscopeError(f"k = {int(k)} is more than the samples per item (n = {n}); every k must be at most n")
     return int(k)
 
 
