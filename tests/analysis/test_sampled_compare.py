@@ -99,3 +99,18 @@ def test_items_are_paired_and_unshared_ones_noted():
     assert result.pairs.iloc[0]["n_items"] == 2
     with pytest.raises(SeedscopeError, match="share 0 item"):
         compare_samples({"A": A, "B": B.assign(example_id=B["example_id"] + 10)})
+
+
+def test_the_plan_of_a_pair_splits_the_paired_differences():
+    from seedscope.analysis.planning import sampling_plan
+
+    result = compare_samples({"A": A, "B": B}, estimator="avg@n")
+    within_a, within_b = np.array([3 / 12] * 3), np.array([3 / 12, 4 / 12, 3 / 12])
+    d = np.array([0.5, 0.25, 0.5])
+    sampling_part = np.mean((within_a + within_b) / 4)
+    expected = sampling_plan(max(0.0, d.var(ddof=1) - sampling_part), np.mean(within_a + within_b), items=3,
+                             detect=True)
+    pd.testing.assert_frame_equal(result.plans[("A", "B")], expected)
+    assert result.to_dict()["plans"][0]["plan"]["4"]["mdd"] == pytest.approx(expected.loc[4, "mdd"])
+    with pytest.warns(UnstableEstimateWarning):
+        assert compare_samples({"A": A, "B": B}, estimator="pass^2").plans == {}

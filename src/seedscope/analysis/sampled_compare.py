@@ -25,6 +25,7 @@ import pandas as pd
 from scipy import special
 
 from seedscope.analysis.error_bars import minimum_detectable_difference
+from seedscope.analysis.planning import sampling_plan
 from seedscope.analysis.sampling import check_ks, item_estimates, item_means, run_scores
 from seedscope.errors import SeedscopeError, UnstableEstimateWarning
 from seedscope.notes import noted
@@ -45,7 +46,10 @@ class SampledComparison:
     ``systems``: per system its mean, runs, items and the variance of one run's score
     (``run_variance``). ``pairs``: per ordered pair (A, B) the mean difference A − B on their
     common items, its SE, interval, p-value, minimum detectable difference, the ranking-inversion
-    probability and the observed share of inverted run pairs.
+    probability and the observed share of inverted run pairs. ``plans`` (pass@1 / avg@n): per pair,
+    by samples per item, the minimum detectable difference at these items and the items that
+    detecting 0.01 / 0.02 / 0.05 needs (:func:`~seedscope.analysis.planning.sampling_plan` of the
+    paired differences' variance split).
 
     Parameters
     ----------
@@ -75,6 +79,7 @@ class SampledComparison:
     estimator: str
     systems: pd.DataFrame
     pairs: pd.DataFrame
+    plans: dict[tuple[str, str], pd.DataFrame] = field(default_factory=dict)
     settings: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
@@ -83,7 +88,10 @@ class SampledComparison:
         systems = {str(name): {k: json_ready(v) for k, v in row.items()} for name, row in self.systems.iterrows()}
         pairs = [{"system_a": a, "system_b": b, **{k: json_ready(v) for k, v in row.items()}}
                  for (a, b), row in self.pairs.iterrows()]
-        return {"estimator": self.estimator, "systems": systems, "pairs": pairs,
+        plans = [{"system_a": a, "system_b": b, "plan": {str(k): {c: json_ready(v) for c, v in row.items()}
+                                                         for k, row in plan.iterrows()}}
+                 for (a, b), plan in self.plans.items()]
+        return {"estimator": self.estimator, "systems": systems, "pairs": pairs, "plans": plans,
                 "settings": {k: json_ready(v) for k, v in self.settings.items()}, "notes": list(self.notes)}
 
 
@@ -169,7 +177,7 @@ def compare_samples(
     estimates = {name: _estimates(table, estimator, name) for name, table in tables.items()}
     means = {name: item_means(per_item, estimator) for name, (per_item, _) in estimates.items()}
     z = special.ndtri(1 - alpha)
-    systems, pairs = {}, {}
+    systems, pairs, plans = {}, {}, {}
     for a, b in itertools.combinations(tables, 2):
         items = means[a].index.intersection(means[b].index)
         if len(items) < 2:
@@ -192,6 +200,8 @@ def compare_samples(
                                                delta),
             "n_items": len(items),
         }
+        if estimator in MEAN_OF_SAMPLES:
+            plans[(a, b)] = _difference_plan(estimates[a][1], estimates[b][1], items, differences, confidence, power)
         for name, variance in zip((a, b), variances):
             systems.setdefault(name, {"mean": float(means[name].mean()), "n_runs": int(
                 estimates[name][0].index.get_level_values(RUN).nunique()), "n_items": len(means[name]),
@@ -199,7 +209,23 @@ def compare_samples(
     pair_frame = pd.DataFrame.from_dict(pairs, orient="index")
     pair_frame.index.names = ["system_a", "system_b"]
     return SampledComparison(estimator=estimator, systems=pd.DataFrame.from_dict(systems, orient="index"),
-                             pairs=pair_frame, settings={"confidence": confidence, "power": power})
+                             pairs=pair_frame, plans=plans, settings={"confidence": confidence, "power": power})
+
+
+def _within(pools: pd.DataFrame, items: pd.Index) -> tuple[np.ndarray, np.ndarray]:
+    """(unbiased within-item variance c(n−c)/(n(n−1)), samples n) of each of ``items``, over all runs' samples."""
+    pooled = pools.groupby(level=EXAMPLE_ID, sort=True)[["n", "c"]].sum().loc[items]
+    n, c = pooled["n"].to_numpy(float), pooled["c"].to_numpy(float)
+    return np.where(n > 1, c * (n - c) / (n * np.maximum(n - 1, 1)), 0.0), n
+
+
+def _difference_plan(pools_a, pools_b, items, differences, confidence, power) -> pd.DataFrame:
+    """Miller's split of the paired differences (between items; within: both systems' sampling variances), planned."""
+    (within_a, n_a), (within_b, n_b) = _within(pools_a, items), _within(pools_b, items)
+    sampling_part = float(np.mean(within_a / n_a + within_b / n_b))
+    between = max(0.0, float(np.var(differences, ddof=1)) - sampling_part)
+    return sampling_plan(between, float(np.mean(within_a + within_b)), items=len(items), detect=True,
+                         confidence=confidence, power=power)
 
 
 def _inversion(delta: float, variance: float) -> float:

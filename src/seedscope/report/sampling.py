@@ -46,7 +46,10 @@ def sampled_comparison_sections(comparison: SampledComparison) -> dict[str, pd.D
     """Per system its mean and one run's variance; per pair the paired difference and the ranking inversion."""
     pairs = comparison.pairs.copy()
     pairs.index = [f"{a} − {b}" for a, b in pairs.index]
-    return {
+    sections = {
         f"systems on {comparison.estimator}": comparison.systems,
         f"pairs on {comparison.estimator} (paired by item, sampling variance included)": pairs.rename_axis("pair"),
     }
+    for (a, b), plan in comparison.plans.items():
+        sections[f"{a} − {b}: minimum detectable difference and items needed, by samples per item"] = plan
+    return sections
