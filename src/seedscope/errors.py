@@ -81,5 +81,9 @@ class UnevenSamplesWarning(SeedscopeWarning):
     """The items of a sample table hold different numbers of samples: each estimator uses each item's own n."""
 
 
+class SkippedEstimateWarning(SeedscopeWarning):
+    """An estimate the input cannot support is left out (maj@k and CON of samples without predictions)."""
+
+
 class PackingWarning(SeedscopeWarning):
     """``--parallel K`` runs will not fit in memory at once: fewer are packed."""

@@ -7,9 +7,10 @@ import pandas as pd
 import pytest
 
 from seedscope.analysis.error_bars import clustered_standard_error
-from seedscope.analysis.sampling import analyze_samples, default_ks, variance_components
-from seedscope.errors import SeedscopeError, UnevenSamplesWarning
+from seedscope.analysis.sampling import analyze_samples, default_ks, item_stability, variance_components
+from seedscope.errors import SeedscopeError, SkippedEstimateWarning, UnevenSamplesWarning
 from seedscope.metrics import sampled
+from seedscope.samples import check_sample_table, item_pools
 
 
 def random_table(seed: int = 0, runs: int = 3, items: int = 25, n: int = 6) -> pd.DataFrame:
@@ -44,6 +45,10 @@ def test_hand_worked_run():
     assert result.micro.loc["s1", "con"] == pytest.approx((4 / 12 + 2 / 12) / 2)
     assert result.micro.loc["s1", "ccon"] == pytest.approx((2 / 12) / 2)
     assert result.stability["category"].tolist() == ["unstable", "unstable"]
+    fixed = table.assign(correct=[1, 1, 1, 1, 0, 0, 0, 0], prediction=list("44447777"))
+    assert item_stability(item_pools(check_sample_table(fixed)))["category"].tolist() == ["robust", "consistently_wrong"]
+    varying = fixed.assign(prediction=list("44447787"))
+    assert item_stability(item_pools(check_sample_table(varying)))["category"].tolist()[1] == "wrong_varying"
     assert result.notes == []
 
 
@@ -108,6 +113,10 @@ def test_k_beyond_n_and_no_predictions():
     table = random_table(runs=1, items=4, n=4)
     with pytest.raises(SeedscopeError, match=r"k = 5 is more than the samples per item \(n = 4\)"):
         analyze_samples(table, k=5)
-    result = analyze_samples(table.drop(columns="prediction"), k=2, n_boot=100)
+    with pytest.warns(SkippedEstimateWarning, match="no prediction column"):
+        result = analyze_samples(table.drop(columns="prediction"), k=2, n_boot=100)
     assert "maj@2" not in result.per_run and result.micro["con"].isna().all()
+    assert set(result.stability["category"]) <= {"robust", "unstable", "always_wrong"}
+    with pytest.warns(SkippedEstimateWarning, match="1 sample\\(s\\) have no prediction"):
+        analyze_samples(table.assign(prediction=[None] + table["prediction"].tolist()[1:]), k=2, n_boot=100)
     assert result.to_dict()["maj@k"] == {}

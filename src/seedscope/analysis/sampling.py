@@ -25,12 +25,12 @@ import numpy as np
 import pandas as pd
 from scipy import special
 
-from seedscope.errors import SeedscopeError, UnevenSamplesWarning
+from seedscope.errors import SeedscopeError, SkippedEstimateWarning, UnevenSamplesWarning
 from seedscope.analysis.planning import sampling_plan
 from seedscope.metrics import sampled
 from seedscope.metrics.macro import summarize_runs
 from seedscope.notes import noted
-from seedscope.predictions import EXAMPLE_ID, RUN
+from seedscope.predictions import EXAMPLE_ID, PREDICTION, RUN
 from seedscope.samples import check_sample_table, item_pools
 from seedscope.serialize import json_ready
 from seedscope.validation import check_confidence, validate_params
@@ -102,7 +102,8 @@ def variance_components(n, c) -> pd.Series:
 def item_stability(pools: pd.DataFrame) -> pd.DataFrame:
     """Per pool: ``con`` (share of sample pairs giving the same answer; NaN without predictions), ``ccon``
     (share of pairs both correct), ``correct_rate`` and a ``category``: robust (every sample correct),
-    consistently_wrong (one wrong answer), unstable (some right, some wrong), wrong_varying."""
+    consistently_wrong (one wrong answer), unstable (some right, some wrong), wrong_varying (never right, the
+    wrong answers differ), or without predictions always_wrong."""
     n, c = pools["n"].to_numpy(float), pools["c"].to_numpy(float)
     pairs = np.where(n > 1, n * (n - 1), np.nan)
     if "answer_counts" in pools:
@@ -110,8 +111,8 @@ def item_stability(pools: pd.DataFrame) -> pd.DataFrame:
         distinct = pools["answer_counts"].map(len).to_numpy()
     else:
         same, distinct = np.full(len(n), np.nan), np.full(len(n), 0)
-    category = np.select([c == n, (c == 0) & (distinct == 1), c > 0], ["robust", "consistently_wrong", "unstable"],
-                         "wrong_varying")
+    category = np.select([c == n, c > 0, distinct == 0, distinct == 1],
+                         ["robust", "unstable", "always_wrong", "consistently_wrong"], "wrong_varying")
     return pd.DataFrame({"n": n.astype(int), "correct_rate": c / n, "con": same / pairs, "ccon": c * (c - 1) / pairs,
                          "category": category}, index=pools.index)
 
@@ -178,17 +179,21 @@ class SamplingAnalysis:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON document of ``seedscope analyze`` on a sample table (schema in docs/sampling.md)."""
-        records = lambda frame: {str(i): {k: json_ready(v) for k, v in row.items()} for i, row in frame.iterrows()}
         return {
             **{name: self.family(name) for name in FAMILIES},
             "avg@n": json_ready(self.per_run["avg@n"].mean()),
             "ks": self.ks, "thresholds": self.thresholds,
             "n_runs": int(self.per_run.shape[0]), "n_items": int(self.per_item.index.get_level_values(1).nunique()),
-            "per_run": records(self.per_run), "macro": records(self.macro), "standard_errors": records(self.errors),
-            "variance": {k: json_ready(v) for k, v in self.variance.items()}, "plan": records(self.plan),
-            "micro": records(self.micro),
+            "per_run": _records(self.per_run), "macro": _records(self.macro), "standard_errors": _records(self.errors),
+            "variance": {k: json_ready(v) for k, v in self.variance.items()}, "plan": _records(self.plan),
+            "micro": _records(self.micro),
             "settings": {k: json_ready(v) for k, v in self.settings.items()}, "notes": list(self.notes),
         }
+
+
+def _records(frame: pd.DataFrame) -> dict[str, dict[str, Any]]:
+    """Row name → column → JSON value."""
+    return {str(name): {key: json_ready(value) for key, value in row.items()} for name, row in frame.iterrows()}
 
 
 @noted
@@ -233,6 +238,11 @@ def analyze_samples(
     validate_params(n_boot=n_boot, confidence=confidence)
     table = check_sample_table(table)
     pools = item_pools(table)
+    if "answer_counts" not in pools:
+        why = (f"{int(table[PREDICTION].isna().sum())} sample(s) have no prediction" if PREDICTION in table
+               else "the table has no prediction column")
+        warnings.warn(f"maj@k and CON vote on the answers, and {why}: both are left out", SkippedEstimateWarning,
+                      stacklevel=3)
     if pools["n"].nunique() > 1:
         warnings.warn(f"items hold different numbers of samples (n = {pools['n'].min()} … {pools['n'].max()}): "
                       "every estimator uses each item's own n", UnevenSamplesWarning, stacklevel=3)
