@@ -82,7 +82,8 @@ class UnevenSamplesWarning(SeedscopeWarning):
 
 
 class SkippedEstimateWarning(SeedscopeWarning):
-    """An estimate the input cannot support is left out (maj@k and CON of samples without predictions)."""
+    """What the input cannot support is left out: maj@k and CON of samples without predictions, items that only
+    one of two compared systems answered, a ranking-inversion probability without a run-to-run variance."""
 
 
 class PackingWarning(SeedscopeWarning):

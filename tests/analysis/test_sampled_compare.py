@@ -8,7 +8,7 @@ import pytest
 from scipy import stats
 
 from seedscope.analysis.sampled_compare import compare_samples
-from seedscope.errors import SeedscopeError, UnstableEstimateWarning
+from seedscope.errors import SeedscopeError, SkippedEstimateWarning
 
 
 def table(correct, runs=("s1",), items=3, n=4) -> pd.DataFrame:
@@ -76,7 +76,7 @@ def test_several_runs_use_their_spread_and_the_observed_share():
 
 
 def test_a_single_run_of_pass_at_k_has_no_inversion_probability():
-    with pytest.warns(UnstableEstimateWarning):
+    with pytest.warns(SkippedEstimateWarning):
         result = compare_samples({"A": A, "B": B}, estimator="pass@2")
     assert np.isnan(result.pairs.iloc[0]["inversion_probability"])
     assert any("two runs or more" in note for note in result.notes)
@@ -94,7 +94,7 @@ def test_bad_estimators(estimator, message):
 
 def test_items_are_paired_and_unshared_ones_noted():
     shifted = B.assign(example_id=B["example_id"] + 1)
-    with pytest.warns(UnstableEstimateWarning, match="2 item"):
+    with pytest.warns(SkippedEstimateWarning, match="2 item"):
         result = compare_samples({"A": A, "B": shifted})
     assert result.pairs.iloc[0]["n_items"] == 2
     with pytest.raises(SeedscopeError, match="share 0 item"):
@@ -112,5 +112,5 @@ def test_the_plan_of_a_pair_splits_the_paired_differences():
                              detect=True)
     pd.testing.assert_frame_equal(result.plans[("A", "B")], expected)
     assert result.to_dict()["plans"][0]["plan"]["4"]["mdd"] == pytest.approx(expected.loc[4, "mdd"])
-    with pytest.warns(UnstableEstimateWarning):
+    with pytest.warns(SkippedEstimateWarning):
         assert compare_samples({"A": A, "B": B}, estimator="pass^2").plans == {}

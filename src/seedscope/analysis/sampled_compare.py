@@ -27,7 +27,7 @@ from scipy import special
 from seedscope.analysis.error_bars import minimum_detectable_difference
 from seedscope.analysis.planning import sampling_plan
 from seedscope.analysis.sampling import check_ks, item_estimates, item_means, run_scores
-from seedscope.errors import SeedscopeError, UnstableEstimateWarning
+from seedscope.errors import SeedscopeError, SkippedEstimateWarning
 from seedscope.notes import noted
 from seedscope.predictions import EXAMPLE_ID, RUN
 from seedscope.samples import check_sample_table, item_pools
@@ -129,7 +129,7 @@ def _run_variance(per_item: pd.DataFrame, pools: pd.DataFrame, estimator: str, i
         within = np.where(n > 1, c * (n - c) / (n * np.maximum(n - 1, 1)), 0.0)
         return float(np.mean(within / n) / len(n))
     warnings.warn(f"one run of {estimator} gives no run-to-run variance: its ranking-inversion probability needs "
-                  "two runs or more (or pass@1 / avg@n)", UnstableEstimateWarning, stacklevel=4)
+                  "two runs or more (or pass@1 / avg@n)", SkippedEstimateWarning, stacklevel=4)
     return float("nan")
 
 
@@ -184,7 +184,7 @@ def compare_samples(
             raise SeedscopeError(f"systems {a} and {b} share {len(items)} item(s); a paired comparison needs two or more")
         dropped = len(means[a].index.union(means[b].index)) - len(items)
         if dropped:
-            warnings.warn(f"{a} vs {b}: {dropped} item(s) not answered by both are left out", UnstableEstimateWarning,
+            warnings.warn(f"{a} vs {b}: {dropped} item(s) not answered by both are left out", SkippedEstimateWarning,
                           stacklevel=3)
         differences = (means[a][items] - means[b][items]).to_numpy()
         delta, sd = float(differences.mean()), float(differences.std(ddof=1))
