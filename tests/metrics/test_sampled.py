@@ -110,3 +110,11 @@ def test_bad_threshold_and_answers():
         sampled.maj_at_k([[1, 1]], [[1, 0]], 3)
     with pytest.raises(SeedscopeError, match="count ≥ 1"):
         sampled.maj_at_k([[2, 0]], [[1, 0]], 1)
+
+
+def test_within_variance_is_the_unbiased_sample_variance():
+    rng = np.random.default_rng(5)
+    for n in (1, 2, 5, 9):
+        scores = (rng.random(n) < 0.5).astype(float)
+        expected = scores.var(ddof=1) if n > 1 else 0.0
+        assert sampled.within_variance([n], [scores.sum()])[0] == pytest.approx(expected)

@@ -28,6 +28,7 @@ from seedscope.analysis.error_bars import minimum_detectable_difference
 from seedscope.analysis.planning import sampling_plan
 from seedscope.analysis.sampling import check_ks, item_estimates, item_means, run_scores
 from seedscope.errors import SeedscopeError, SkippedEstimateWarning
+from seedscope.metrics.sampled import within_variance
 from seedscope.notes import noted
 from seedscope.predictions import EXAMPLE_ID, RUN
 from seedscope.samples import check_sample_table, item_pools
@@ -123,10 +124,8 @@ def _run_variance(per_item: pd.DataFrame, pools: pd.DataFrame, estimator: str, i
     scores = run_scores(kept, estimator)
     if len(scores) >= 2:
         return float(scores.var(ddof=1))
-    if estimator in MEAN_OF_SAMPLES:
-        kept_pools = pools[pools.index.get_level_values(EXAMPLE_ID).isin(items)]
-        n, c = kept_pools["n"].to_numpy(float), kept_pools["c"].to_numpy(float)
-        within = np.where(n > 1, c * (n - c) / (n * np.maximum(n - 1, 1)), 0.0)
+    if estimator in MEAN_OF_SAMPLES:  # one run: its samples of each item are all there is
+        within, n = _within(pools, items)
         return float(np.mean(within / n) / len(n))
     warnings.warn(f"one run of {estimator} gives no run-to-run variance: its ranking-inversion probability needs "
                   "two runs or more (or pass@1 / avg@n)", SkippedEstimateWarning, stacklevel=4)
@@ -215,8 +214,7 @@ def compare_samples(
 def _within(pools: pd.DataFrame, items: pd.Index) -> tuple[np.ndarray, np.ndarray]:
     """(unbiased within-item variance c(n−c)/(n(n−1)), samples n) of each of ``items``, over all runs' samples."""
     pooled = pools.groupby(level=EXAMPLE_ID, sort=True)[["n", "c"]].sum().loc[items]
-    n, c = pooled["n"].to_numpy(float), pooled["c"].to_numpy(float)
-    return np.where(n > 1, c * (n - c) / (n * np.maximum(n - 1, 1)), 0.0), n
+    return within_variance(pooled["n"].to_numpy(), pooled["c"].to_numpy()), pooled["n"].to_numpy(float)
 
 
 def _difference_plan(pools_a, pools_b, items, differences, confidence, power) -> pd.DataFrame:

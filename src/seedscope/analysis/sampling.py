@@ -90,8 +90,7 @@ def variance_components(n, c) -> pd.Series:
     if len(n) < 2:
         raise SeedscopeError("a standard error over items needs at least two items")
     rates = c / n
-    with np.errstate(invalid="ignore", divide="ignore"):
-        within = np.where(n > 1, c * (n - c) / (n * np.maximum(n - 1, 1)), 0.0)
+    within = sampled.within_variance(n, c)
     sampling_part, spread = float(np.mean(within / n)), float(rates.var(ddof=1))
     between = max(0.0, spread - sampling_part)
     se = math.sqrt(spread / len(n))

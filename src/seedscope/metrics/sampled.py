@@ -118,6 +118,12 @@ def avg_at_n(n, c) -> np.ndarray:
     return c / n
 
 
+def within_variance(n, c) -> np.ndarray:
+    """The unbiased variance of each item's 0/1 samples, c(n−c)/(n(n−1)) (0 for a single sample): Miller's σ_i²."""
+    n, c = check_pool(n, c)
+    return np.where(n > 1, c * (n - c) / (n * np.maximum(n - 1, 1)), 0.0)
+
+
 def maj_at_k(counts: Sequence[Sequence[int]], correct: Sequence[Sequence[float]], k: int) -> np.ndarray:
     """maj@k of each item: the mean over all k-subsets of its samples of 1[the subset's plurality answer is correct].
 
