@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 
-from seedscope.errors import DegenerateRunWarning, DuplicateRowsWarning, SeedscopeError, SeedscopeWarning
+from seedscope.errors import (
+    DegenerateRunWarning,
+    DuplicateRowsWarning,
+    SeedscopeError,
+    SeedscopeWarning,
+)
 from seedscope.notes import noted, recorded
 
 
@@ -80,5 +86,7 @@ def test_every_class_is_a_seedscope_warning_and_an_error_is_a_value_error():
     from seedscope import errors
 
     classes = [getattr(errors, name) for name in dir(errors) if name.endswith("Warning") and name != "SeedscopeWarning"]
-    assert len(classes) == 7 and all(issubclass(c, SeedscopeWarning) for c in classes)
+    assert classes and all(issubclass(c, SeedscopeWarning) for c in classes)
+    documented = (Path(__file__).resolve().parents[1] / "docs" / "analyze.md").read_text(encoding="utf-8")
+    assert [c.__name__ for c in classes if f"| `{c.__name__}` |" not in documented] == []  # each in the table of warnings
     assert issubclass(SeedscopeWarning, UserWarning) and issubclass(SeedscopeError, ValueError)

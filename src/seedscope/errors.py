@@ -82,5 +82,14 @@ class DamagedEntryWarning(SeedscopeWarning):
     predictions) was read without it."""
 
 
+class UnevenSamplesWarning(SeedscopeWarning):
+    """The items of a sample table hold different numbers of samples: each estimator uses each item's own n."""
+
+
+class SkippedEstimateWarning(SeedscopeWarning):
+    """What the input cannot support is left out: maj@k and CON of samples without predictions, items that only
+    one of two compared systems answered, a ranking-inversion probability without a run-to-run variance."""
+
+
 class PackingWarning(SeedscopeWarning):
     """``--parallel K`` runs will not fit in memory at once: fewer are packed."""
