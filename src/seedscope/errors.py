@@ -77,5 +77,9 @@ class ReadingChoiceWarning(SeedscopeWarning):
     """A choice made while reading a file (the lm-eval filter used, the column taken as the run)."""
 
 
+class UnequalSamplesWarning(SeedscopeWarning):
+    """Items hold different numbers of sampled generations: each item's estimates use its own n."""
+
+
 class PackingWarning(SeedscopeWarning):
     """``--parallel K`` runs will not fit in memory at once: fewer are packed."""

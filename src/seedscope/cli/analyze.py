@@ -12,6 +12,7 @@ from seedscope.cli.inputs import (
     SCORE_TABLES,
     ClusterColumn,
     DataDir,
+    EpochsAs,
     IdColumn,
     InputFormat,
     Intersect,
@@ -80,7 +81,7 @@ seedscope analyze logs/*template-*.jsonl --runs-by file --task boolq
 
 #: options a per-run score table cannot use (it has no per-example predictions)
 UNUSED_BY_SCORE_TABLES = {name: SCORE_TABLES for name in (
-    "id_column", "prediction_column", "label_column", "cluster_column", "prob_columns", "lm_eval_filter", "runs_by",
+    "id_column", "prediction_column", "label_column", "cluster_column", "prob_columns", "lm_eval_filter", "runs_by", "epochs_as",
     "data_dir", "task_type", "intersect", "primary_metric", "top", "power")}
 #: options per-example predictions cannot use (``--metric`` picks an inspect_ai scorer, and is used there)
 UNUSED_BY_PREDICTIONS = {"system_column": PREDICTIONS, "scale": PREDICTIONS}
@@ -100,6 +101,7 @@ def analyze_command(
     prob_columns: ProbColumns = None,
     lm_eval_filter: LmEvalFilter = None,
     runs_by: RunsBy = None,
+    epochs_as: EpochsAs = None,
     input_format: InputFormat = None,
     task: Task = None,
     data_dir: DataDir = None,

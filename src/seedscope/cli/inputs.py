@@ -30,6 +30,11 @@ class TaskTypeChoice(str, Enum):
     regression = "regression"
 
 
+class EpochsChoice(str, Enum):
+    samples = "samples"
+    runs = "runs"
+
+
 RunColumn = Annotated[Optional[str], typer.Option(
     "--run-column", "--seed-column", help="Column naming the run or seed (long tables); default: auto-detected (run, seed, run_id …).")]
 IdColumn = Annotated[Optional[str], typer.Option("--id-column", help="Column with the example id; default: auto-detected.")]
@@ -56,6 +61,10 @@ RunsBy = Annotated[Optional[str], typer.Option(
     "--runs-by",
     help="lm-eval logs: 'file' makes every samples file one run of one task (prompt templates, checkpoints …), "
     "named after the part of its file name that differs; default: a folder or file per run, a file per task.")]
+EpochsAs = Annotated[Optional[EpochsChoice], typer.Option(
+    "--epochs-as",
+    help="inspect_ai logs: 'runs' reads each epoch as one run, 'samples' the epochs of a log as the sampled "
+    "generations of one run; default: runs for the seed-effect analysis, samples for the sample analysis (--k).")]
 Task = Annotated[Optional[str], typer.Option(
     "--task", help="Task name (e.g. rte, sst2): picks one from multi-task inputs, or names it for files without one "
     "(run_glue.py predictions get their gold labels from it).")]
