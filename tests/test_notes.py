@@ -80,5 +80,5 @@ def test_every_class_is_a_seedscope_warning_and_an_error_is_a_value_error():
     from seedscope import errors
 
     classes = [getattr(errors, name) for name in dir(errors) if name.endswith("Warning") and name != "SeedscopeWarning"]
-    assert len(classes) == 7 and all(issubclass(c, SeedscopeWarning) for c in classes)
+    assert len(classes) == 8 and all(issubclass(c, SeedscopeWarning) for c in classes)
     assert issubclass(SeedscopeWarning, UserWarning) and issubclass(SeedscopeError, ValueError)
