@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-import shutil
+import math
+import random
 from pathlib import Path
 
 import pyarrow as pa
@@ -81,9 +82,21 @@ def test_lightevals_pass_at_k_by_hand():
     assert pass_at_k(4, 3, 2) == 1.0 and pass_at_k(4, 0, 2) == 0.0
 
 
-def test_the_prediction_reader_reads_the_first_generation_still():
+def test_lightevals_pass_at_k_is_the_unbiased_estimator_on_random_cases():
+    """The product form against 1 − C(n−c, k)/C(n, k), counted directly."""
+    rng = random.Random(0)
+    for _ in range(500):
+        n = rng.randint(1, 40)
+        c, k = rng.randint(0, n), rng.randint(1, n)
+        assert pass_at_k(n, c, k) == pytest.approx(1 - math.comb(n - c, k) / math.comb(n, k), abs=1e-12)
+
+
+def test_the_prediction_reader_still_reads_one_value_per_document():
     table = read_predictions(RUNS, metric="avg@n:n=4")
-    assert len(table) == 12
+    samples = read_samples(RUNS, metric="avg@n:n=4")
+    assert len(table) == 12 and table.attrs["regression_tasks"] == ["sst2_sampled|0"]
+    means = samples.groupby(["run", "example_id"])["correct"].mean()
+    assert table.set_index(["run", "example_id"])["prediction"].sort_index().tolist() == pytest.approx(means.tolist())
 
 
 def wrong(record: dict) -> list[int]:
