@@ -71,7 +71,7 @@ def test_several_logs_are_runs_named_after_their_files_and_a_numeric_scorer_is_p
     assert table.groupby("run")["sample"].nunique().eq(5).all()
     assert "scorer match of match, answer_length" in table.attrs["notes"][0]
     named = read_samples([EVAL, OTHER], run_names=["temperature 0.7", "temperature 1.0"], epochs_as="runs")
-    assert "temperature 1.0: epoch 5" in set(named["run"])
+    assert "temperature 1.0:epoch 5" in set(named["run"])  # as read_predictions names the epochs of several logs
 
 
 def test_the_json_log_reads_like_the_archive():

@@ -38,8 +38,8 @@ def read_inspect_samples(paths: list[Path], options: ReadOptions) -> pd.DataFram
         raise SeedscopeError(f"{len(options.run_names)} run name(s) given for {len(files)} inspect_ai log(s); "
                              "give one per log")
     names = list(options.run_names or (distinguishing_names(files) if len(files) > 1 else [files[0].stem]))
-    if options.epochs_as == "runs":  # "epoch 1" … as the prediction reader names them; "<log>: epoch 1" for several
-        names = [f"{name}: " if len(files) > 1 else "" for name in names]
+    if options.epochs_as == "runs":  # "epoch 1" … as the prediction reader names them; "<log>:epoch 1" for several
+        names = [f"{name}:" if len(files) > 1 else "" for name in names]
     return pd.concat([_log_samples(file, name, options.metric, options.epochs_as == "runs")
                       for file, name in zip(files, names)], ignore_index=True)
 
