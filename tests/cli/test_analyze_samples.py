@@ -87,3 +87,25 @@ def test_compare_sample_tables(tmp_path, capsys):
     assert document["estimator"] == "pass@2" and (pair["system_a"], pair["system_b"]) == ("a", "b")
     assert pair["difference"] < 0 and 0 <= pair["inversion_probability"] <= 0.5
     assert run_cli(["compare", str(a), str(b), "--metric", "pass@5", "--json", str(out)]) == 2
+
+
+FIXTURES = Path(__file__).resolve().parents[1] / "io" / "fixtures"
+
+
+def test_framework_logs_get_the_sample_analysis_when_asked(tmp_path):
+    """An inspect_ai log of --epochs 4 (written by inspect_ai) read as samples with --k: pass@k per log, the
+    interval over items inside [0, 1]; without --k its epochs stay runs of the seed-effect analysis."""
+    log = FIXTURES / "inspect_ai" / "sampled-arith.eval"
+    out = tmp_path / "out.json"
+    assert run_cli(["analyze", str(log), "--k", "1,2,4", "--n-boot", "200", "--json", str(out)]) == 0
+    (system,) = json.loads(out.read_text())["systems"].values()  # one system: the log's model
+    assert list(system["pass@k"]) == ["1", "2", "4"]
+    assert system["pass@k"]["1"] <= system["pass@k"]["2"] <= system["pass@k"]["4"] <= 1.0
+    errors = system["errors"] if "errors" in system else None
+    if errors is not None:
+        low = [row["ci_low"] for row in errors] if isinstance(errors, list) else list(errors["ci_low"].values())
+        high = [row["ci_high"] for row in errors] if isinstance(errors, list) else list(errors["ci_high"].values())
+        assert min(low) >= 0.0 and max(high) <= 1.0
+    seeds = tmp_path / "seeds.json"
+    assert run_cli(["analyze", str(log), "--json", str(seeds)]) == 0
+    assert "systems" not in json.loads(seeds.read_text())

@@ -266,7 +266,7 @@ def analyze_samples(
 
 def standard_errors(per_item: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
     """Per estimator: its mean, the standard error of one run's mean over items (sqrt(S²(x_i)/N), the item-clustered
-    SE, root mean square over runs) and the normal interval mean ± z·SE."""
+    SE, root mean square over runs) and the normal interval mean ± z·SE, clipped to [0, 1] where every estimator lies."""
     z = special.ndtri(1 - check_confidence(confidence))
     grouped = per_item.groupby(level=RUN, sort=True)
     counts = grouped.size().to_numpy()[:, None]
@@ -274,7 +274,8 @@ def standard_errors(per_item: pd.DataFrame, confidence: float = 0.95) -> pd.Data
         raise SeedscopeError("a standard error over items needs at least two items per run")
     se = np.sqrt(np.mean(grouped.var(ddof=1).to_numpy() / counts, axis=0))
     mean = grouped.mean().mean().to_numpy()
-    return pd.DataFrame({"mean": mean, "se": se, "ci_low": mean - z * se, "ci_high": mean + z * se},
+    return pd.DataFrame({"mean": mean, "se": se, "ci_low": np.clip(mean - z * se, 0.0, 1.0),
+                         "ci_high": np.clip(mean + z * se, 0.0, 1.0)},
                         index=pd.Index(per_item.columns, name="estimator"))
 
 

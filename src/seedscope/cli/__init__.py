@@ -15,7 +15,18 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from seedscope.cli import analyze, compare, demo, factors, report, show_prompt, status, subsets, sweep, verify
+from seedscope.cli import (
+    analyze,
+    compare,
+    demo,
+    factors,
+    report,
+    show_prompt,
+    status,
+    subsets,
+    sweep,
+    verify,
+)
 from seedscope.errors import Interrupted, SeedscopeError
 from seedscope.notes import recorded
 

@@ -12,6 +12,7 @@ from seedscope.cli.inputs import (
     SCORE_TABLES,
     ClusterColumn,
     DataDir,
+    EpochsAs,
     IdColumn,
     InputFormat,
     Intersect,
@@ -47,7 +48,6 @@ from seedscope.cli.outputs import (
 )
 
 if TYPE_CHECKING:
-    import pandas as pd
     from rich.console import Console
 
     from seedscope.analysis.summary import TaskSummary
@@ -72,7 +72,9 @@ one run per sampling seed) gets the sampling estimators — pass@k, pass^k, maj@
 prediction column), G-Pass@k at τ = 0.25, 0.5, 0.75, 1 and mG-Pass@k for k = 1, 2, 5, 10 … up to n
 (or --k 1,4,16), and avg@n — each with its spread across sampling seeds, its standard error over
 items (sampling variance included), the stability of the samples (CON, CCON) and how many items
-and samples a target interval needs (docs/sampling.md).
+and samples a target interval needs (docs/sampling.md). The sampled generations of inspect_ai
+logs (epochs), lighteval details (n per document) and lm-eval --log_samples output (repeats) get
+the same analysis when it is asked for, with --k or --epochs-as samples.
 
 \b
 Examples:
@@ -85,12 +87,14 @@ seedscope analyze stsb_seed*.jsonl --task-type regression --primary-metric spear
 seedscope analyze paper_seeds.csv --metric acc --seed-column seed
 seedscope analyze logs/*template-*.jsonl --runs-by file --task boolq
 seedscope analyze samples.parquet --k 1,4,16 --json sampling.json
+seedscope analyze logs/*.eval --k 1,2,4                      # inspect_ai --epochs 4: pass@k per log
+seedscope analyze lm-eval-out/ --task my_task --k 1,4 --filter vote   # lm-eval repeats
 ```
 """
 
 #: options a per-run score table cannot use (it has no per-example predictions)
 UNUSED_BY_SCORE_TABLES = {name: SCORE_TABLES for name in (
-    "id_column", "prediction_column", "label_column", "cluster_column", "prob_columns", "lm_eval_filter", "runs_by",
+    "id_column", "prediction_column", "label_column", "cluster_column", "prob_columns", "lm_eval_filter", "runs_by", "epochs_as",
     "data_dir", "task_type", "intersect", "primary_metric", "top", "power")}
 #: options per-example predictions cannot use (``--metric`` picks an inspect_ai scorer, and is used there)
 UNUSED_BY_PREDICTIONS = {"system_column": PREDICTIONS, "scale": PREDICTIONS}
@@ -100,6 +104,8 @@ UNUSED_BY_SAMPLES = {name: SAMPLES for name in (
     "run_column", "id_column", "prediction_column", "label_column", "cluster_column", "metric", "system_column",
     "scale", "prob_columns", "lm_eval_filter", "runs_by", "task", "data_dir", "task_type", "intersect",
     "primary_metric", "power")}
+#: framework logs read as samples (:func:`seedscope.io.read_samples`) pick their scorer, filter and task
+UNUSED_BY_LOGGED_SAMPLES = {name: why for name, why in UNUSED_BY_SAMPLES.items() if name not in ("metric", "lm_eval_filter", "task")}
 SAMPLE_TABLES_ONLY = "these inputs (it picks the ks of sample tables, which hold several samples per item)"
 
 
@@ -117,6 +123,7 @@ def analyze_command(
     prob_columns: ProbColumns = None,
     lm_eval_filter: LmEvalFilter = None,
     runs_by: RunsBy = None,
+    epochs_as: EpochsAs = None,
     input_format: InputFormat = None,
     task: Task = None,
     data_dir: DataDir = None,
@@ -139,9 +146,11 @@ def analyze_command(
     outputs = OutputFiles.of(ctx.params)  # checked, with the confidence level and power, before any input is read
     reading = Reading.of(ctx.params)
     console = output_console()
-    if reading.holds_sample_tables(paths):
+    plain_samples = reading.holds_sample_tables(paths)
+    if plain_samples or reading.asks_for_samples(paths, k):
         settings = dict(k=parse_int_list(k, "--k", "1,4,16"), n_boot=n_boot, confidence=confidence, seed=seed)
-        analyze_sample_tables(console, paths, reading, outputs, settings, top, ignored_options(ctx, UNUSED_BY_SAMPLES))
+        unused = UNUSED_BY_SAMPLES if plain_samples else UNUSED_BY_LOGGED_SAMPLES
+        analyze_sample_tables(console, paths, reading, outputs, settings, top, ignored_options(ctx, unused))
         return
     print_notes(console, ignored_options(ctx, {"k": SAMPLE_TABLES_ONLY}))
     if reading.holds_run_scores(paths):
@@ -165,7 +174,12 @@ def analyze_command(
 def read_inputs(paths: list[Path], reading: Reading, console: Console, *, aligned: bool):
     """With ``aligned``, aligned codes straight from pyarrow when the inputs are one plain file per run; else the
     long table, with the prompts and example texts attached (the readers' notes printed)."""
-    from seedscope.io import attach_prompts, attach_texts, read_aligned_runs, read_predictions
+    from seedscope.io import (
+        attach_prompts,
+        attach_texts,
+        read_aligned_runs,
+        read_predictions,
+    )
 
     runs = read_aligned_runs(paths, format=reading.format, options=reading.options) if aligned else None
     if runs is not None:
@@ -216,11 +230,11 @@ def analyze_sample_tables(console: Console, paths: list[Path], reading: Reading,
                           top: int, ignored: list[str]) -> None:
     """The sampling estimators of sample tables, per system (a ``model`` column's values; else one system)."""
     from seedscope.analysis.sampling import analyze_samples
-    from seedscope.io import read_sample_tables
     from seedscope.report.sampling import sampling_sections
 
     with console.status("reading samples…"):
-        table = read_sample_tables(paths, reading.format)
+        table = reading.samples(paths)
+    print_notes(console, list(table.attrs.get("notes", [])), prefix="")
     systems = dict(iter(table.groupby("model", sort=True))) if "model" in table.columns else {"samples": table}
     with console.status("analysing…"):
         results = {str(name): analyze_samples(rows, **settings) for name, rows in systems.items()}

@@ -128,7 +128,12 @@ def run_meta_studies(out: Path, data_dir: Optional[Path], console: Console) -> N
 
     from seedscope.progress import RunProgress
     from seedscope.report.tables import to_rich
-    from seedscope.workflows.demos import META_STUDY, demo_data_dir, meta_execution, meta_studies
+    from seedscope.workflows.demos import (
+        META_STUDY,
+        demo_data_dir,
+        meta_execution,
+        meta_studies,
+    )
     from seedscope.workflows.factor_studies import run_factor_study
 
     rows = {}

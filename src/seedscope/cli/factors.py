@@ -27,14 +27,14 @@ from seedscope.cli.run_options import (
     ExecutorOption,
     FailFast,
     GpusPerRun,
+    LmEvalInclude,
     MaxRetries,
     MethodOption,
     Out,
     Parallel,
     PlanOnly,
-    Preset,
-    LmEvalInclude,
     PredictOption,
+    Preset,
     PromptFormat,
     RayAddress,
     Resume,
@@ -85,7 +85,12 @@ def _chance(num_classes: Optional[int], chance: Optional[float]) -> Optional[flo
 
 def show_analysis(result: FactorAnalysis, notes: list[str], ranking: pd.DataFrame | None = None) -> dict[str, pd.DataFrame]:
     """Print the analysis (and the pairwise ranking of the factors); return the titled sections for Markdown."""
-    from seedscope.report.factor_tables import baseline_frame, golden_line, summary_frame, titles
+    from seedscope.report.factor_tables import (
+        baseline_frame,
+        golden_line,
+        summary_frame,
+        titles,
+    )
     from seedscope.report.tables import to_rich
 
     summary, baselines = titles(result)

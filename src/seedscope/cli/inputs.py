@@ -30,6 +30,11 @@ class TaskTypeChoice(str, Enum):
     regression = "regression"
 
 
+class EpochsChoice(str, Enum):
+    samples = "samples"
+    runs = "runs"
+
+
 RunColumn = Annotated[Optional[str], typer.Option(
     "--run-column", "--seed-column", help="Column naming the run or seed (long tables); default: auto-detected (run, seed, run_id …).")]
 IdColumn = Annotated[Optional[str], typer.Option("--id-column", help="Column with the example id; default: auto-detected.")]
@@ -56,6 +61,10 @@ RunsBy = Annotated[Optional[str], typer.Option(
     "--runs-by",
     help="lm-eval logs: 'file' makes every samples file one run of one task (prompt templates, checkpoints …), "
     "named after the part of its file name that differs; default: a folder or file per run, a file per task.")]
+EpochsAs = Annotated[Optional[EpochsChoice], typer.Option(
+    "--epochs-as",
+    help="inspect_ai logs: 'runs' reads each epoch as one run, 'samples' the epochs of a log as the sampled "
+    "generations of one run; default: runs for the seed-effect analysis, samples for the sample analysis (--k).")]
 Task = Annotated[Optional[str], typer.Option(
     "--task", help="Task name (e.g. rte, sst2): picks one from multi-task inputs, or names it for files without one "
     "(run_glue.py predictions get their gold labels from it).")]
@@ -106,6 +115,23 @@ class Reading:
         from seedscope.io import holds_sample_tables
 
         return holds_sample_tables(paths, self.format)
+
+    def asks_for_samples(self, paths: list[Path], k: str | None) -> bool:
+        """The sample analysis of framework logs that keep several generations per item (inspect_ai epochs, lighteval
+        n, lm-eval repeats): asked for with ``--k`` or ``--epochs-as samples``."""
+        from seedscope.io import holds_sampled_generations
+
+        asked = k is not None or self.options.epochs_as == "samples"
+        return asked and self.options.epochs_as != "runs" and holds_sampled_generations(paths, self.format)
+
+    def samples(self, paths: list[Path]):
+        """One sample table of ``paths``: plain sample tables, or the sampled generations of framework logs
+        (:func:`seedscope.io.read_samples`, its notes in ``attrs["notes"]``)."""
+        from seedscope.io import holds_sample_tables, read_sample_tables, read_samples
+
+        if holds_sample_tables(paths, self.format):
+            return read_sample_tables(paths, self.format)
+        return read_samples(paths, format=self.format, options=self.options)
 
     def run_scores(self, paths: list[Path], *, metric: list[str] | str | None, names: list[str] | None = None):
         """The per-run score tables of ``paths`` (:func:`seedscope.io.read_run_scores`)."""

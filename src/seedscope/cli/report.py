@@ -189,7 +189,11 @@ def report_predictions(paths: list[Path], reading: Reading, files: ReportFiles, 
 def _subset_analysis(paths: list[Path] | None, size: int | None, n_seeds: int | None, score: str | None):
     """The subset-seed analysis of ``--subset-scores``, read and computed as ``seedscope subsets`` does
     (the full-pool CIs and tests are skipped: the report does not show them); None without the option."""
-    from seedscope.analysis.subsets import analyze_subsets, check_subset_size, parse_score
+    from seedscope.analysis.subsets import (
+        analyze_subsets,
+        check_subset_size,
+        parse_score,
+    )
     from seedscope.io import read_system_scores
 
     if not paths:

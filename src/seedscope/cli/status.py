@@ -33,9 +33,9 @@ STATUS_STYLE = {"done": "green", "failed": "red", "running": "yellow", "pending"
 
 def _seeds(run) -> str:
     """The common seed, or every factor's seed when they differ."""
-    from seedscope.plan.seeds import FACTORS
-
     import pandas as pd
+
+    from seedscope.plan.seeds import FACTORS
 
     if not pd.isna(run["seed"]):
         return str(run["seed"])

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -18,14 +17,14 @@ from seedscope.cli.run_options import (
     ExecutorOption,
     FailFast,
     GpusPerRun,
+    LmEvalInclude,
     MaxRetries,
     MethodOption,
     Out,
     Parallel,
     PlanOnly,
-    Preset,
-    LmEvalInclude,
     PredictOption,
+    Preset,
     PromptFormat,
     RayAddress,
     Resume,

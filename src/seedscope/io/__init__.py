@@ -5,10 +5,12 @@
 >>> table = read_predictions(["out/seed1", "out/seed2"])             # lm-eval --log_samples folders
 >>> table = read_predictions(["s1/predict_results_rte.txt", "s2/predict_results_rte.txt"],
 ...                          data_dir="data")                       # run_glue.py + gold dev labels
+>>> samples = read_samples("logs/arith.eval")                        # sampled generations: the sample table
 
 One registry (:data:`READERS`) maps each prediction format to its reader; score tables
 (:mod:`seedscope.io.scores`), task texts (:mod:`seedscope.io.texts`) and experiment stores
-(:mod:`seedscope.io.experiment`) are read by the same loaders and rules. See docs/readers.md.
+(:mod:`seedscope.io.experiment`) are read by the same loaders and rules; sampled generations (several per
+example) by :func:`read_samples` (:mod:`seedscope.io.samples`). See docs/readers.md.
 """
 
 from __future__ import annotations
@@ -22,28 +24,47 @@ from typing import Callable, Iterable
 import pandas as pd
 
 from seedscope.errors import IgnoredOptionWarning, SeedscopeError
-from seedscope.notes import recorded
-from seedscope.predictions import AlignedRuns
 from seedscope.io.checks import merge_sources
 from seedscope.io.columnar import read_aligned
 from seedscope.io.common import ReadOptions, Source, pick_column, require_readable
-from seedscope.io.detect import FORMATS, common_format, detect_format, folder_format, normalise_format, table_files
+from seedscope.io.detect import (
+    FORMATS,
+    common_format,
+    detect_format,
+    folder_format,
+    normalise_format,
+    table_files,
+)
 from seedscope.io.experiment import attach_prompts, read_store
 from seedscope.io.helm import read_helm
-from seedscope.io.lighteval import read_lighteval
 from seedscope.io.inspect_logs import read_inspect
+from seedscope.io.lighteval import read_lighteval
 from seedscope.io.lm_eval import read_lm_eval
 from seedscope.io.run_glue import read_run_glue
-from seedscope.io.run_scores import RunScores, looks_like_run_scores, read_head, read_run_scores
+from seedscope.io.run_scores import (
+    RunScores,
+    looks_like_run_scores,
+    read_head,
+    read_run_scores,
+)
 from seedscope.io.sample_tables import holds_sample_tables, read_sample_tables
+from seedscope.io.samples import (
+    SAMPLE_READERS,
+    check_epochs_as,
+    epochs_choice,
+    holds_sampled_generations,
+    read_samples,
+)
 from seedscope.io.scores import read_score_table, read_system_scores
 from seedscope.io.tabular import PREDICTION_NAMES, read_tabular
 from seedscope.io.texts import attach_texts, task_texts
 from seedscope.io.validate import names_unreadable_files
+from seedscope.notes import recorded
+from seedscope.predictions import AlignedRuns
 
 __all__ = [
-    "FORMATS", "READERS", "RunScores", "attach_prompts", "attach_texts", "detect_format", "holds_predictions", "holds_run_scores",
-    "holds_sample_tables", "read_predictions", "read_sample_tables",
+    "FORMATS", "READERS", "RunScores", "SAMPLE_READERS", "attach_prompts", "attach_texts", "detect_format", "holds_predictions",
+    "holds_run_scores", "holds_sample_tables", "holds_sampled_generations", "read_predictions", "read_sample_tables", "read_samples",
     "read_aligned_runs", "read_run_scores", "read_score_table", "read_sweep", "read_system_scores", "task_texts",
 ]
 
@@ -82,6 +103,7 @@ def read_predictions(
     run_names: Iterable[str] | None = None,
     runs_by: str | None = None,
     metric: str | None = None,
+    epochs_as: str | None = None,
     options: ReadOptions | None = None,
 ) -> pd.DataFrame:
     """One long prediction table (run, example_id, prediction, label, prob_<class>, task, model).
@@ -94,7 +116,8 @@ def read_predictions(
     ``filter`` picks the lm-eval filter; ``run_names`` names one-run-per-input runs;
     ``runs_by="file"`` reads every lm-eval samples file as one run of one task; ``metric`` picks an
     inspect_ai log's scorer (default: its first), a HELM per-instance stat (default: exact_match)
-    or a lighteval metric (default: the choices' argmax for multiple choice, else the first metric).
+    or a lighteval metric (default: the choices' argmax for multiple choice, else the first metric);
+    ``epochs_as`` must stay ``"runs"`` (each inspect_ai epoch a run): epochs as samples are read by :func:`read_samples`.
     Choices made (such as the lm-eval filter used) are said as :class:`~seedscope.errors.SeedscopeWarning` s
     (:mod:`warnings`), and their texts are kept in ``table.attrs["notes"]``.
 
@@ -107,7 +130,7 @@ def read_predictions(
     run_column, id_column, prediction_column, label_column, cluster_column : str, optional
         Column names, when a table's are not found by default.
     **other options
-        ``prob_columns``, ``task``, ``data_dir``, ``filter``, ``run_names``, ``runs_by``, ``metric``, as above.
+        ``prob_columns``, ``task``, ``data_dir``, ``filter``, ``run_names``, ``runs_by``, ``metric``, ``epochs_as``, as above.
     options : ReadOptions, optional
         All of these at once; a keyword given beside it wins.
 
@@ -132,11 +155,13 @@ def read_predictions(
     given = dict(run_column=run_column, id_column=id_column, prediction_column=prediction_column,
                  label_column=label_column, cluster_column=cluster_column, prob_columns=prob_columns, task=task,
                  task_type=task_type, data_dir=data_dir, filter=filter,
-                 run_names=tuple(run_names) if run_names is not None else None, runs_by=runs_by, metric=metric)
+                 run_names=tuple(run_names) if run_names is not None else None, runs_by=runs_by, metric=metric,
+                 epochs_as=epochs_as)
     options = replace(options or ReadOptions(), **{key: value for key, value in given.items() if value is not None})
-    options = replace(options, runs_by=_runs_by(options.runs_by))
+    options = replace(options, runs_by=_runs_by(options.runs_by), epochs_as=epochs_choice(options.epochs_as))
     fmt = common_format(paths, format)
     with recorded() as notes:
+        check_epochs_as(fmt, options.epochs_as, samples=False)
         table = merge_sources(READERS[fmt](paths, options), options.task_type)
         if options.metric is not None and fmt not in METRIC_FORMATS:
             warnings.warn(f"--metric picks an inspect_ai scorer, a HELM stat or a score table's column; {fmt} "

@@ -43,6 +43,7 @@ class ReadOptions:
     run_names: tuple[str, ...] | None = None
     runs_by: str | None = None
     metric: str | None = None
+    epochs_as: str | None = None
 
 
 @dataclass
