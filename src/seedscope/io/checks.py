@@ -14,7 +14,7 @@ import pandas as pd
 from seedscope.errors import DuplicateRowsWarning, SeedscopeError
 from seedscope.io.common import LINE, PASSTHROUGH_COLUMNS, Source
 from seedscope.metrics.bounds import ABSURD
-from seedscope.predictions import EXAMPLE_ID, LABEL, PREDICTION, RUN, prob_columns
+from seedscope.predictions import EXAMPLE_ID, LABEL, PREDICTION, RUN, prob_columns, probability_problem
 
 #: columns that together name one prediction set (runs of different tasks may share a name)
 GROUP_COLUMNS = ("task", "model")
@@ -63,7 +63,8 @@ def _regression(sources: list[Source], task_type: str | None) -> list[bool]:
 
 def _has_fractions(values: pd.Series) -> bool:
     numeric = pd.to_numeric(values, errors="coerce") if not pd.api.types.is_float_dtype(values.dtype) else values
-    numeric = numeric.dropna().to_numpy(dtype=float)
+    numeric = numeric.to_numpy(dtype=float)
+    numeric = numeric[np.isfinite(numeric)]  # an infinite value is refused later, naming its line
     return bool(len(numeric)) and bool(np.any(np.mod(numeric, 1) != 0))
 
 
@@ -78,10 +79,12 @@ def _checked(source: Source, regression: bool) -> pd.DataFrame:
             raise SeedscopeError(f"{source.where(frame.loc[missing, LINE].iloc[0])}: the {what} is empty")
     _check_kinds(source)
     frame = source.frame = _without_repeats(source)
-    if regression:
-        frame = frame.assign(**{PREDICTION: _numbers(source, PREDICTION, allow_missing=False)})
-        if LABEL in frame.columns:
-            frame[LABEL] = _numbers(source, LABEL, allow_missing=True)
+    for column in (PREDICTION, LABEL):
+        # float classes too: an infinite "class" is a broken value, to be named here with its line
+        if column in frame.columns and (regression or pd.api.types.is_float_dtype(frame[column].dtype)):
+            numbers = _numbers(source, column, allow_missing=column == LABEL)
+            if regression:
+                frame = frame.assign(**{column: numbers})
     return frame.assign(**{RUN: frame[RUN].astype(str)})
 
 
@@ -103,6 +106,22 @@ def _check_kinds(source: Source) -> None:
             first = int(np.argmax(bad))
             raise SeedscopeError(f"{source.where(frame[LINE].iloc[first])}: {column} {frame[column].iloc[first]!r} "
                                  "is not a number")
+    _check_probabilities(source)
+
+
+def _check_probabilities(source: Source) -> None:
+    """Each row's class probabilities are a distribution (:func:`~seedscope.predictions.probability_problem`),
+    checked per task and model over the columns that group uses, where the file and line are still known."""
+    frame = source.frame
+    columns = prob_columns(frame)
+    keys = [c for c in GROUP_COLUMNS if c in frame.columns]
+    for _, rows in (frame.groupby(keys, sort=False, dropna=False) if keys and columns else [(None, frame)]):
+        used = [c for c in columns if rows[c].notna().any()]
+        if not used:
+            continue
+        problem = probability_problem(rows[used].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float), used)
+        if problem is not None:
+            raise SeedscopeError(f"{source.where(rows[LINE].iloc[problem[0]])}: {problem[1]}")
 
 
 def _without_repeats(source: Source) -> pd.DataFrame:
