@@ -165,6 +165,24 @@ def test_a_bad_probability_names_its_file_and_line(value, said, tmp_path, capsys
     assert said in analyze(paths, capsys)[1]
 
 
+def test_a_class_without_a_probability_column_names_its_line(tmp_path, capsys):
+    paths = _tables(tmp_path, ".csv")
+    frame = pd.read_csv(paths[0], dtype=str)
+    frame.loc[2, "prediction"] = "2"
+    frame.to_csv(paths[0], index=False)
+    assert_refused(paths, f"{paths[0]} line 4: the prediction 2 has no probability column (columns: prob_0, prob_1)",
+                   capsys)
+
+
+def test_two_gold_labels_of_one_example_name_both_files(tmp_path, capsys):
+    paths = _tables(tmp_path, ".csv")
+    frame = pd.read_csv(paths[1])
+    frame.loc[2, "label"] = 1 - frame.loc[2, "label"]
+    frame.to_csv(paths[1], index=False)
+    assert_refused(paths, f"{paths[0]} line 4 and {paths[1]} line 4: example {frame.loc[2, 'id']} has two gold labels",
+                   capsys)
+
+
 @pytest.mark.parametrize("column", ["prediction", "label"])
 def test_an_infinite_class_is_named_without_a_runtime_warning(column, tmp_path, capsys):
     paths = _tables(tmp_path, ".csv")
