@@ -152,8 +152,8 @@ def _source(path: Path, header: dict, samples: list[tuple[str, dict]], scorer: s
     for where, sample in samples:
         expect(sample, "an object", where)
         member(sample, "scores", "an object", where, default={})
-    found = {name for _, sample in samples for name in (sample.get("scores") or {})}
-    available = [name for name in header["scorers"] if name in found] + sorted(found - set(header["scorers"]))
+    found = list(dict.fromkeys(name for _, sample in samples for name in (sample.get("scores") or {})))
+    available = [name for name in header["scorers"] if name in found] + [n for n in found if n not in header["scorers"]]
     if not available:
         raise SeedscopeError(f"{path}: no sample was scored (no scorer results in the log)")
     if scorer is not None and scorer not in available:
