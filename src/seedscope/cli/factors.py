@@ -144,8 +144,9 @@ def analyze_command(
     input_format: Optional[str] = typer.Option(
         None, "--format", help="csv, tsv, jsonl or parquet when the score table's extension does not tell."
     ),
-    num_classes: Optional[int] = typer.Option(None, "--num-classes", help="K: the scores are a K-class classification's (accuracy, F1: fractions in [0, 1], others refused); "
-        "runs below 1/K count as failed (tables)."),
+    num_classes: Optional[int] = typer.Option(
+        None, "--num-classes", help="K: the scores are a K-class classification's (accuracy, F1: fractions in [0, 1], "
+        "others refused); runs below 1/K count as failed (tables)."),
     chance: Optional[float] = typer.Option(None, "--chance", help="Chance score (e.g. 0 for MCC) instead of 1/K."),
     bootstrap: Bootstrap = 10_000,
     confidence: Confidence = 0.95,

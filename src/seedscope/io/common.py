@@ -223,7 +223,8 @@ def finite_numbers(frame: pd.DataFrame, column: str, path: Path) -> pd.Series:
         position = int(np.flatnonzero(bad.to_numpy())[0])
         line = frame[LINE].iloc[position]
         value = values.iloc[position]
-        what = "is missing (empty, NA or n/a)" if pd.isna(value) else f"{value if not isinstance(value, str) else repr(value)} is not a finite number"
+        shown = repr(value) if isinstance(value, str) else value
+        what = "is missing (empty, NA or n/a)" if pd.isna(value) else f"{shown} is not a finite number"
         name = column if column == "score" else f"score {column}"
         raise SeedscopeError(f"{path} line {int(line)}: {name} {what}")
     return numeric.astype(float)

@@ -89,7 +89,8 @@ def cannot_read(path: Path, error: OSError) -> SeedscopeError:
 def damaged_parquet(path: Path, error: Exception, what: str = "a readable Parquet file") -> SeedscopeError:
     """The error for a Parquet file pyarrow cannot read (cut short, damaged, another kind of file): the file named
     once, with pyarrow's reason."""
-    reason = re.sub(r"^Could not open Parquet input source '.*?': ", "", str(error).strip().split("\n")[0]).split(". ")[0]
+    first = str(error).strip().split("\n")[0]
+    reason = re.sub(r"^Could not open Parquet input source '.*?': ", "", first).split(". ")[0]
     return SeedscopeError(f"{path} is not {what} (damaged, cut short or another kind of file: "
                           f"{reason or type(error).__name__})")
 
