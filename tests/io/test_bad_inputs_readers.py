@@ -183,12 +183,15 @@ def test_two_gold_labels_of_one_example_name_both_files(tmp_path, capsys):
                    capsys)
 
 
+@pytest.mark.parametrize("probabilities", [True, False], ids=["long tables", "plain tables (columnar path)"])
 @pytest.mark.parametrize("column", ["prediction", "label"])
-def test_an_infinite_class_is_named_without_a_runtime_warning(column, tmp_path, capsys):
+def test_an_infinite_class_is_named_without_a_runtime_warning(column, probabilities, tmp_path, capsys):
     paths = _tables(tmp_path, ".csv")
-    frame = pd.read_csv(paths[0], dtype=str)
-    frame.loc[2, column] = "inf"
-    frame.to_csv(paths[0], index=False)
+    for path in paths:
+        frame = pd.read_csv(path, dtype=str)
+        if path == paths[0]:
+            frame.loc[2, column] = "inf"
+        frame.drop(columns=[] if probabilities else ["prob_0", "prob_1"]).to_csv(path, index=False)
     for command in ("analyze", "compare"):
         code, err = run(capsys, command, *paths[:2], "--n-boot", "20")
         assert code == 2 and f"{paths[0]} line 4: {column} inf is not a plausible value" in err, err
