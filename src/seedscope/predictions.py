@@ -236,6 +236,12 @@ def label_key(value) -> str:
     return str(value)
 
 
+def label_keys(values: pd.Series) -> np.ndarray:
+    """:func:`label_key` of every value (no missing ones), computed once per distinct value."""
+    positions, uniques = pd.factorize(values)
+    return np.array([label_key(v) for v in uniques], dtype=object)[positions]
+
+
 def code_dtype(n_classes: int) -> type:
     """The smallest signed integer type holding class codes 0 … C − 1 and the missing code −1.
 
@@ -269,9 +275,7 @@ def class_list(values: pd.Series, prob_classes: list[str]) -> list:
 def _labels_by_example(table: pd.DataFrame, position: pd.Index, source: str) -> pd.Series:
     """One gold label per example; runs that disagree about a gold label are an error."""
     gold = table[[EXAMPLE_ID, LABEL]].dropna()
-    positions, uniques = pd.factorize(gold[LABEL])
-    keys = np.array([label_key(v) for v in uniques], dtype=object)[positions]
-    keyed = gold.assign(_k=keys).drop_duplicates([EXAMPLE_ID, "_k"])
+    keyed = gold.assign(_k=label_keys(gold[LABEL])).drop_duplicates([EXAMPLE_ID, "_k"])
     conflict = keyed[EXAMPLE_ID].duplicated(keep=False)
     if conflict.any():
         ids = ", ".join(keyed.loc[conflict, EXAMPLE_ID].unique()[:3])

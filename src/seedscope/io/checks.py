@@ -14,7 +14,7 @@ import pandas as pd
 from seedscope.errors import DuplicateRowsWarning, SeedscopeError
 from seedscope.io.common import LINE, PASSTHROUGH_COLUMNS, Source
 from seedscope.metrics.bounds import ABSURD
-from seedscope.predictions import (EXAMPLE_ID, LABEL, PREDICTION, PROB_PREFIX, RUN, label_key, prob_columns,
+from seedscope.predictions import (EXAMPLE_ID, LABEL, PREDICTION, PROB_PREFIX, RUN, label_keys, prob_columns,
                                    probability_problem)
 
 #: columns that together name one prediction set (runs of different tasks may share a name)
@@ -59,8 +59,7 @@ def _same_gold(sources: list[Source], frames: list[pd.DataFrame]) -> None:
     if not parts:
         return
     gold = pd.concat(parts, ignore_index=True)
-    codes, uniques = pd.factorize(gold[LABEL])
-    gold["_key"] = np.array([label_key(v) for v in uniques], dtype=object)[codes]
+    gold["_key"] = label_keys(gold[LABEL])
     keys = [c for c in (*GROUP_COLUMNS, EXAMPLE_ID) if c in gold.columns]
     distinct = gold.drop_duplicates([*keys, "_key"])
     conflict = distinct[distinct.duplicated(keys, keep=False)]
@@ -149,12 +148,12 @@ def _check_probabilities(source: Source) -> None:
         classes = {column[len(PROB_PREFIX):] for column in used}
         for column in (PREDICTION, LABEL):
             values = rows[column].dropna() if column in rows.columns else pd.Series(dtype=object)
-            codes, uniques = pd.factorize(values)
-            unknown = [code for code, value in enumerate(uniques) if label_key(value) not in classes]
-            if unknown:
-                line = rows.loc[values.index[int(np.argmax(np.isin(codes, unknown)))], LINE]
-                raise SeedscopeError(f"{source.where(line)}: the {column} {label_key(uniques[unknown[0]])} has no "
-                                     f"probability column (columns: {', '.join(used)})")
+            keys = label_keys(values)
+            unknown = ~np.isin(keys, list(classes))
+            if unknown.any():
+                first = int(np.argmax(unknown))
+                raise SeedscopeError(f"{source.where(rows.loc[values.index[first], LINE])}: the {column} {keys[first]} "
+                                     f"has no probability column (columns: {', '.join(used)})")
 
 
 def _without_repeats(source: Source) -> pd.DataFrame:
