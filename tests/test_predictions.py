@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 
 from seedscope.analysis.seed_effects import analyze
-from seedscope.predictions import align_runs, label_key
+from seedscope.errors import SeedscopeError
+from seedscope.predictions import align_runs, label_key, probability_problem
 from seedscope.store.files import with_label_names
 
 
@@ -38,3 +39,22 @@ def test_the_store_names_labels_with_the_same_key():
     named = with_label_names(table, "boolq")
     assert named["prediction"].tolist() == ["True", "False", "True"]
     assert named["label"].tolist() == ["True", "True", "False"]
+
+
+@pytest.mark.parametrize("rows, expected", [
+    ([[0.3, 0.7], [0.5, 0.5]], None),
+    ([[0.3, 0.7], [np.nan, 0.5]], (1, "probability prob_a is missing or not a number")),
+    ([[-0.2, 1.2]], (0, "probability prob_a is -0.2, outside [0, 1]")),
+    ([[0.5, np.inf]], (0, "probability prob_b is inf, outside [0, 1]")),
+    ([[0.3, 0.7], [0.5, 0.7]], (1, "the probabilities (prob_a, prob_b) sum to 1.2000, not 1")),
+    ([[0.3, 0.7005]], None),  # within the tolerance of rounding
+])
+def test_probability_problem_names_the_first_row_that_is_no_distribution(rows, expected):
+    assert probability_problem(np.array(rows, dtype=float), ["prob_a", "prob_b"]) == expected
+
+
+def test_align_runs_names_the_run_and_example_of_a_bad_probability():
+    table = pd.DataFrame({"run": ["1", "1", "2", "2"], "example_id": ["a", "b", "a", "b"], "prediction": [0, 1, 0, 1],
+                          "prob_0": [0.9, 0.2, 0.8, -0.1], "prob_1": [0.1, 0.8, 0.2, 1.1]})
+    with pytest.raises(SeedscopeError, match=r"^t: run 2 example b: probability prob_0 is -0.1, outside \[0, 1\]$"):
+        align_runs(table, source="t")

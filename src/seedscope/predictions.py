@@ -92,7 +92,8 @@ def infer_task_type(values: pd.Series) -> PredictionType:
     numeric = pd.to_numeric(values, errors="coerce")
     if numeric.isna().any() or not pd.api.types.is_float_dtype(values.dtype):
         return "classification"
-    return "classification" if np.all(np.mod(numeric.to_numpy(), 1) == 0) else "regression"
+    with np.errstate(invalid="ignore"):  # ±inf is no whole number: regression, whose check names it
+        return "classification" if np.all(np.mod(numeric.to_numpy(), 1) == 0) else "regression"
 
 
 def validate_table(table: pd.DataFrame, source: str = "prediction table") -> pd.DataFrame:
@@ -235,6 +236,12 @@ def label_key(value) -> str:
     return str(value)
 
 
+def label_keys(values: pd.Series) -> np.ndarray:
+    """:func:`label_key` of every value (no missing ones), computed once per distinct value."""
+    positions, uniques = pd.factorize(values)
+    return np.array([label_key(v) for v in uniques], dtype=object)[positions]
+
+
 def code_dtype(n_classes: int) -> type:
     """The smallest signed integer type holding class codes 0 … C − 1 and the missing code −1.
 
@@ -268,9 +275,7 @@ def class_list(values: pd.Series, prob_classes: list[str]) -> list:
 def _labels_by_example(table: pd.DataFrame, position: pd.Index, source: str) -> pd.Series:
     """One gold label per example; runs that disagree about a gold label are an error."""
     gold = table[[EXAMPLE_ID, LABEL]].dropna()
-    positions, uniques = pd.factorize(gold[LABEL])
-    keys = np.array([label_key(v) for v in uniques], dtype=object)[positions]
-    keyed = gold.assign(_k=keys).drop_duplicates([EXAMPLE_ID, "_k"])
+    keyed = gold.assign(_k=label_keys(gold[LABEL])).drop_duplicates([EXAMPLE_ID, "_k"])
     conflict = keyed[EXAMPLE_ID].duplicated(keep=False)
     if conflict.any():
         ids = ", ".join(keyed.loc[conflict, EXAMPLE_ID].unique()[:3])
@@ -292,24 +297,30 @@ def _as_float(values: pd.Series, what: str) -> np.ndarray:
     return out
 
 
-def _probabilities(table, probs, prob_classes, classes, shape, source) -> np.ndarray:
-    matrix = table[probs].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
-    if np.isnan(matrix).any():
-        i, j = np.argwhere(np.isnan(matrix))[0]
-        raise SeedscopeError(
-            f"{source}: probability column {probs[j]} is missing or not a number for run {table[RUN].iloc[i]} "
-            f"example {table[EXAMPLE_ID].iloc[i]}"
-        )
-    if (matrix < 0).any():
-        raise SeedscopeError(f"{source}: negative probabilities")
+def probability_problem(matrix: np.ndarray, columns: list[str]) -> tuple[int, str] | None:
+    """(row, what is wrong) of the first row of class probabilities that is no distribution, None when every row
+    is one: each value a number in [0, 1], each row summing to 1. The one check of every reader and of
+    :func:`align_runs`, so each says the same of the same row."""
+    missing = np.isnan(matrix)
+    outside = ~missing & ~((matrix >= 0) & (matrix <= 1))
+    if missing.any() or outside.any():
+        i, j = np.argwhere(missing | outside)[0]
+        what = "is missing or not a number" if missing[i, j] else f"is {matrix[i, j]:g}, outside [0, 1]"
+        return int(i), f"probability {columns[j]} {what}"
     sums = matrix.sum(axis=1)
     off = np.abs(sums - 1) > PROB_SUM_TOLERANCE
     if off.any():
         i = int(np.argmax(off))
-        raise SeedscopeError(
-            f"{source}: probabilities of run {table[RUN].iloc[i]} example {table[EXAMPLE_ID].iloc[i]} "
-            f"sum to {sums[i]:.4f}, not 1"
-        )
+        return i, f"the probabilities ({', '.join(columns)}) sum to {sums[i]:.4f}, not 1"
+    return None
+
+
+def _probabilities(table, probs, prob_classes, classes, shape, source) -> np.ndarray:
+    matrix = table[probs].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
+    problem = probability_problem(matrix, probs)
+    if problem is not None:
+        i, what = problem
+        raise SeedscopeError(f"{source}: run {table[RUN].iloc[i]} example {table[EXAMPLE_ID].iloc[i]}: {what}")
     order = [prob_classes.index(label_key(c)) for c in classes]
     out = np.zeros((*shape, len(classes)))
     out[table["_row"].to_numpy(), table["_col"].to_numpy()] = matrix[:, order]

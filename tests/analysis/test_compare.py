@@ -107,3 +107,15 @@ def test_a_comparison_left_without_a_test_warns_and_keeps_the_note():
     with pytest.warns(DegenerateRunWarning, match="A vs B: fewer than 2 matched seeds") as shown:
         comparison = compare_systems(unmatched, n_boot=200)
     assert comparison.notes == [str(w.message) for w in shown if issubclass(w.category, DegenerateRunWarning)][:1]
+
+
+def test_a_bad_sweep_is_named_once():
+    from seedscope.analysis.compare import compare_sweeps
+
+    def sweep(prob):
+        return pd.DataFrame({"run": ["1", "1", "2", "2"], "example_id": ["a", "b", "a", "b"],
+                             "prediction": [0, 1, 0, 1], "label": [0, 1, 0, 1],
+                             "prob_0": [0.9, 0.2, 0.8, prob], "prob_1": [0.1, 0.8, 0.2, 1 - prob]})
+
+    with pytest.raises(SeedscopeError, match=r"^sweep b: run 2 example b: probability prob_0 is -0.1, outside"):
+        compare_sweeps({"a": sweep(0.3), "b": sweep(-0.1)}, n_boot=20, n_permutations=20)

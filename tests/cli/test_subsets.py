@@ -117,7 +117,7 @@ def test_subsets_bad_input_exits_2(tmp_path, capsys):
     bad(tmp_path, capsys, ["subsets", files[0], str(other), "-n", "5"], "different example ids")
     nan = tmp_path / "nan.csv"
     pd.DataFrame({"example_id": range(30), "score": [np.nan] + [0.5] * 29}).to_csv(nan, index=False)
-    bad(tmp_path, capsys, ["subsets", str(nan), "-n", "5"], "NaN")
+    bad(tmp_path, capsys, ["subsets", str(nan), "-n", "5"], "nan.csv line 2: score is missing")
     zero = tmp_path / "zero.csv"
     pd.DataFrame({"example_id": range(4), "c": [0.3] * 4, "e": [0.2] * 4, "m": [0.2] * 4}).to_csv(zero, index=False)
     bad(tmp_path, capsys, ["subsets", str(zero), "-n", "2", "--score", "ratio:c,e,m"], "denominator is zero")

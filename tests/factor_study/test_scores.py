@@ -184,3 +184,10 @@ def test_loading_a_study_store_warns_of_runs_not_done(tmp_path):
         _, notes = load_study(store.path)
     assert any(w.category is ReadingChoiceWarning and "score = accuracy (fractions)" in str(w.message) for w in shown)
     assert notes == [str(w.message) for w in shown if issubclass(w.category, (DegenerateRunWarning, ReadingChoiceWarning))]
+
+
+def test_scores_outside_the_bounds_given_are_refused():
+    rows = GOOD[:4] + [("a", 2, 1, 1.7)] + GOOD[5:]
+    study_from_table(table(rows))  # "score" has no range of its own
+    with pytest.raises(SeedscopeError, match=r"score 1.7 is outside \[0, 1\], the range of these scores"):
+        study_from_table(table(rows), chance=0.5, bounds=(0.0, 1.0))

@@ -65,7 +65,7 @@ def _probability_missing_in_one_run(tmp_path, data_dir):
     (tmp_path / "seed1.csv").write_text("id,prediction,prob_0,prob_1\n0,0,0.9,0.1\n1,1,0.2,0.8\n")
     (tmp_path / "seed2.csv").write_text("id,prediction,prob_0,prob_1\n0,0,0.9,0.1\n1,1,,0.8\n")
     return ([str(tmp_path / "seed1.csv"), str(tmp_path / "seed2.csv")], [],
-            r"probability column prob_0 is missing or not a number for run seed2 example 1")
+            r"seed2.csv line 3: probability prob_0 is missing or not a number")
 
 
 def _lm_eval_loglikelihood_not_a_number(tmp_path, data_dir):

@@ -31,3 +31,10 @@ def test_percentages_get_the_scale_hint_and_fitting_values_pass():
         check_score(85, "acc", "s.csv line 2", scale_hint=True)
     assert check_score(0.85, "acc", "x") == 0.85 and check_score(-0.5, "mcc", "x") == -0.5
     assert check_score(37.2, "bleu", "x") == 37.2
+
+
+def test_bounds_the_caller_knows_win_over_the_name():
+    with pytest.raises(SeedscopeError, match=r"^f.csv line 6: score 1.7 is outside \[0, 1\], the range of these score"):
+        check_score(1.7, "score", "f.csv line 6", bounds=(0.0, 1.0))
+    assert check_score(1.7, "score", "x") == 1.7  # a score of unknown range
+    assert check_score(0.7, "score", "x", bounds=(0.0, 1.0)) == 0.7

@@ -21,9 +21,10 @@ def _plan() -> dict:
 def _store(tmp_path, done=3) -> ExperimentStore:
     store = ExperimentStore.create(tmp_path / "exp", _plan())
     rng = np.random.default_rng(0)
+    labels = rng.integers(0, 2, 20)  # one gold label per example, as in every real sweep
     for run_id in [r["run_id"] for r in store.pending_runs()][:done]:
         table = pd.DataFrame({"run": "x", "example_id": [str(i) for i in range(20)],
-                              "prediction": rng.integers(0, 2, 20), "label": rng.integers(0, 2, 20)})
+                              "prediction": rng.integers(0, 2, 20), "label": labels})
         store.mark_running(run_id)
         store.record_success(run_id, table, {"accuracy": 0.5})
     return store

@@ -80,3 +80,15 @@ def test_an_unsupported_version_is_refused(monkeypatch, include):
     monkeypatch.setattr(harness.metadata, "version", missing)
     with pytest.raises(SeedscopeError, match=r"pip install 'seedscope\[lm-eval\]'"):
         harness.check_version()
+
+
+def test_a_task_yaml_that_does_not_load_is_named_with_its_error(tmp_path, data_dir: Path):
+    folder = write_tasks(tmp_path / "tasks", data_dir.resolve())
+    path = folder / "copa_generate.yaml"
+    path.write_text(path.read_text().replace("doc_to_text: ", 'doc_to_text: "', 1))  # a quote never closed
+    with pytest.raises(SeedscopeError, match=rf"lm-eval task 'copa_generate': its config {path} could not be loaded "
+                                             r"\(.*did not find expected key line 10.*\), so the harness left it out"):
+        harness.load_task("lm-eval:copa_generate", (str(folder),))
+    with pytest.raises(SeedscopeError, match=rf"unknown lm-eval task 'no_such_task'.*1 config\(s\) there could not be "
+                                             rf"loaded, e.g. {path}"):
+        harness.load_task("lm-eval:no_such_task", (str(folder),))

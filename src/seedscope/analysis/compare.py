@@ -350,13 +350,13 @@ def compare_sweeps(
     per_run, per_example = {}, {}
     chosen = metric
     for name, table in tables.items():
+        if isinstance(table, AlignedRuns):
+            aligned, defaults = table, {}
+        else:
+            tasks = table["task"].dropna().unique() if "task" in table.columns else []
+            defaults = task_defaults(tasks[0] if len(tasks) == 1 else None, {})  # MCC for CoLA, Pearson for STS-B
+            aligned = align_runs(table, task_type=defaults.get("task_type"), source=f"sweep {name}")  # names it
         try:
-            if isinstance(table, AlignedRuns):
-                aligned, defaults = table, {}
-            else:
-                tasks = table["task"].dropna().unique() if "task" in table.columns else []
-                defaults = task_defaults(tasks[0] if len(tasks) == 1 else None, {})  # MCC for CoLA, Pearson for STS-B
-                aligned = align_runs(table, task_type=defaults.get("task_type"), source=f"sweep {name}")
             scores = per_run_scores(aligned)
         except SeedscopeError as error:
             raise SeedscopeError(f"sweep {name}: {error}") from None

@@ -149,7 +149,9 @@ def analyze_command(
     input_format: Optional[str] = typer.Option(
         None, "--format", help="csv, tsv, jsonl or parquet when the score table's extension does not tell."
     ),
-    num_classes: Optional[int] = typer.Option(None, "--num-classes", help="K: runs below 1/K count as failed (tables)."),
+    num_classes: Optional[int] = typer.Option(
+        None, "--num-classes", help="K: the scores are a K-class classification's (accuracy, F1: fractions in [0, 1], "
+        "others refused); runs below 1/K count as failed (tables)."),
     chance: Optional[float] = typer.Option(None, "--chance", help="Chance score (e.g. 0 for MCC) instead of 1/K."),
     bootstrap: Bootstrap = 10_000,
     confidence: Confidence = 0.95,
@@ -176,7 +178,9 @@ def analyze_command(
     from seedscope.workflows.factor_studies import load_study
 
     files = OutputFiles.of(ctx.params)
-    study, notes = load_study(source, metric=metric, chance=_chance(num_classes, chance), fmt=input_format)
+    # K classes: the scores are a classification's (accuracy, F1), fractions in [0, 1]
+    study, notes = load_study(source, metric=metric, chance=_chance(num_classes, chance), fmt=input_format,
+                              bounds=(0.0, 1.0) if num_classes is not None else None)
     result = analyze_factors(study, factors=factor or None, n_boot=bootstrap, confidence=confidence, seed=seed,
                              allow_missing=allow_missing, allow_small_groups=allow_small_groups)
     ranking = rank(study, factor, bootstrap, confidence, seed)

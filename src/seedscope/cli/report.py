@@ -209,7 +209,7 @@ def _subset_analysis(paths: list[Path] | None, size: int | None, n_seeds: int | 
     if n_seeds < 2:
         raise SeedscopeError(f"--subset-seeds must be at least 2 to measure a seed variance, not {n_seeds}")
     spec = parse_score(score or "mean")
-    table = read_system_scores(paths, columns=spec.columns)
+    table = read_system_scores(paths, columns=spec.columns, numeric=spec.numeric_columns)
     return analyze_subsets(table, subset_size=size, n_seeds=n_seeds, score=spec, full_pool=False)
 
 

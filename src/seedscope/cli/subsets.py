@@ -154,7 +154,7 @@ def read_scores(paths: list[Path], reading: Reading, spec, system_column: str, *
         return correctness_scores({name: read_sweep(path, format=reading.format, options=reading.options)
                                    for name, path in zip(names, paths)})
     return read_system_scores(paths, id_column=reading.options.id_column, system_column=system_column,
-                              fmt=reading.format, columns=spec.columns)
+                              fmt=reading.format, columns=spec.columns, numeric=spec.numeric_columns)
 
 
 def subset_sections(result) -> dict[str, pd.DataFrame]:

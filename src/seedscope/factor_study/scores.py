@@ -105,7 +105,8 @@ def _grid(rows: pd.DataFrame, factor: str, index_columns: list[str], metric: str
 
 
 def study_from_table(
-    table: pd.DataFrame, *, metric: str = "score", chance: float | None = None
+    table: pd.DataFrame, *, metric: str = "score", chance: float | None = None,
+    bounds: tuple[float, float] | None = None,
 ) -> FactorStudy:
     """Turn a long score table into a :class:`FactorStudy` (grids with NaN for missing runs).
 
@@ -121,6 +122,9 @@ def study_from_table(
         The score column.
     chance : float, optional
         The score of a chance-level run.
+    bounds : (float, float), optional
+        The range every score must lie in when the metric's name does not tell it (classification
+        scores of ``--num-classes K``: (0, 1)).
 
     Returns
     -------
@@ -151,7 +155,7 @@ def study_from_table(
         raise SeedscopeError(f"{_where(table, position)} has no numeric {metric!r} (value "
                              f"{_shown(table[metric].iloc[position])}); drop the rows of missing runs instead")
     for position, value in enumerate(scores.to_numpy(dtype=float)):
-        check_score(value, metric, _where(table, position))
+        check_score(value, metric, _where(table, position), bounds=bounds)
     unnamed = table["experiment"].isna().to_numpy()
     if unnamed.any():
         raise SeedscopeError(f"{_where(table, int(np.argmax(unnamed)))} has no 'experiment' (a factor's name, or 'golden')")

@@ -56,7 +56,7 @@ from seedscope.io.samples import (
     read_samples,
 )
 from seedscope.io.scores import read_score_table, read_system_scores
-from seedscope.io.tabular import PREDICTION_NAMES, read_tabular
+from seedscope.io.tabular import FORMATS as TABLE_FORMATS, PREDICTION_NAMES, read_tabular
 from seedscope.io.texts import attach_texts, task_texts
 from seedscope.io.validate import names_unreadable_files
 from seedscope.notes import recorded
@@ -222,9 +222,11 @@ def holds_run_scores(paths: Iterable[str | os.PathLike], format: str | None = No
     for path in paths:
         require_readable(path)
     fmt = normalise_format(format) if format is not None else None
-    if fmt is not None and fmt not in ("csv", "tsv", "jsonl", "parquet"):
+    if fmt is not None and fmt not in TABLE_FORMATS:
         return False
-    found = {path: looks_like_run_scores(path, fmt) for path in paths}
+    # a framework's log is recognised by its content first: an inspect_ai .json log is no table of scores
+    found = {path: (fmt or _format_or_none(path)) in TABLE_FORMATS and looks_like_run_scores(path, fmt)
+             for path in paths}
     if all(found.values()):
         return True
     if any(found.values()):
@@ -258,7 +260,7 @@ def holds_predictions(path: str | os.PathLike, format: str | None = None, *, sys
     if path.is_dir():
         return True
     fmt = common_format([path], format)
-    if fmt not in ("csv", "tsv", "jsonl", "parquet"):
+    if fmt not in TABLE_FORMATS:
         return True
     columns = [str(c) for c in read_head(path, fmt).columns]
     return system_column not in columns and pick_column(columns, None, PREDICTION_NAMES, path) is not None

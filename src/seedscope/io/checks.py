@@ -14,7 +14,8 @@ import pandas as pd
 from seedscope.errors import DuplicateRowsWarning, SeedscopeError
 from seedscope.io.common import LINE, PASSTHROUGH_COLUMNS, Source
 from seedscope.metrics.bounds import ABSURD
-from seedscope.predictions import EXAMPLE_ID, LABEL, PREDICTION, RUN, prob_columns
+from seedscope.predictions import (EXAMPLE_ID, LABEL, PREDICTION, PROB_PREFIX, RUN, label_keys, prob_columns,
+                                   probability_problem)
 
 #: columns that together name one prediction set (runs of different tasks may share a name)
 GROUP_COLUMNS = ("task", "model")
@@ -37,8 +38,9 @@ def merge_sources(sources: list[Source], task_type: str | None = None) -> pd.Dat
                     "read them separately or give the runs distinct names (run_names=)"
                 )
             owner[key] = source
-        frames.append(frame.drop(columns=LINE))
-    table = pd.concat(frames, ignore_index=True)
+        frames.append(frame)
+    _same_gold(sources, frames)
+    table = pd.concat([frame.drop(columns=LINE) for frame in frames], ignore_index=True)
     ordered = [RUN, EXAMPLE_ID, PREDICTION] + [LABEL] * (LABEL in table.columns)
     ordered += prob_columns(table) + [c for c in PASSTHROUGH_COLUMNS if c in table.columns]
     table = table[ordered]
@@ -47,6 +49,27 @@ def merge_sources(sources: list[Source], task_type: str | None = None) -> pd.Dat
                                               if is_regression and source.regression
                                               for task in source.frame.get("task", pd.Series([None])).unique()})
     return table
+
+
+def _same_gold(sources: list[Source], frames: list[pd.DataFrame]) -> None:
+    """Every run gives an example of a task and model one gold label: the first two rows that disagree are named,
+    file and line (across files, or across the runs of one long table)."""
+    parts = [frame.loc[frame[LABEL].notna(), [c for c in (*GROUP_COLUMNS, EXAMPLE_ID, LABEL, LINE) if c in frame]]
+             .assign(_source=number) for number, frame in enumerate(frames) if LABEL in frame.columns]
+    if not parts:
+        return
+    gold = pd.concat(parts, ignore_index=True)
+    gold["_key"] = label_keys(gold[LABEL])
+    keys = [c for c in (*GROUP_COLUMNS, EXAMPLE_ID) if c in gold.columns]
+    distinct = gold.drop_duplicates([*keys, "_key"])
+    conflict = distinct[distinct.duplicated(keys, keep=False)]
+    if conflict.empty:
+        return
+    group = conflict.groupby(keys, dropna=False, sort=False).ngroup().to_numpy()
+    first, second = (row for _, row in conflict[group == group[0]].head(2).iterrows())
+    where = [sources[int(row["_source"])].where(row[LINE]) for row in (first, second)]
+    raise SeedscopeError(f"{where[0]} and {where[1]}: example {first[EXAMPLE_ID]} has two gold labels "
+                         f"({first['_key']} vs {second['_key']}); every run must give an example the same gold label")
 
 
 def _regression(sources: list[Source], task_type: str | None) -> list[bool]:
@@ -63,12 +86,13 @@ def _regression(sources: list[Source], task_type: str | None) -> list[bool]:
 
 def _has_fractions(values: pd.Series) -> bool:
     numeric = pd.to_numeric(values, errors="coerce") if not pd.api.types.is_float_dtype(values.dtype) else values
-    numeric = numeric.dropna().to_numpy(dtype=float)
+    numeric = numeric.to_numpy(dtype=float)
+    numeric = numeric[np.isfinite(numeric)]  # an infinite value is refused later, naming its line
     return bool(len(numeric)) and bool(np.any(np.mod(numeric, 1) != 0))
 
 
 def _checked(source: Source, regression: bool) -> pd.DataFrame:
-    """The source's frame after the empty / missing / duplicate / numeric checks."""
+    """The source's frame after the empty / missing / duplicate / numeric / probability checks."""
     frame = source.frame
     if frame.empty:
         raise SeedscopeError(f"{source.path} holds no predictions")
@@ -78,10 +102,13 @@ def _checked(source: Source, regression: bool) -> pd.DataFrame:
             raise SeedscopeError(f"{source.where(frame.loc[missing, LINE].iloc[0])}: the {what} is empty")
     _check_kinds(source)
     frame = source.frame = _without_repeats(source)
-    if regression:
-        frame = frame.assign(**{PREDICTION: _numbers(source, PREDICTION, allow_missing=False)})
-        if LABEL in frame.columns:
-            frame[LABEL] = _numbers(source, LABEL, allow_missing=True)
+    for column in (PREDICTION, LABEL):
+        # float classes too: an infinite "class" is a broken value, to be named here with its line
+        if column in frame.columns and (regression or pd.api.types.is_float_dtype(frame[column].dtype)):
+            numbers = _numbers(source, column, allow_missing=column == LABEL)
+            if regression:
+                frame = frame.assign(**{column: numbers})
+    _check_probabilities(source)
     return frame.assign(**{RUN: frame[RUN].astype(str)})
 
 
@@ -103,6 +130,30 @@ def _check_kinds(source: Source) -> None:
             first = int(np.argmax(bad))
             raise SeedscopeError(f"{source.where(frame[LINE].iloc[first])}: {column} {frame[column].iloc[first]!r} "
                                  "is not a number")
+
+
+def _check_probabilities(source: Source) -> None:
+    """Each row's class probabilities are a distribution (:func:`~seedscope.predictions.probability_problem`),
+    checked per task and model over the columns that group uses, where the file and line are still known."""
+    frame = source.frame
+    columns = prob_columns(frame)
+    keys = [c for c in GROUP_COLUMNS if c in frame.columns]
+    for _, rows in (frame.groupby(keys, sort=False, dropna=False) if keys and columns else [(None, frame)]):
+        used = [c for c in columns if rows[c].notna().any()]
+        if not used:
+            continue
+        problem = probability_problem(rows[used].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float), used)
+        if problem is not None:
+            raise SeedscopeError(f"{source.where(rows[LINE].iloc[problem[0]])}: {problem[1]}")
+        classes = {column[len(PROB_PREFIX):] for column in used}
+        for column in (PREDICTION, LABEL):
+            values = rows[column].dropna() if column in rows.columns else pd.Series(dtype=object)
+            keys = label_keys(values)
+            unknown = ~np.isin(keys, list(classes))
+            if unknown.any():
+                first = int(np.argmax(unknown))
+                raise SeedscopeError(f"{source.where(rows.loc[values.index[first], LINE])}: the {column} {keys[first]} "
+                                     f"has no probability column (columns: {', '.join(used)})")
 
 
 def _without_repeats(source: Source) -> pd.DataFrame:

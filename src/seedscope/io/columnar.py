@@ -164,7 +164,8 @@ def _classes(column: pa.ChunkedArray, allow_null: bool) -> pa.Array | None:
         values = pc.cast(values, pa.string())
     if pa.types.is_floating(values.type):
         present = pc.drop_null(values)
-        if len(present) and not pc.all(pc.equal(pc.floor(present), present)).as_py():
+        whole = pc.and_(pc.is_finite(present), pc.equal(pc.floor(present), present))  # ±inf: the long path names it
+        if len(present) and not pc.all(whole).as_py():
             return None
         return pc.cast(values, pa.int64())
     if pa.types.is_integer(values.type) or pa.types.is_boolean(values.type) or pa.types.is_string(values.type):

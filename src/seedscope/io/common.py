@@ -212,3 +212,20 @@ def scored_prediction(correct: bool, answer, target: str | None) -> str:
         return INVALID
     answer = str(answer)
     return f"{answer} (scored incorrect)" if answer == target else answer
+
+
+def finite_numbers(frame: pd.DataFrame, column: str, path: Path) -> pd.Series:
+    """A score column of a table read from ``path`` as floats; an empty, non-numeric or infinite value is named with
+    its line (the frame's :data:`LINE`)."""
+    values = frame[column]
+    numeric = pd.to_numeric(values, errors="coerce")
+    bad = numeric.isna() | ~np.isfinite(numeric.fillna(0))
+    if bad.any():
+        position = int(np.flatnonzero(bad.to_numpy())[0])
+        line = frame[LINE].iloc[position]
+        value = values.iloc[position]
+        shown = repr(value) if isinstance(value, str) else value
+        what = "is missing (empty, NA or n/a)" if pd.isna(value) else f"{shown} is not a finite number"
+        name = column if column == "score" else f"score {column}"
+        raise SeedscopeError(f"{path} line {int(line)}: {name} {what}")
+    return numeric.astype(float)

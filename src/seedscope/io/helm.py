@@ -13,6 +13,8 @@ classes: the prediction is the correct reference when the stat is 1, the complet
 stat gives per-example scores, whose mean per run is the run's metric. Every value must be a JSON
 number (a string such as ``"1.0"`` is refused, never read as another kind of score); an instance
 whose stats are repeated counts once when they agree and is an error naming both when they do not.
+A request never answered (``result`` null: the model call failed) is no prediction: it is left out,
+with a note that counts them.
 """
 
 from __future__ import annotations
@@ -122,9 +124,13 @@ def _source(folder: Path, name: str, metric: str | None) -> Source:
     values = _stat_values(folder / STATS, chosen, stats)
     trials = set()
     rows = []
+    unanswered = []
     for number, request in enumerate(states, start=1):
         where = f"{folder / STATE} request {number}"
         expect(request, "an object", where)
+        if request.get("result", {}) is None:  # never answered (the model call failed): no prediction to count
+            unanswered.append(number)
+            continue
         instance = member(request, "instance", "an object", where)
         key = (_instance_key(instance, f"{where}: instance"), member(request, "train_trial_index", "an integer", where,
                                                                      default=0))
@@ -132,6 +138,12 @@ def _source(folder: Path, name: str, metric: str | None) -> Source:
         if key not in values:
             raise SeedscopeError(f"{where}: instance {key[0]} (trial {key[1]}) has no {chosen} in {STATS}")
         rows.append((number, key, values[key][0], _completion(request, where), _correct(instance, where)))
+    if unanswered:
+        if not rows:
+            raise SeedscopeError(f"{folder / STATE}: no request was answered (every result is null)")
+        shown = ", ".join(map(str, unanswered[:5])) + (" …" if len(unanswered) > 5 else "")
+        warnings.warn(f"HELM run {folder.name}: {len(unanswered)} request(s) never answered (result null; requests "
+                      f"{shown}) are left out, not counted as predictions", ReadingChoiceWarning, stacklevel=2)
     trials = sorted(trials)
     rows = [(number, (name if len(trials) == 1 else f"{name + ':' if name else ''}trial {key[1] + 1}") or folder.name,
              key[0], value, completion, correct) for number, key, value, completion, correct in rows]

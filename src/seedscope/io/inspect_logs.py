@@ -39,6 +39,8 @@ SUFFIXES = (".eval", ".json")
 LETTERS = {"C": 1.0, "P": 0.5, "I": 0.0, "N": 0.0}
 #: how much of a ``.json`` file's start (and end: a compact log may put its keys in any order) is sniffed
 SNIFF_CHARS = 1 << 16
+#: an lm-eval samples line (JSON lines, ``doc_id`` first), whose documents may hold inspect_ai-like keys
+LM_EVAL_RECORD = re.compile(r'\{\s*"doc_id"\s*:')
 _KEYS = (re.compile(r'"version"\s*:\s*\d+'), re.compile(r'"status"\s*:\s*"'), re.compile(r'"eval"\s*:\s*[{n]'))
 
 
@@ -58,7 +60,8 @@ def looks_like_log(path: Path) -> bool:
     except OSError:
         return False
     text = head + tail
-    return head.lstrip().startswith("{") and '"doc_id"' not in head and all(key.search(text) for key in _KEYS)
+    start = head.lstrip()
+    return start.startswith("{") and not LM_EVAL_RECORD.match(start) and all(key.search(text) for key in _KEYS)
 
 
 def log_files(folder: Path) -> list[Path]:
@@ -95,11 +98,22 @@ def _read_log(path: Path) -> tuple[dict, list[tuple[str, dict]]]:
     header = member(log, "eval", "an object", str(path))
     status = member(log, "status", "a string", str(path), default=None)
     found = {"task": member(header, "task", "a string", f"{path}: eval", default=""),
-             "model": member(header, "model", "a string", f"{path}: eval", default=""), "status": status}
+             "model": member(header, "model", "a string", f"{path}: eval", default=""), "status": status,
+             "scorers": _scorers(header, f"{path}: eval")}
     if not samples:
         raise SeedscopeError(f"{path}: the log holds no samples (status {status}); rerun the eval with "
                              "sample logging on (the default)")
     return found, samples
+
+
+def _scorers(header: dict, where: str) -> list[str]:
+    """The task's scorers in the order it declares them (``eval.scorers``): the first is the default, whatever
+    order a sample's ``scores`` object has on disk (``json.dump(..., sort_keys=True)`` reorders it)."""
+    names = []
+    for number, scorer in enumerate(member(header, "scorers", "a list", where, default=[]), start=1):
+        expect(scorer, "an object", f"{where}: scorer {number}")
+        names.append(member(scorer, "name", "a string", f"{where}: scorer {number}"))
+    return names
 
 
 def _read_archive(path: Path) -> tuple[dict, list[tuple[str, dict]]]:
@@ -138,7 +152,8 @@ def _source(path: Path, header: dict, samples: list[tuple[str, dict]], scorer: s
     for where, sample in samples:
         expect(sample, "an object", where)
         member(sample, "scores", "an object", where, default={})
-    available = list(dict.fromkeys(name for _, sample in samples for name in (sample.get("scores") or {})))
+    found = list(dict.fromkeys(name for _, sample in samples for name in (sample.get("scores") or {})))
+    available = [name for name in header["scorers"] if name in found] + [n for n in found if n not in header["scorers"]]
     if not available:
         raise SeedscopeError(f"{path}: no sample was scored (no scorer results in the log)")
     if scorer is not None and scorer not in available:

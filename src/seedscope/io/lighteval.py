@@ -2,8 +2,9 @@
 
 Since lighteval 0.11 a row holds three structs: ``doc`` (``id``, ``query``, ``choices``,
 ``gold_index``, ``task_name``), ``model_response`` (``logprobs`` of each choice, or generated
-``text``) and ``metric`` (one value per metric). A file is one run, named after its folder
-(lighteval writes one timestamped folder per run) or, when files share a folder, after the file.
+``text``) and ``metric`` (one value per metric). A folder of details files is one run, named
+after the folder (lighteval writes one timestamped folder per run), holding one file per task:
+a second file of one task there is refused, since it would be a run that was never made.
 
 Multiple choice (log-probabilities): prediction = the argmax choice (what ``acc`` uses),
 probabilities = their softmax, label = the gold index, as for lm-evaluation-harness. Generation,
@@ -22,8 +23,8 @@ from pathlib import Path
 import pandas as pd
 
 from seedscope.errors import ReadingChoiceWarning, SeedscopeError
-from seedscope.io.common import LINE, ReadOptions, Source, run_names, scored_prediction
-from seedscope.io.validate import cannot_read, check_input, expect, member
+from seedscope.io.common import LINE, ReadOptions, Source, run_folders, run_names, scored_prediction
+from seedscope.io.validate import cannot_read, check_input, damaged_parquet, expect, member
 from seedscope.metrics.bounds import check_score
 from seedscope.predictions import EXAMPLE_ID, LABEL, PREDICTION, PROB_PREFIX, RUN
 
@@ -32,8 +33,13 @@ STEM = re.compile(r"^details_(?P<task>.+)_(?P<stamp>\d{4}-\d\d-\d\dT[\d\-.:]+)$"
 
 
 def is_details(path: Path) -> bool:
-    """A Parquet file with lighteval's ``doc``, ``metric`` and ``model_response`` columns."""
-    return path.suffix == ".parquet" and path.is_file() and _schema_fits(path) is True
+    """A Parquet file with lighteval's columns or lighteval's name (``details_<task>_<time>.parquet``): one
+    damaged, cut short or lacking a column is still lighteval's, and its reading says what is wrong with it."""
+    return path.suffix == ".parquet" and path.is_file() and (_named(path) or _schema_fits(path) is True)
+
+
+def _named(path: Path) -> bool:
+    return STEM.match(path.stem) is not None
 
 
 def _schema_fits(path: Path) -> bool | None:
@@ -50,18 +56,30 @@ def _schema_fits(path: Path) -> bool | None:
 def details_files(folder: Path) -> list[Path]:
     """The details files under a folder; when there are some, also every damaged Parquet file there (to be named
     when read, never skipped)."""
-    found = {p: _schema_fits(p) for p in sorted(folder.rglob("*.parquet")) if p.is_file()}
+    found = {p: True if _named(p) else _schema_fits(p) for p in sorted(folder.rglob("*.parquet")) if p.is_file()}
     if not any(fits is True for fits in found.values()):
         return []
     return [p for p, fits in found.items() if fits is not False]
 
 
 def read_lighteval(paths: list[Path], options: ReadOptions) -> list[Source]:
-    files = [file for path in paths for file in ([path] if path.is_file() else details_files(path))]
-    if not files:
+    """One run per folder that holds details files (lighteval writes one timestamped folder per run), one file per
+    task in it; a details file given by itself is one run."""
+    units: dict[Path, list[Path]] = {}
+    for path in paths:
+        for file in [path] if path.is_file() else details_files(path):
+            found = units.setdefault(file if path.is_file() else file.parent, [])
+            found += [file] if file not in found else []
+    if not units:
         raise SeedscopeError(f"no lighteval details files in {', '.join(map(str, paths))}")
-    names = run_names(files, options.run_names, by_folder=True)
-    return [_source(file, name, options.metric) for file, name in zip(files, names)]
+    runs = run_folders(list(units), units.__getitem__, _task_of, "lighteval details")
+    names = run_names(list(units), options.run_names, by_folder=True)
+    return [_source(file, name, options.metric) for (_, files), name in zip(runs, names) for file in files]
+
+
+def _task_of(path: Path) -> str:
+    match = STEM.match(path.stem)
+    return match["task"] if match else path.stem
 
 
 def _source(path: Path, run: str, metric: str | None) -> Source:
@@ -69,11 +87,18 @@ def _source(path: Path, run: str, metric: str | None) -> Source:
 
     check_input(path)
     try:
+        names = pq.read_schema(path).names
+        lacking = [column for column in COLUMNS if column not in names]
+        if lacking:
+            raise SeedscopeError(f"{path} is not a whole lighteval details file: it has no {' or '.join(lacking)} "
+                                 f"column (columns: {', '.join(names)})")
         records = pq.read_table(path, columns=list(COLUMNS)).to_pylist()
     except OSError as error:
         raise cannot_read(path, error) from None
+    except SeedscopeError:
+        raise
     except Exception as error:  # pyarrow raises several types for a damaged file
-        raise SeedscopeError(f"{path} is not a readable lighteval details file ({error})") from None
+        raise damaged_parquet(path, error, "a readable lighteval details file") from None
     if not records:
         raise SeedscopeError(f"{path} holds no samples")
     rows = [(f"{path} row {n}", record) for n, record in enumerate(records, start=1)]
@@ -135,6 +160,10 @@ def _choice_row(record: dict, where: str) -> dict:
     logprobs = member(response, "logprobs", "a list", f"{where}: model_response")
     if not logprobs:
         raise SeedscopeError(f"{where}: model_response 'logprobs' is empty: no choice was scored")
+    choices = member(doc, "choices", "a list", f"{where}: doc", default=None)
+    if choices is not None and len(choices) != len(logprobs):
+        raise SeedscopeError(f"{where}: model_response has {len(logprobs)} log-likelihoods for the {len(choices)} "
+                             "choices of its doc; each choice needs one")
     for number, value in enumerate(logprobs):
         if isinstance(value, float) and math.isnan(value):
             raise SeedscopeError(f"{where}: the log-likelihood of choice {number} is NaN (the model gave no score)")

@@ -33,12 +33,12 @@ import numpy as np
 import pandas as pd
 
 from seedscope.errors import DuplicateRowsWarning, ReadingChoiceWarning, RescaledValuesWarning, SeedscopeError
-from seedscope.io.common import LINE, ReadOptions, as_ids, pick_column, require_readable, run_names
+from seedscope.io.common import LINE, ReadOptions, as_ids, finite_numbers, pick_column, require_readable, run_names
 from seedscope.io.detect import TABLE_SUFFIXES
 from seedscope.io.run_score_table import RUN, SYSTEM, TASK, RunScores
 from seedscope.io.tabular import ID_NAMES, PREDICTION_NAMES, load_table, read_delimited
 from seedscope.notes import noted
-from seedscope.io.validate import names_unreadable_files
+from seedscope.io.validate import damaged_parquet, names_unreadable_files
 from seedscope.metrics.bounds import ABSURD, bound_of, check_score
 
 #: private column: the file a row came from (for messages naming two lines of two files)
@@ -100,7 +100,7 @@ def read_head(path: Path, fmt: str) -> pd.DataFrame:
         try:
             batch = next(pq.ParquetFile(path).iter_batches(batch_size=50), None)
         except Exception as error:  # pyarrow raises several types for a file that is not Parquet
-            raise SeedscopeError(f"{path} is not a readable Parquet file ({error})") from None
+            raise damaged_parquet(path, error) from None
         if batch is None:
             raise SeedscopeError(f"{path} has column names but no rows")
         return batch.to_pandas()
@@ -216,7 +216,7 @@ def _read_one(raw: pd.DataFrame, path: Path, name: str, run_column, metrics, sys
     else:
         frame = _wide(raw, path, run, task, numeric or rest)
     for column in [c for c in frame.columns if c not in (SYSTEM, RUN, TASK, LINE)]:
-        frame[column] = _numbers(frame, column, path)
+        frame[column] = finite_numbers(frame, column, path)
     return frame, run is not None
 
 
@@ -372,16 +372,3 @@ def _runs(raw: pd.DataFrame, run: str | None, path: Path) -> np.ndarray:
         line = int(raw.loc[raw[run].isna(), LINE].iloc[0])
         raise SeedscopeError(f"{path} line {line}: the run ({run}) is empty")
     return as_ids(raw[run]).to_numpy()
-
-
-def _numbers(frame: pd.DataFrame, column: str, path: Path) -> pd.Series:
-    values = frame[column]
-    numeric = pd.to_numeric(values, errors="coerce")
-    bad = numeric.isna() | ~np.isfinite(numeric.fillna(0))
-    if bad.any():
-        position = int(np.flatnonzero(bad.to_numpy())[0])
-        line = frame[LINE].iloc[position]
-        value = values.iloc[position]
-        what = "is missing (empty, NA or n/a)" if pd.isna(value) else f"{value if not isinstance(value, str) else repr(value)} is not a finite number"
-        raise SeedscopeError(f"{path} line {int(line)}: score {column} {what}")
-    return numeric.astype(float)

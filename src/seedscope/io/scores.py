@@ -15,7 +15,7 @@ from typing import Sequence
 import pandas as pd
 
 from seedscope.errors import DuplicateRowsWarning, SeedscopeError
-from seedscope.io.common import LINE, ReadOptions, as_ids, pick_column, require_readable, run_names
+from seedscope.io.common import LINE, ReadOptions, as_ids, finite_numbers, pick_column, require_readable, run_names
 from seedscope.io.detect import TABLE_SUFFIXES, normalise_format
 from seedscope.io.tabular import FORMATS, ID_NAMES, load_table
 from seedscope.io.validate import names_unreadable_files
@@ -93,12 +93,14 @@ def read_system_scores(
     system_column: str = SYSTEM,
     fmt: str | None = None,
     columns: Sequence[str] = (),
+    numeric: Sequence[str] = (),
 ) -> pd.DataFrame:
     """One long score table (system, example_id, value columns) from per-example score files.
 
     A file with a ``system_column`` is a long table; any other file is one system named after
-    the file. Each file must hold the value ``columns`` the score needs (checked per file, so a
-    file that lacks one is named rather than showing up later as missing scores). Ids equal as
+    the file. Each file must hold the value ``columns`` the score needs, those of them in ``numeric``
+    finite numbers (checked per file, so a file that lacks one, or holds NaN, is named with the
+    line rather than showing up later as missing scores). Ids equal as
     numbers are one id (``7``, ``7.0``); a line repeated verbatim counts once (a
     :class:`~seedscope.errors.DuplicateRowsWarning`, its text in ``attrs["notes"]``), two lines
     scoring one example differently are an error naming both.
@@ -123,6 +125,8 @@ def read_system_scores(
                     f"{path}: no column {', '.join(lacking)} for the score (available: {', '.join(map(str, present))}); "
                     "name the score's columns with --score"
                 )
+            for column in numeric:
+                finite_numbers(raw, column, path)
             frame = raw[present].rename(columns={id_name: EXAMPLE_ID})
             frame[EXAMPLE_ID] = as_ids(frame[EXAMPLE_ID])
             if system_column in frame.columns:

@@ -19,7 +19,7 @@ import pandas as pd
 
 from seedscope.errors import ReadingChoiceWarning, SeedscopeError
 from seedscope.io.delimited import Dialect, sniff
-from seedscope.io.validate import cannot_read, check_input
+from seedscope.io.validate import cannot_read, check_input, damaged_parquet
 from seedscope.io.common import (
     LINE,
     PASSTHROUGH_COLUMNS,
@@ -146,7 +146,7 @@ def load_table(path: Path, fmt: str, options: ReadOptions) -> tuple[pd.DataFrame
         except PermissionError as error:
             raise cannot_read(path, error) from None
         except Exception as error:  # pyarrow raises several types for a file that is not Parquet
-            raise SeedscopeError(f"{path} is not a readable Parquet file ({error})") from None
+            raise damaged_parquet(path, error) from None
         unit, first_line = "row", 1
     else:
         dialect = sniff(path, fmt)

@@ -18,6 +18,7 @@ import functools
 import json
 import math
 import os
+import re
 import stat
 import zipfile
 import zlib
@@ -83,6 +84,15 @@ def cannot_read(path: Path, error: OSError) -> SeedscopeError:
     if isinstance(error, IsADirectoryError):
         reason = "it is a folder, where a file was expected"
     return SeedscopeError(f"cannot read {path}: {reason}")
+
+
+def damaged_parquet(path: Path, error: Exception, what: str = "a readable Parquet file") -> SeedscopeError:
+    """The error for a Parquet file pyarrow cannot read (cut short, damaged, another kind of file): the file named
+    once, with pyarrow's reason."""
+    first = str(error).strip().split("\n")[0]
+    reason = re.sub(r"^Could not open Parquet input source '.*?': ", "", first).split(". ")[0]
+    return SeedscopeError(f"{path} is not {what} (damaged, cut short or another kind of file: "
+                          f"{reason or type(error).__name__})")
 
 
 def names_unreadable_files(function):

@@ -37,16 +37,18 @@ def bound_of(metric) -> tuple[float, float] | None:
     return None
 
 
-def check_score(value: float, metric, where: str, *, scale_hint: bool = False) -> float:
-    """A score as a float: finite, at most :data:`ABSURD` in magnitude, within its metric's bounds."""
+def check_score(value: float, metric, where: str, *, scale_hint: bool = False,
+                bounds: tuple[float, float] | None = None) -> float:
+    """A score as a float: finite, at most :data:`ABSURD` in magnitude, within ``bounds`` when the caller knows them
+    (a classification score of K classes: [0, 1]), else within its metric's bounds."""
     number = float(value)
     if math.isnan(number):
         raise SeedscopeError(f"{where}: {metric} is NaN, not a number")
     if not math.isfinite(number) or abs(number) > ABSURD:
         raise SeedscopeError(f"{where}: {metric} {number:g} is not a plausible score (infinite or beyond ±{ABSURD:g})")
-    bounds = bound_of(metric)
+    given, bounds = bounds is not None, bounds or bound_of(metric)
     if bounds is not None and not bounds[0] <= number <= bounds[1]:
         hint = "; if the values are percentages, pass --scale 0.01" if scale_hint and number > 1 else ""
         raise SeedscopeError(f"{where}: {metric} {number:g} is outside [{bounds[0]:g}, {bounds[1]:g}], the range of "
-                             f"that metric{hint}")
+                             f"{'these scores' if given else 'that metric'}{hint}")
     return number

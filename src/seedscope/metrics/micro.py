@@ -214,7 +214,10 @@ def pair_values(matrix: np.ndarray) -> np.ndarray:
 
 
 def mean_with_others(matrix: pd.DataFrame) -> pd.Series:
-    """Each run's mean pairwise value with the other runs (the S×S matrix without its diagonal)."""
+    """Each run's mean pairwise value with the other runs (the S×S matrix without its diagonal); NaN for a run whose
+    every value is undefined (a regression run of constant predictions has no correlation), said by no warning."""
     values = matrix.to_numpy(dtype=float).copy()
     np.fill_diagonal(values, np.nan)
-    return pd.Series(np.nanmean(values, axis=1), index=matrix.index)
+    defined = (~np.isnan(values)).sum(axis=1)
+    means = np.divide(np.nansum(values, axis=1), defined, out=np.full(len(values), np.nan), where=defined > 0)
+    return pd.Series(means, index=matrix.index)

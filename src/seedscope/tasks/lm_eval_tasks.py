@@ -20,7 +20,9 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import re
 from dataclasses import dataclass
+from pathlib import Path
 from importlib import metadata
 from typing import Any, Sequence
 
@@ -88,11 +90,37 @@ def _lookup(name: str, include: tuple[str, ...]):
     bare = harness_name(name)
     entry = manager.task_index.get(bare)
     if entry is None:
+        broken = _unreadable_configs(include)
+        mention = re.compile(rf"(?<![\w\-]){re.escape(bare)}(?![\w\-])")
+        named = [(path, reason) for path, reason in broken if mention.search(path.read_text(errors="replace"))]
+        if named:  # the harness skips a YAML it cannot load without a word: say why the task is not there
+            path, reason = named[0]
+            raise SeedscopeError(f"lm-eval task {bare!r}: its config {path} could not be loaded ({reason}), so the "
+                                 "harness left it out")
         close = difflib.get_close_matches(bare, manager.all_tasks, n=3, cutoff=0.75)
         hint = f"; did you mean {', '.join(PREFIX + c for c in close)}?" if close else ""
+        if broken:
+            hint += f"; {len(broken)} config(s) there could not be loaded, e.g. {broken[0][0]} ({broken[0][1]})"
         where = f" or in {', '.join(include)}" if include else " (add your own YAML folder with --lm-eval-include)"
         raise SeedscopeError(f"unknown lm-eval task {bare!r}: not in the harness's registry{where}{hint}")
     return manager, entry
+
+
+def _unreadable_configs(include: tuple[str, ...]) -> list[tuple[Path, str]]:
+    """(file, first line of the reason) of every task YAML under the include folders that the harness's own
+    loader refuses (a YAML syntax error, a missing ``include:`` file), which its index skips silently."""
+    try:
+        from lm_eval.tasks._yaml_loader import load_yaml  # the loader the harness's index uses
+    except ImportError:  # an older harness without it: only the plain "unknown task" is said
+        return []
+    broken = []
+    for path in sorted(p for folder in include for p in Path(folder).rglob("*.yaml")):
+        try:
+            load_yaml(path, resolve_func=False)
+        except Exception as error:  # yaml, OSError, ValueError …: each means the harness skipped the file
+            reason = str(error).replace(f'in "{path.resolve()}", ', "").replace(f'in "{path}", ', "")
+            broken.append((path, " ".join(reason.split()) or type(error).__name__))
+    return broken
 
 
 def expand(names: Sequence[str], include: tuple[str, ...] = ()) -> list[str]:

@@ -255,11 +255,11 @@ def run_factor_study(
     return FactorStudyRun(store, used, time.perf_counter() - started, config.metric)
 
 
-def load_study(source: str | os.PathLike, *, metric: str | None = None,
-               chance: float | None = None, fmt: str | None = None) -> tuple[FactorStudy, list[str]]:
+def load_study(source: str | os.PathLike, *, metric: str | None = None, chance: float | None = None,
+               fmt: str | None = None, bounds: tuple[float, float] | None = None) -> tuple[FactorStudy, list[str]]:
     """A factor study from a long score table file (``fmt``: csv, tsv, jsonl or parquet when its
-    suffix does not tell) or a ``factors run`` experiment directory, and notes to show (the texts of the
-    :class:`~seedscope.errors.SeedscopeWarning` s raised)."""
+    suffix does not tell; ``bounds``: the range of its scores, see :func:`study_from_table`) or a ``factors run``
+    experiment directory, and notes to show (the texts of the :class:`~seedscope.errors.SeedscopeWarning` s raised)."""
     with recorded() as notes:
         if ExperimentStore.is_store(source):
             table, info = factor_score_table(ExperimentStore.open(source), metric)
@@ -272,5 +272,6 @@ def load_study(source: str | os.PathLike, *, metric: str | None = None,
             chance = info["chance"] if chance is None else chance
             study = study_from_table(table, metric=info["metric"], chance=chance)
         else:
-            study = study_from_table(read_score_table(Path(source), fmt=fmt), metric=metric or "score", chance=chance)
+            study = study_from_table(read_score_table(Path(source), fmt=fmt), metric=metric or "score", chance=chance,
+                                     bounds=bounds)
     return study, notes

@@ -39,6 +39,11 @@ class ScoreSpec:
         return f"{self.kind}:{','.join(self.columns)}"
 
     @property
+    def numeric_columns(self) -> tuple[str, ...]:
+        """The columns that must hold numbers (an accuracy compares labels, which may be text)."""
+        return () if self.kind == "accuracy" else self.columns
+
+    @property
     def n_values(self) -> int:
         """How many per-example value columns θ needs (accuracy collapses to one)."""
         return 3 if self.kind == "ratio" else 1
