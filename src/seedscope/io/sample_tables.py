@@ -23,10 +23,14 @@ PLAIN = ("csv", "tsv", "jsonl", "parquet")
 
 
 def looks_like_samples(path: Path, fmt: str) -> bool:
-    """True for a plain table whose columns include ``sample`` and ``correct``."""
+    """True for a plain table whose columns include ``sample`` and ``correct``; a file whose head cannot be read is
+    left to the reader of its format, which names what is wrong with it."""
     if path.is_dir() or fmt not in PLAIN:
         return False
-    columns = {str(column) for column in read_head(path, fmt).columns}
+    try:
+        columns = {str(column) for column in read_head(path, fmt).columns}
+    except (SeedscopeError, ValueError, OSError):
+        return False
     return {SAMPLE, CORRECT} <= columns
 
 
