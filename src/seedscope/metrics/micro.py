@@ -110,14 +110,15 @@ def _pair_share(counts: np.ndarray, n_runs: int, n_examples: int) -> float:
     return float((n @ n - n.sum()) / (n_examples * n_runs * (n_runs - 1)))
 
 
-def mean_con(predictions: np.ndarray, n_classes: int) -> float:
-    """Mean CON over all unordered run pairs (closed form)."""
+def mean_con(predictions: np.ndarray, n_classes: int, agreement: ExampleAgreement | None = None) -> float:
+    """Mean CON over all unordered run pairs (closed form); from ``agreement`` when the caller has it (the same
+    whole number of agreeing pairs, so the same value)."""
     n_runs, n_examples = predictions.shape
     require_pairs(n_runs)
-    if n_classes <= DENSE_CLASSES:
+    if agreement is None and n_classes <= DENSE_CLASSES:
         return _pair_share(class_counts(predictions, n_classes), n_runs, n_examples)
-    pairs = float(example_agreement(predictions, n_classes).pair_counts.sum())
-    return pairs / (n_examples * n_runs * (n_runs - 1))
+    agreement = agreement if agreement is not None else example_agreement(predictions, n_classes)
+    return float(agreement.pair_counts.sum()) / (n_examples * n_runs * (n_runs - 1))
 
 
 def mean_ccon(predictions: np.ndarray, labels: np.ndarray) -> float:
