@@ -54,7 +54,8 @@ def standard_error(values) -> np.ndarray:
     n = array.shape[1]
     squares, variances = np.empty(n), np.empty(array.shape[0])
     for run, row in enumerate(array):
-        np.subtract(row, np.add.reduce(row, dtype=np.float64) / n, out=squares)
+        total = np.count_nonzero(row) if row.dtype == bool else np.add.reduce(row, dtype=np.float64)  # same sum
+        np.subtract(row, total / n, out=squares)
         np.multiply(squares, squares, out=squares)
         variances[run] = np.add.reduce(squares) / (n - 1)
     return np.sqrt(variances / n)

@@ -249,7 +249,8 @@ def _error_bars(aligned: AlignedRuns, clusters, confidence: float, power: float)
     labelled = aligned.labels >= 0
     if labelled.sum() < 2:
         return None, None
-    correct = aligned.predictions[:, labelled] == aligned.labels[labelled]  # S × N booleans, not floats
+    # S × N booleans, not floats; compress keeps rows contiguous (a [:, mask] copy strides each run's row)
+    correct = np.compress(labelled, aligned.predictions, axis=1) == aligned.labels[labelled]
     frame = pd.DataFrame({"accuracy": correct.mean(axis=1), "se": standard_error(correct)},
                          index=pd.Index(aligned.runs, name="run"))
     if clusters is not None:
