@@ -107,3 +107,23 @@ def test_a_comparison_left_without_a_test_warns_and_keeps_the_note():
     with pytest.warns(DegenerateRunWarning, match="A vs B: fewer than 2 matched seeds") as shown:
         comparison = compare_systems(unmatched, n_boot=200)
     assert comparison.notes == [str(w.message) for w in shown if issubclass(w.category, DegenerateRunWarning)][:1]
+
+
+def test_a_sweep_with_integer_ids_pairs_its_examples_with_one_with_text_ids():
+    """7 and "7" are one example: the joint bootstrap runs as it does when both sweeps have text ids."""
+    from seedscope.analysis.compare import compare_sweeps
+
+    rng = np.random.default_rng(2)
+    ids, gold = rng.permutation(60) * 11, rng.integers(0, 2, 60)
+
+    def sweep(accuracy):
+        return pd.concat([pd.DataFrame({"run": f"seed{s}", "example_id": ids, "label": gold,
+                                        "prediction": np.where(rng.random(60) < accuracy, gold, 1 - gold)})
+                          for s in range(4)], ignore_index=True)
+
+    a, b = sweep(0.8), sweep(0.6)
+    mixed = compare_sweeps({"A": a, "B": b.astype({"example_id": str})}, n_boot=200, n_permutations=99)
+    text = compare_sweeps({"A": a.astype({"example_id": str}), "B": b.astype({"example_id": str})}, n_boot=200,
+                          n_permutations=99)
+    assert not np.isnan(mixed.pairs["joint_delta"].iloc[0])
+    pd.testing.assert_frame_equal(mixed.pairs, text.pairs)

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy import special
 
 from seedscope.analysis.checks import check_scores
 from seedscope.errors import SeedscopeError
@@ -121,4 +120,6 @@ def minimum_detectable_difference(sd: float, n: int, *, confidence: float = 0.95
         raise SeedscopeError(f"a minimum detectable difference needs at least one observation, not {n}")
     if not np.isfinite(sd) or sd < 0:
         raise SeedscopeError(f"the standard deviation of a difference must be finite and non-negative, not {sd}")
+    from scipy import special  # imported as late as resampling's, for the same reason
+
     return float((special.ndtri(1 - alpha) + special.ndtri(power)) * sd / np.sqrt(n))
