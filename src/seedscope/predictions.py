@@ -155,8 +155,10 @@ def text_order(ids: np.ndarray) -> np.ndarray:
     first ("1" < "10"). So int ids and the same ids as text give the same rows, ties and resamples.
     """
     ids = np.asarray(ids)
+    if ids.dtype.kind in "iu" and ids.dtype != np.uint64:  # int32 and the like: the same text
+        ids = ids.astype(np.int64, copy=False)
     if ids.dtype != np.int64:
-        return np.argsort(ids, kind="stable")
+        return np.argsort(ids, kind="stable")  # text: as it sorts
     negative = ids < 0
     magnitude = ids.view(np.uint64).copy()
     np.negative(magnitude, out=magnitude, where=negative)  # two's complement: |int64 min| = 2⁶³ holds too
