@@ -3,12 +3,14 @@
 Run: .venv/bin/python benchmarks/bench_analyze.py [--runs 20] [--examples 1000000] [--repeat 3] [--skip-analyze]
      .venv/bin/python benchmarks/bench_analyze.py --quick      (6 runs × 100,000 examples: checks that it works)
 
-Writes S Parquet prediction files (string example ids, 3 classes, gold labels; one run per
-file, as a seed sweep leaves them), then runs each in a fresh process, timed from outside as a
-whole process (interpreter start and imports included) with its own peak memory and CPU time:
-(1) the bare read, ``python -c "import pyarrow.parquet as pq; [pq.read_table(f) for f in files]"``, (2) ``seedscope analyze FILES --json``
-(reading, checks, alignment, macro, micro, per-example stability, error bars, JSON),
-(3) ``seedscope compare A B`` with the files as two systems of S/2 runs, (4) ``seedscope
+Writes S Parquet prediction files (3 classes, gold labels; one run per file, as a seed sweep
+leaves them) twice, once with text example ids (``ex0000001``) and once with integer ids (int64,
+what ``pandas.to_parquet`` writes for an int column), then runs each in a fresh process, timed
+from outside as a whole process (interpreter start and imports included) with its own peak
+memory and CPU time: for each kind of id (1) the bare read, ``python -c "import pyarrow.parquet
+as pq; [pq.read_table(f) for f in files]"``, and (2) ``seedscope analyze FILES --json``
+(reading, checks, alignment, macro, micro, per-example stability, error bars, JSON); then, on
+the text-id files, (3) ``seedscope compare A B`` with the files as two systems of S/2 runs, (4) ``seedscope
 subsets A B`` (subsets of 10,000 examples, 20 seeds), (5) ``seedscope report FILES --html``,
 and (6) ``seedscope --help`` (start-up). Prints each one's seconds, peak and ratio to the bare
 read; the bare read and ``analyze`` alternate ``--repeat`` times and the fastest of each is
@@ -84,12 +86,13 @@ print(time.perf_counter() - start, resource.getrusage(resource.RUSAGE_SELF).ru_m
 """
 
 
-def write_files(folder: Path, runs: int, examples: int) -> list[str]:
+def write_files(folder: Path, runs: int, examples: int, ids: str) -> list[str]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    folder.mkdir()
     rng = np.random.default_rng(0)
-    ids = pa.array([f"ex{i:07d}" for i in range(examples)])
+    ids = pa.array([f"ex{i:07d}" for i in range(examples)] if ids == "text" else np.arange(examples, dtype=np.int64))
     labels = rng.integers(0, 3, examples).astype(np.int64)
     paths = []
     for run in range(runs):
@@ -131,6 +134,36 @@ def micro_kernel(runs: int, examples: int) -> tuple[float, float]:
     return timings[0], timings[1]
 
 
+def time_analyze(paths: list[str], ids: str, args) -> float:
+    """The bare read and ``analyze`` of one kind of ids, alternated (only the read with --skip-analyze); returns
+    the bare read's seconds."""
+    size = sum(Path(p).stat().st_size for p in paths) / 1e6
+    print(f"{args.runs} Parquet files × {args.examples:,} examples × 3 classes, {ids} ids ({size:.0f} MB); whole "
+          f"processes, wall from outside, CPU and peak from the kernel; fastest of {args.repeat}")
+    out = str(Path(paths[0]).parent / "result.json")
+    analyze = ["analyze", *paths, "--json", out, "--n-boot", "1000", "--top", "10"]
+    raws, analyses = [], []
+    for _ in range(args.repeat):  # alternate, so that both see the same load on a shared machine
+        raws.append(in_child(RAW, *paths))
+        if not args.skip_analyze:
+            analyses.append(in_child(COMMAND, *analyze))
+    raw, raw_peak, raw_cpu, _ = min(raws)
+    print(f"  {'pyarrow read_table (bare read)':30} {raw:6.2f} s   cpu {raw_cpu:5.2f} s   peak {raw_peak:.2f} GB")
+    if args.skip_analyze:
+        return raw
+    took, peak, cpu, _ = min(analyses)
+    print(f"  {'seedscope analyze --json':30} {took:6.2f} s   cpu {cpu:5.2f} s   peak {peak:.2f} GB   "
+          f"= {took / raw:.2f}× the bare read (whole process; cpu {cpu / raw_cpu:.2f}×)")
+    stages = [float(v) for v in in_child(STAGES, *paths)[3].split()]
+    print("    analyze's CPU by stage: " + ", ".join(
+        f"{name} {value:.2f} s" for name, value in zip(("import", "read + align", "metrics + intervals", "output"),
+                                                      stages)))
+    result = json.loads(Path(out).read_text())
+    print(f"    mean accuracy {result['metrics']['accuracy']['mean']:.4f}, CON {result['micro']['con']:.4f}, "
+          f"most unstable {result['most_unstable'][0]['example_id']!r}")
+    return raw
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=20)
@@ -142,30 +175,11 @@ def main() -> None:
     if args.quick:
         args.runs, args.examples, args.repeat = 6, 100_000, 1
     with tempfile.TemporaryDirectory() as folder:
-        paths = write_files(Path(folder), args.runs, args.examples)
-        size = sum(Path(p).stat().st_size for p in paths) / 1e6
-        print(f"{args.runs} Parquet files × {args.examples:,} examples × 3 classes ({size:.0f} MB); whole processes, "
-              f"wall from outside, CPU and peak from the kernel; fastest of {args.repeat}")
-        out = str(Path(folder) / "result.json")
-        analyze = ["analyze", *paths, "--json", out, "--n-boot", "1000", "--top", "10"]
-        raws, analyses = [], []
-        for _ in range(args.repeat):  # alternate, so that both see the same load on a shared machine
-            raws.append(in_child(RAW, *paths))
-            if not args.skip_analyze:
-                analyses.append(in_child(COMMAND, *analyze))
-        raw, raw_peak, raw_cpu, _ = min(raws)
-        print(f"{'pyarrow read_table (bare read)':32} {raw:6.2f} s   cpu {raw_cpu:5.2f} s   peak {raw_peak:.2f} GB")
+        for ids in ("int", "text"):  # the text-id files stay for the commands below, against their bare read
+            paths = write_files(Path(folder) / ids, args.runs, args.examples, ids)
+            raw = time_analyze(paths, ids, args)
         if args.skip_analyze:
             return
-        took, peak, cpu, _ = min(analyses)
-        print(f"{'seedscope analyze --json':32} {took:6.2f} s   cpu {cpu:5.2f} s   peak {peak:.2f} GB   "
-              f"= {took / raw:.2f}× the bare read (whole process; cpu {cpu / raw_cpu:.2f}×)")
-        stages = [float(v) for v in in_child(STAGES, *paths)[3].split()]
-        print("  analyze's CPU by stage: " + ", ".join(
-            f"{name} {value:.2f} s" for name, value in zip(("import", "read + align", "metrics + intervals", "output"),
-                                                          stages)))
-        result = json.loads(Path(out).read_text())
-        print(f"  mean accuracy {result['metrics']['accuracy']['mean']:.4f}, CON {result['micro']['con']:.4f}")
         half = len(paths) // 2
         systems = [Path(folder) / "A", Path(folder) / "B"]
         for system, chunk in zip(systems, (paths[:half], paths[half:])):

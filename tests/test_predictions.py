@@ -8,7 +8,13 @@ import pytest
 
 from seedscope.analysis.seed_effects import analyze
 from seedscope.errors import SeedscopeError
-from seedscope.predictions import align_runs, label_key, probability_problem
+from seedscope.predictions import (
+    align_runs,
+    label_key,
+    normal_ids,
+    probability_problem,
+    text_order,
+)
 from seedscope.store.files import with_label_names
 
 
@@ -58,3 +64,39 @@ def test_align_runs_names_the_run_and_example_of_a_bad_probability():
                           "prob_0": [0.9, 0.2, 0.8, -0.1], "prob_1": [0.1, 0.8, 0.2, 1.1]})
     with pytest.raises(SeedscopeError, match=r"^t: run 2 example b: probability prob_0 is -0.1, outside \[0, 1\]$"):
         align_runs(table, source="t")
+
+
+@pytest.mark.parametrize(
+    ("ids", "expected"),
+    [(pd.Series([7, 10, -3]), [7, 10, -3]), (pd.Series([7.0, 10.0]), [7, 10]), (pd.Series([7, 8], dtype="uint8"), [7, 8]),
+     (pd.Series([7.0, 7.5]), ["7.0", "7.5"]), (pd.Series([7, "7"], dtype=object), ["7", "7"]),
+     (pd.Series(["007", "8"]), ["007", "8"]), (pd.Series([True, False]), ["True", "False"]),
+     (pd.Series([2.0 ** 60]), [str(2.0 ** 60)]), (pd.Series([2 ** 64 - 1], dtype="uint64"), [str(2 ** 64 - 1)])],
+)
+def test_ids_stay_numbers_only_when_every_one_is_a_whole_number_in_a_numeric_column(ids, expected):
+    normal = normal_ids(ids)
+    assert normal.tolist() == expected
+    assert (normal.dtype == np.int64) == isinstance(expected[0], int)
+
+
+def test_text_order_of_integers_is_the_order_of_their_text():
+    """Against sorting the decimal text itself: signs, lengths (1 < 10 < 9) and the whole int64 range."""
+    rng = np.random.default_rng(0)
+    bounds = np.array([np.iinfo(np.int64).min, np.iinfo(np.int64).max, 0, -1, 1, 9, 10, 99, 100], dtype=np.int64)
+    for ids in (rng.permutation(1000), rng.permutation(1000) * 37 - 5000, rng.integers(0, 10 ** 17, 500),
+                rng.integers(-(2 ** 63), 2 ** 63 - 1, 500, dtype=np.int64), bounds):
+        ids = np.asarray(ids, dtype=np.int64)
+        expected = sorted(range(len(ids)), key=lambda i: str(ids[i]))
+        assert text_order(ids).tolist() == expected
+        assert ids[text_order(ids)].astype(str).tolist() == sorted(ids.astype(str).tolist())
+
+
+def test_numeric_and_text_ids_align_to_the_same_examples_in_the_same_order():
+    ids = np.random.default_rng(1).permutation(40) * 7
+    table = pd.DataFrame({"run": np.repeat(["a", "b"], 40), "example_id": np.tile(ids, 2),
+                          "prediction": np.arange(80) % 3, "label": np.tile(np.arange(40) % 3, 2)})
+    numeric, text = align_runs(table), align_runs(table.astype({"example_id": str}))
+    assert numeric.example_ids.dtype == np.int64 and text.example_ids.dtype == object
+    assert numeric.example_ids.astype(str).tolist() == text.example_ids.tolist()
+    np.testing.assert_array_equal(numeric.predictions, text.predictions)
+    np.testing.assert_array_equal(numeric.labels, text.labels)

@@ -6,7 +6,8 @@ A prediction table is a long pandas DataFrame with one row per (run, example):
 column     meaning
 ========== ==============================================================
 run        run identifier (for a plain sweep: the seed), stored as str
-example_id stable identifier of the evaluation example, stored as str
+example_id stable identifier of the evaluation example: int64 when every id is a whole number
+           held in a numeric column, else str (see :func:`normal_ids`)
 prediction predicted label (int or str) or value (float, regression)
 label      gold label / value; optional (then only CON, no CCON)
 prob_<c>   optional, one column per class c: the predicted probability
@@ -57,7 +58,7 @@ class AlignedRuns:
     """
 
     runs: list[str]
-    example_ids: np.ndarray
+    example_ids: np.ndarray  # int64 or str objects (:func:`normal_ids`), in their text order (:func:`text_order`)
     task_type: PredictionType
     predictions: np.ndarray
     labels: np.ndarray | None
@@ -97,7 +98,7 @@ def infer_task_type(values: pd.Series) -> PredictionType:
 
 
 def validate_table(table: pd.DataFrame, source: str = "prediction table") -> pd.DataFrame:
-    """Check columns, types and duplicates; return a normalised copy (run/example_id as str)."""
+    """Check columns, types and duplicates; return a normalised copy (run as str, example_id by :func:`normal_ids`)."""
     missing = [c for c in REQUIRED_COLUMNS if c not in table.columns]
     if missing:
         raise SeedscopeError(
@@ -107,7 +108,7 @@ def validate_table(table: pd.DataFrame, source: str = "prediction table") -> pd.
         raise SeedscopeError(f"{source}: no rows")
     table = table.copy()
     table[RUN] = table[RUN].astype(str)
-    table[EXAMPLE_ID] = table[EXAMPLE_ID].astype(str)
+    table[EXAMPLE_ID] = normal_ids(table[EXAMPLE_ID])
     if table[PREDICTION].isna().any():
         bad = table.loc[table[PREDICTION].isna(), [RUN, EXAMPLE_ID]].head(3)
         where = ", ".join(f"run {r} example {e}" for r, e in bad.itertuples(index=False))
@@ -121,6 +122,53 @@ def validate_table(table: pd.DataFrame, source: str = "prediction table") -> pd.
         where = ", ".join(f"run {r} example {e}" for r, e in first.itertuples(index=False))
         raise SeedscopeError(f"{source}: duplicate example id within a run ({where})")
     return table
+
+
+def normal_ids(ids: pd.Series) -> pd.Series:
+    """Example ids as they are matched: int64 when the column holds whole numbers (an integer column, or floats
+    that are all whole), else text, as before.
+
+    Numbers stay numbers because turning a million of them into text and sorting that text is most of what
+    reading them costs. A table mixing kinds (7 in one run, "7" in another: an object column) is text, where 7
+    reads "7"; the readers already write a whole float id or "7.0" as 7 (:func:`seedscope.io.common.as_ids`).
+    """
+    dtype = ids.dtype
+    if ids.isna().any():  # kept as text (a reader names the empty id first)
+        return ids.astype(str)
+    if pd.api.types.is_integer_dtype(dtype) and not (dtype == np.uint64 and ids.max() > np.iinfo(np.int64).max):
+        return ids.astype(np.int64)
+    if pd.api.types.is_float_dtype(dtype):
+        values = ids.to_numpy(dtype=float)
+        if (np.abs(values) <= 2.0 ** 53).all() and (np.mod(values, 1) == 0).all():  # exact, and NaN fails both
+            return pd.Series(values.astype(np.int64), index=ids.index, name=ids.name)
+    return ids.astype(str)
+
+
+#: 10⁰ … 10¹⁹, every power of ten an unsigned 64-bit integer holds
+_POWERS = 10 ** np.arange(20, dtype=np.uint64)
+
+
+def text_order(ids: np.ndarray) -> np.ndarray:
+    """Positions that put example ids in the order of their text (``"10" < "9"``), the order of every output.
+
+    Integer ids are ordered as their decimal text would be without making it: by sign ("-" comes before the
+    digits), then by the digits left-aligned (a magnitude padded with zeros to 19 digits), then the shorter
+    first ("1" < "10"). So int ids and the same ids as text give the same rows, ties and resamples.
+    """
+    ids = np.asarray(ids)
+    if ids.dtype.kind in "iu" and ids.dtype != np.uint64:  # int32 and the like: the same text
+        ids = ids.astype(np.int64, copy=False)
+    if ids.dtype != np.int64:
+        return np.argsort(ids, kind="stable")  # text: as it sorts
+    negative = ids < 0
+    magnitude = ids.view(np.uint64).copy()
+    np.negative(magnitude, out=magnitude, where=negative)  # two's complement: |int64 min| = 2⁶³ holds too
+    digits = np.searchsorted(_POWERS[1:], magnitude, side="right") + 1
+    width = int(digits.max(initial=1))
+    padded = magnitude * _POWERS[width - digits]
+    if width <= 17 and not negative.any():  # one key, padded · 32 + length < 2⁶³: a single sort
+        return np.argsort(padded.astype(np.int64) * 32 + digits)
+    return np.lexsort((digits, padded, ~negative))
 
 
 def _require_scalars(table: pd.DataFrame, column: str, source: str) -> None:
@@ -144,18 +192,18 @@ def _check_coverage(table: pd.DataFrame, intersect: bool) -> tuple[pd.DataFrame,
     if (table.groupby(RUN, sort=False).size() == len(all_ids)).all():
         # Ids are unique within a run (validated), so a run with as many rows as there are
         # distinct ids covers them all: the common case, without building per-run sets.
-        return table, np.array(sorted(all_ids), dtype=object), 0
+        return table, _in_text_order(all_ids), 0
     ids_by_run = {run: set(group) for run, group in table.groupby(RUN, sort=False)[EXAMPLE_ID]}
     all_ids = set().union(*ids_by_run.values())
     common = set.intersection(*ids_by_run.values())
     if len(common) == len(all_ids):
-        return table, np.array(sorted(all_ids), dtype=object), 0
+        return table, _in_text_order(all_ids), 0
     if not intersect:
         problems = []
         for run, ids in ids_by_run.items():
-            lacking = sorted(all_ids - ids)
-            if lacking:
-                problems.append(f"run {run} lacks {len(lacking)} (e.g. {', '.join(lacking[:3])})")
+            lacking = _in_text_order(all_ids - ids)
+            if len(lacking):
+                problems.append(f"run {run} lacks {len(lacking)} (e.g. {', '.join(map(str, lacking[:3]))})")
         raise SeedscopeError(
             "runs cover different example ids: "
             + "; ".join(problems[:5])
@@ -164,7 +212,14 @@ def _check_coverage(table: pd.DataFrame, intersect: bool) -> tuple[pd.DataFrame,
     if not common:
         raise SeedscopeError("runs share no example id, so there is nothing to compare")
     kept = table[table[EXAMPLE_ID].isin(common)]
-    return kept, np.array(sorted(common), dtype=object), len(all_ids) - len(common)
+    return kept, _in_text_order(common), len(all_ids) - len(common)
+
+
+def _in_text_order(ids) -> np.ndarray:
+    """Distinct ids (a set or an array) as an array in :func:`text_order`: int64 stays int64, text is str objects."""
+    ids = np.asarray(list(ids) if isinstance(ids, set) else ids)
+    ids = ids if ids.dtype == np.int64 else ids.astype(object)
+    return ids[text_order(ids)]
 
 
 def align_runs(
@@ -278,7 +333,7 @@ def _labels_by_example(table: pd.DataFrame, position: pd.Index, source: str) -> 
     keyed = gold.assign(_k=label_keys(gold[LABEL])).drop_duplicates([EXAMPLE_ID, "_k"])
     conflict = keyed[EXAMPLE_ID].duplicated(keep=False)
     if conflict.any():
-        ids = ", ".join(keyed.loc[conflict, EXAMPLE_ID].unique()[:3])
+        ids = ", ".join(map(str, keyed.loc[conflict, EXAMPLE_ID].unique()[:3]))
         raise SeedscopeError(f"{source}: runs give different gold labels for example(s) {ids}")
     by_id = keyed.drop_duplicates(EXAMPLE_ID).set_index(EXAMPLE_ID)[LABEL]
     return by_id.reindex(position)

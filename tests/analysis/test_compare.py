@@ -14,7 +14,6 @@ from seedscope.analysis.compare import compare_systems
 from seedscope.analysis.significance import holm
 from seedscope.errors import SeedscopeError
 
-
 # --------------------------------------------------------------------------- compare_systems
 
 
@@ -119,3 +118,23 @@ def test_a_bad_sweep_is_named_once():
 
     with pytest.raises(SeedscopeError, match=r"^sweep b: run 2 example b: probability prob_0 is -0.1, outside"):
         compare_sweeps({"a": sweep(0.3), "b": sweep(-0.1)}, n_boot=20, n_permutations=20)
+
+
+def test_a_sweep_with_integer_ids_pairs_its_examples_with_one_with_text_ids():
+    """7 and "7" are one example: the joint bootstrap runs as it does when both sweeps have text ids."""
+    from seedscope.analysis.compare import compare_sweeps
+
+    rng = np.random.default_rng(2)
+    ids, gold = rng.permutation(60) * 11, rng.integers(0, 2, 60)
+
+    def sweep(accuracy):
+        return pd.concat([pd.DataFrame({"run": f"seed{s}", "example_id": ids, "label": gold,
+                                        "prediction": np.where(rng.random(60) < accuracy, gold, 1 - gold)})
+                          for s in range(4)], ignore_index=True)
+
+    a, b = sweep(0.8), sweep(0.6)
+    mixed = compare_sweeps({"A": a, "B": b.astype({"example_id": str})}, n_boot=200, n_permutations=99)
+    text = compare_sweeps({"A": a.astype({"example_id": str}), "B": b.astype({"example_id": str})}, n_boot=200,
+                          n_permutations=99)
+    assert not np.isnan(mixed.pairs["joint_delta"].iloc[0])
+    pd.testing.assert_frame_equal(mixed.pairs, text.pairs)

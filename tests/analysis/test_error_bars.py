@@ -60,6 +60,17 @@ def test_clustered_standard_error_matches_a_slow_loop_on_random_cases():
             assert standard_error(values)[run] == pytest.approx(stats.sem(row), abs=1e-12)
 
 
+def test_standard_error_is_numpys_sample_variance_to_the_last_bit():
+    """The reused-buffer SE gives exactly numpy's ``var(ddof=1)`` on 0/1, integer and float scores, strided or not."""
+    rng = np.random.default_rng(4)
+    for n in (2, 7, 8, 9, 127, 128, 129, 1000, 65_537):
+        share = rng.random()
+        correct = rng.random((3, 2 * n)) < share
+        for values in (correct, correct[:, ::2], correct.astype(np.int8), correct * rng.random((3, 2 * n))):
+            expected = np.sqrt(np.array([row.var(ddof=1) for row in values]) / values.shape[1])
+            np.testing.assert_array_equal(standard_error(values), expected)
+
+
 def test_variance_split_by_hand():
     split = variance_split([0.6, 0.7, 0.8], [0.03, 0.04, 0.05])
     assert split["seed_variance"] == pytest.approx(0.01)

@@ -227,3 +227,30 @@ def test_multirc_answers_are_clustered_by_question_without_being_asked():
     assert result.error_bars["se_clustered"].tolist() == pytest.approx(clustered_standard_error(correct, questions).tolist())
     other = seedscope.analyze_groups(pd.DataFrame(rows).assign(task="boolq"), n_boot=100)[("boolq", None)]
     assert "se_clustered" not in other.error_bars
+
+
+def test_integer_ids_give_the_analysis_text_ids_give(tmp_path):
+    """Parquet runs with int64 ids and the same runs with the ids as text: the same JSON, ties among the most
+    unstable examples included, through the columnar path and the long table alike; only the ids' type differs."""
+    from seedscope.io import read_aligned_runs, read_predictions
+
+    rng = np.random.default_rng(3)
+    n = 400
+    ids, gold = rng.permutation(n) * 13, rng.integers(0, 3, n)  # "1014" sorts before "13" as text
+    predictions = [np.where(rng.random(n) < 0.6, gold, rng.integers(0, 3, n)) for _ in range(4)]
+    documents = {}
+    for kind, column in (("int", ids), ("text", ids.astype(str))):
+        (tmp_path / kind).mkdir()
+        paths = [tmp_path / kind / f"seed{s}.parquet" for s in range(4)]
+        for path, predicted in zip(paths, predictions):
+            pd.DataFrame({"example_id": column, "prediction": predicted, "label": gold}).to_parquet(path, index=False)
+        aligned = read_aligned_runs(paths)
+        assert aligned.example_ids.dtype == (np.int64 if kind == "int" else object)
+        for path_taken, inputs in (("columnar", aligned), ("long table", read_predictions(paths))):
+            documents[kind, path_taken] = seedscope.analyze(inputs, n_boot=200).to_dict(top_k=50)
+    for path_taken in ("columnar", "long table"):
+        numeric, text = documents["int", path_taken], documents["text", path_taken]
+        assert all(isinstance(row["example_id"], int) for row in numeric["most_unstable"])
+        for row in numeric["most_unstable"]:
+            row["example_id"] = str(row["example_id"])
+        assert numeric == text == documents["text", "columnar"]

@@ -72,6 +72,28 @@ def test_csv_ids_keep_their_leading_zeros(tmp_path):
     assert_same(fast, align_runs(read_predictions([a, b])))
 
 
+def test_integer_and_whole_float_ids_stay_numbers(tmp_path):
+    ints = pd.DataFrame({"id": [7, 10, 9], "prediction": [1, 0, 1], "label": [1, 1, 0]})
+    shuffled = ints.iloc[[2, 0, 1]]
+    paths = write_runs(tmp_path, [ints, shuffled.assign(id=shuffled["id"].astype(float))], "parquet")
+    fast = read_aligned_runs(paths)
+    assert fast.example_ids.dtype == np.int64 and fast.example_ids.tolist() == [10, 7, 9]  # in their text order
+    assert fast.predictions.tolist() == [[0, 1, 1], [0, 1, 1]]
+    assert_same(fast, align_runs(read_predictions(paths)))
+
+
+def test_integer_ids_beside_text_ids_align_as_text(tmp_path):
+    """7 in one run and "7" in another are one id: mixed kinds go to the long table, which reads them as text."""
+    ints = pd.DataFrame({"id": [7, 10, 9], "prediction": [1, 0, 1], "label": [1, 1, 0]})
+    shuffled = ints.iloc[[2, 0, 1]]
+    paths = write_runs(tmp_path, [ints, shuffled.assign(id=shuffled["id"].astype(str)),
+                                  shuffled.assign(id=shuffled["id"].astype(float), prediction=[0, 0, 0])], "parquet")
+    assert read_aligned_runs(paths) is None
+    aligned = align_runs(read_predictions(paths))
+    assert aligned.example_ids.tolist() == ["10", "7", "9"]
+    assert aligned.predictions.tolist() == [[0, 1, 1], [0, 1, 1], [0, 0, 0]]
+
+
 STEP_ASIDE = {
     "duplicate id": ["id,prediction\n1,a\n1,b\n", "id,prediction\n1,a\n2,b\n"],
     "different ids": ["id,prediction\n1,a\n2,b\n", "id,prediction\n1,a\n3,b\n"],

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -52,7 +53,8 @@ def test_long_table_with_a_seed_column_and_integer_labels(tmp_path):
     frame = pd.DataFrame({"seed": [42, 42, 52, 52], "idx": [0, 1, 0, 1], "predicted_label": [1, 0, 1, 1],
                           "label": [1, 0, 1, 0]})
     table = read_predictions([_write(frame, tmp_path / "all.parquet", "parquet")])
-    assert table["run"].tolist() == ["42", "42", "52", "52"] and table["example_id"].tolist() == ["0", "1"] * 2
+    assert table["run"].tolist() == ["42", "42", "52", "52"]
+    assert table["example_id"].dtype == np.int64 and table["example_id"].tolist() == [0, 1] * 2  # Parquet's numbers
     assert align_runs(table).predictions.tolist() == [[1, 0], [1, 1]]
 
 

@@ -74,7 +74,8 @@ def test_regression_stability():
 
 
 def test_the_first_rows_are_those_of_a_full_stable_sort():
-    """most_unstable sorts only the candidates for its k rows; the rows and their order are a full sort's."""
+    """most_unstable sorts only the candidates for its k rows; the rows and their order are a full sort's, ties by
+    the ids' text order, the same for int ids and for the same ids as text."""
     from seedscope.metrics.stability import _first
 
     rng = np.random.default_rng(1)
@@ -84,4 +85,9 @@ def test_the_first_rows_are_those_of_a_full_stable_sort():
         if trial % 3 == 0:
             primary[rng.random(n) < 0.3] = np.nan
         keys = [secondary, primary] if trial % 2 else [primary]
-        np.testing.assert_array_equal(_first(keys, k), np.lexsort(keys)[:k])
+        ids = rng.permutation(n) * int(rng.integers(1, 30)) - (n if trial % 4 == 0 else 0)
+        text = [str(i) for i in ids]
+        place = np.argsort(np.argsort(text, kind="stable"))  # each id's place among the ids sorted as text
+        expected = np.lexsort([place, *keys])[:k]
+        np.testing.assert_array_equal(_first(keys, k, ids.astype(np.int64)), expected)
+        np.testing.assert_array_equal(_first(keys, k, np.array(text, dtype=object)), expected)

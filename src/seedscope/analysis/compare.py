@@ -375,6 +375,8 @@ def compare_sweeps(
         if aligned.task_type == "classification" and aligned.has_labels and (aligned.labels >= 0).all():
             correct = aligned.predictions == aligned.labels[None, :]  # bool: 1 byte an entry, 8× less than float
             per_example[name] = pd.DataFrame(correct, index=aligned.runs, columns=aligned.example_ids)
+    if len({frame.columns.dtype for frame in per_example.values()}) > 1:  # int ids beside text ids: 7 is "7"
+        per_example = {name: frame.set_axis(frame.columns.astype(str), axis=1) for name, frame in per_example.items()}
     if len(per_example) < len(per_run) and per_example:
         warnings.warn("some sweeps lack per-example correctness (regression or missing labels): no joint bootstrap / "
                       "McNemar for them", DegenerateRunWarning, stacklevel=3)

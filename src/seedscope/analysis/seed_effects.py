@@ -28,7 +28,7 @@ from seedscope.analysis.error_bars import (
     standard_error,
     variance_split,
 )
-from seedscope.predictions import CLUSTER, EXAMPLE_ID, TEXT, AlignedRuns, PredictionType, align_runs
+from seedscope.predictions import CLUSTER, EXAMPLE_ID, TEXT, AlignedRuns, PredictionType, align_runs, normal_ids
 from seedscope.tasks import example_clusters, find_task
 
 #: columns of a prediction table that identify one prediction set among several
@@ -202,10 +202,9 @@ def analyze(
         _require_single_group(table_or_aligned)
         aligned = align_runs(table_or_aligned, task_type=task_type, intersect=intersect)
         if TEXT in table_or_aligned.columns:
-            texts = table_or_aligned.astype({EXAMPLE_ID: str}).groupby(EXAMPLE_ID)[TEXT].first()
+            texts = _first_per_example(table_or_aligned, TEXT)
         if CLUSTER in table_or_aligned.columns:
-            clusters = table_or_aligned.astype({EXAMPLE_ID: str}).groupby(EXAMPLE_ID)[CLUSTER].first()
-            clusters = clusters.reindex(aligned.example_ids).to_numpy()
+            clusters = _first_per_example(table_or_aligned, CLUSTER).reindex(aligned.example_ids).to_numpy()
     micro_metrics.require_pairs(aligned.n_runs)
 
     per_run = macro_metrics.per_run_scores(aligned)
@@ -219,8 +218,10 @@ def analyze(
     else:  # per-example values without labels are summarised by their mean; classes without labels by nothing
         primary_metric = macro_metrics.MEAN_SCORE if macro_metrics.MEAN_SCORE in per_run.columns else None
     summary = macro_metrics.summarize_runs(per_run, n_boot=n_boot, confidence=confidence, seed=seed)
-    micro, con, ccon, prob = _micro(aligned, per_run, primary_metric)
-    stability = example_stability(aligned)
+    classes = aligned.task_type == "classification"  # count each example's classes once, for CON and stability
+    agreement = micro_metrics.example_agreement(aligned.predictions, aligned.n_classes) if classes else None
+    micro, con, ccon, prob = _micro(aligned, per_run, primary_metric, agreement)
+    stability = example_stability(aligned, agreement)
     if texts is not None:
         stability[TEXT] = texts.reindex(stability.index).to_numpy()
     runs = pd.Index(aligned.runs, name="run")
@@ -236,6 +237,11 @@ def analyze(
     )
 
 
+def _first_per_example(table: pd.DataFrame, column: str) -> pd.Series:
+    """A column's first value per example, indexed by the ids as alignment keeps them (int or text)."""
+    return table[column].groupby(normal_ids(table[EXAMPLE_ID])).first()
+
+
 def _error_bars(aligned: AlignedRuns, clusters, confidence: float, power: float):
     """Per-run accuracy with its SE over examples (and clustered SE), and the variance split; None for regression."""
     if aligned.task_type != "classification" or not aligned.has_labels:
@@ -243,7 +249,8 @@ def _error_bars(aligned: AlignedRuns, clusters, confidence: float, power: float)
     labelled = aligned.labels >= 0
     if labelled.sum() < 2:
         return None, None
-    correct = aligned.predictions[:, labelled] == aligned.labels[labelled]  # S × N booleans, not floats
+    # S × N booleans, not floats; compress keeps rows contiguous (a [:, mask] copy strides each run's row)
+    correct = np.compress(labelled, aligned.predictions, axis=1) == aligned.labels[labelled]
     frame = pd.DataFrame({"accuracy": correct.mean(axis=1), "se": standard_error(correct)},
                          index=pd.Index(aligned.runs, name="run"))
     if clusters is not None:
@@ -269,7 +276,7 @@ def degenerate_runs(aligned: AlignedRuns, per_run: pd.DataFrame, baseline: pd.Se
     return pd.DataFrame({"reason": pd.Series(reasons, dtype=object)}).rename_axis("run")
 
 
-def _micro(aligned: AlignedRuns, per_run: pd.DataFrame, primary_metric: str | None):
+def _micro(aligned: AlignedRuns, per_run: pd.DataFrame, primary_metric: str | None, agreement):
     """Micro summary row plus the CON, CCON and probabilistic S×S matrices."""
     n_runs = aligned.n_runs
     ccon = prob = None
@@ -280,7 +287,7 @@ def _micro(aligned: AlignedRuns, per_run: pd.DataFrame, primary_metric: str | No
             ccon = micro_metrics.regression_ccon_matrix(per_run[primary_metric].to_numpy())
     else:
         con = micro_metrics.con_matrix(aligned.predictions, aligned.n_classes)
-        con_mean = micro_metrics.mean_con(aligned.predictions, aligned.n_classes)
+        con_mean = micro_metrics.mean_con(aligned.predictions, aligned.n_classes, agreement)
         if aligned.has_labels:
             ccon = micro_metrics.ccon_matrix(aligned.predictions, aligned.labels)
         if aligned.probabilities is not None:
@@ -296,21 +303,11 @@ def _micro(aligned: AlignedRuns, per_run: pd.DataFrame, primary_metric: str | No
         ccon_mean = micro_metrics.mean_ccon(aligned.predictions, aligned.labels)
     else:
         ccon_mean = pair_mean(ccon)
-    prob_mean = (
-        np.nan if aligned.probabilities is None else micro_metrics.mean_probabilistic_consistency(aligned.probabilities)
-    )
-    row = {
-        "con": con_mean,
-        "ccon": ccon_mean,
-        "prob_con": prob_mean,
-        "con_pair_std": pair_std(con),
-        "ccon_pair_std": pair_std(ccon),
-        "prob_con_pair_std": pair_std(prob),
-        "n_runs": n_runs,
-        "n_examples": aligned.n_examples,
-        "n_pairs": n_runs * (n_runs - 1) // 2,
-        "n_dropped": aligned.n_dropped,
-    }
+    probabilities = aligned.probabilities
+    prob_mean = np.nan if probabilities is None else micro_metrics.mean_probabilistic_consistency(probabilities)
+    row = {"con": con_mean, "ccon": ccon_mean, "prob_con": prob_mean, "con_pair_std": pair_std(con),
+           "ccon_pair_std": pair_std(ccon), "prob_con_pair_std": pair_std(prob), "n_runs": n_runs,
+           "n_examples": aligned.n_examples, "n_pairs": n_runs * (n_runs - 1) // 2, "n_dropped": aligned.n_dropped}
     return pd.DataFrame([row], columns=list(MICRO_COLUMNS)), con, ccon, prob
 
 

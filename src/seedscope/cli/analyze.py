@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
+import threading
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
@@ -160,7 +163,7 @@ def analyze_command(
     print_notes(console, ignored_options(ctx, UNUSED_BY_PREDICTIONS))
     settings = dict(task_type=reading.options.task_type, intersect=intersect, primary_metric=primary_metric,
                     n_boot=n_boot, confidence=confidence, seed=seed, power=power)
-    with console.status("reading predictions…"):
+    with console.status("reading predictions…"), _importing("scipy.special"):
         inputs = read_inputs(paths, reading, console, aligned=not intersect)
     with console.status("analysing…"):
         results, summary, notes = analyze_inputs(inputs, paths, settings)
@@ -169,6 +172,18 @@ def analyze_command(
     outputs.emit(console, sections, _json(results, summary, top), long, max_rows=None, notes=notes + [
         f"--intersect dropped {result.aligned.n_dropped} example(s) not covered by every run"
         for result in results.values() if result.aligned.n_dropped])
+
+
+@contextmanager
+def _importing(name: str):
+    """Import ``name`` in a thread during the block: pyarrow reads the files without holding the GIL, so scipy
+    (a fifth of analyze's imports, needed only for the intervals after the reading) loads on another core."""
+    thread = threading.Thread(target=importlib.import_module, args=(name,), daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        thread.join()
 
 
 def read_inputs(paths: list[Path], reading: Reading, console: Console, *, aligned: bool):

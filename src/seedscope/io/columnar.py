@@ -5,6 +5,8 @@ else that the long table would carry: no run, task, text, cluster or probability
 read with pyarrow and aligned straight into S × N small-integer codes: the example ids are
 sorted once, each run's ids are matched to them only when its order differs, and each run's
 predictions are dictionary-encoded, so no S·N-row table of Python strings is ever built.
+Integer ids (and whole-number float ids) stay int64 when every file has them, as the long-table
+path keeps them (:func:`seedscope.predictions.normal_ids`); files mixing them with text ids go there.
 
 Anything this path does not cover — and any file that would fail a check (a missing or
 duplicate id, runs over different ids, runs disagreeing on a gold label, non-whole numbers) —
@@ -30,7 +32,7 @@ from seedscope.io.common import LINE, PASSTHROUGH_COLUMNS, ReadOptions, pick_col
 from seedscope.io.tabular import (
     ID_NAMES, LABEL_NAMES, PREDICTION_NAMES, PROB_LIST_NAMES, RUN_NAMES, SEPARATORS, check_last_line, unterminated_last_line,
 )
-from seedscope.predictions import PROB_PREFIX, AlignedRuns, class_list, code_dtype, label_key
+from seedscope.predictions import PROB_PREFIX, AlignedRuns, class_list, code_dtype, label_key, text_order
 
 #: options under which the long-table readers must run (they change what a row means)
 LONG_TABLE_OPTIONS = ("run_column", "prob_columns", "cluster_column", "task", "data_dir", "filter", "runs_by", "metric")
@@ -61,12 +63,12 @@ def read_aligned(paths: list[Path], fmt: str, options: ReadOptions) -> AlignedRu
         if table is None:
             return None
         ids = _ids(table.column(columns[0]))
-        if ids is None or (reference is not None and len(ids) != len(reference)):
+        if ids is None or (reference is not None and (len(ids) != len(reference) or ids.type != reference.type)):
             return None
         if reference is None:
-            if _whole_decimals(ids):
+            if pa.types.is_string(ids.type) and _whole_decimals(ids):
                 return None
-            reference, order = ids, pc.array_sort_indices(ids)
+            reference, order = ids, _text_order(ids)
             sorted_ids = pc.take(ids, order)
             if _repeats(sorted_ids):
                 return None
@@ -137,15 +139,27 @@ def _read(path: Path, fmt: str, columns: tuple[str, str, str | None]) -> pa.Tabl
 
 
 def _ids(column: pa.ChunkedArray) -> pa.Array | None:
-    """Ids as text (integers as their digits); None for null, float or other ids."""
+    """Ids as int64 (integers, or floats that are all whole numbers) or as text; None for null or other ids."""
     ids = column.combine_chunks()
     if ids.null_count:
         return None
+    if pa.types.is_floating(ids.type):
+        whole = pc.all(pc.and_(pc.equal(pc.floor(ids), ids), pc.less_equal(pc.abs(ids), 2.0 ** 53))).as_py()
+        return pc.cast(ids, pa.int64()) if whole is not False else None
     if pa.types.is_integer(ids.type):
-        return pc.cast(ids, pa.string())
+        if pa.types.is_uint64(ids.type) and pc.max(ids).as_py() > np.iinfo(np.int64).max:
+            return None  # the long-table path makes them text
+        return pc.cast(ids, pa.int64())
     if pa.types.is_large_string(ids.type):
         ids = pc.cast(ids, pa.string())
     return ids if pa.types.is_string(ids.type) else None
+
+
+def _text_order(ids: pa.Array) -> pa.Array:
+    """Sorting indices into the ids' text order (:func:`seedscope.predictions.text_order`): numbers without text."""
+    if pa.types.is_int64(ids.type):
+        return pa.array(text_order(ids.to_numpy()))
+    return pc.array_sort_indices(ids)
 
 
 def _whole_decimals(ids: pa.Array) -> bool:
@@ -183,7 +197,7 @@ def _encode(table: pa.Table, columns: tuple, rows: np.ndarray | None, gold_seen:
     predictions = _classes(table.column(columns[1]), allow_null=False)
     if predictions is None:
         return None
-    encoded = pc.dictionary_encode(predictions)
+    indices, values = _dictionary(predictions)
     labels = label_values = None
     if columns[2] is not None:
         gold = _classes(table.column(columns[2]), allow_null=True)
@@ -193,13 +207,30 @@ def _encode(table: pa.Table, columns: tuple, rows: np.ndarray | None, gold_seen:
         if last is not None and last[0] is rows and last[1].equals(gold):
             labels, label_values = last[2], last[3]
         else:
-            gold_encoded = pc.dictionary_encode(gold)
-            label_values = gold_encoded.dictionary.to_pylist()
-            missing = len(label_values)  # null labels point one past the dictionary: "missing"
-            labels = _small(_in_order(pc.fill_null(gold_encoded.indices, missing).to_numpy(), rows))
+            gold_indices, label_values = _dictionary(gold)
+            labels = _in_order(_small(gold_indices), rows)
             gold_seen["last"] = (rows, gold, labels, label_values)
-    return _Run(_small(_in_order(encoded.indices.to_numpy(), rows)), encoded.dictionary.to_pylist(), labels,
-                label_values or [])
+    return _Run(_in_order(_small(indices), rows), values, labels, label_values or [])
+
+
+def _dictionary(values: pa.Array) -> tuple[np.ndarray, list]:
+    """(indices into the distinct values, those values), a null pointing one past them ("missing").
+
+    Integer classes in a short range are indexed by their offset from the smallest, without hashing (a
+    third of the time of a dictionary encoding, per run); anything else is dictionary-encoded.
+    """
+    if pa.types.is_integer(values.type) and not pa.types.is_uint64(values.type) and len(values) \
+            and not values.null_count:
+        bounds = pc.min_max(values)
+        low, high = bounds["min"].as_py(), bounds["max"].as_py()
+        if high - low < np.iinfo(np.int8).max:
+            offsets = np.subtract(values.to_numpy(), low, dtype=np.int64).astype(np.int8)
+            seen = np.bincount(offsets, minlength=high - low + 1) > 0
+            index = offsets if seen.all() else (np.cumsum(seen, dtype=np.int8) - 1)[offsets]
+            return index, (np.flatnonzero(seen) + low).tolist()
+    encoded = pc.dictionary_encode(values)
+    distinct = encoded.dictionary.to_pylist()
+    return pc.fill_null(encoded.indices, len(distinct)).to_numpy(), distinct
 
 
 def _in_order(values: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
@@ -236,5 +267,6 @@ def _aligned(names: list[str], sorted_ids: pa.Array, runs: list[_Run]) -> Aligne
                 labels = np.where(labels >= 0, labels, gold)
     if labels is not None and not (labels >= 0).any():
         labels = None
-    example_ids = sorted_ids.to_numpy(zero_copy_only=False).astype(object)
+    example_ids = sorted_ids.to_numpy(zero_copy_only=False)
+    example_ids = example_ids if example_ids.dtype == np.int64 else example_ids.astype(object)
     return AlignedRuns(names, example_ids, "classification", predictions, labels, classes)

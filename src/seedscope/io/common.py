@@ -19,6 +19,7 @@ import pandas as pd
 
 from seedscope.errors import SeedscopeError
 from seedscope.io.validate import check_input, load_json, read_text
+from seedscope.predictions import normal_ids
 
 #: private column: 1-based line (or row) of the prediction in its file
 LINE = "_line"
@@ -179,9 +180,17 @@ def missing_column(what: str, candidates: tuple[str, ...], option: str, columns:
 _WHOLE_DECIMAL = re.compile(r"^\s*([+-]?\d+)\.0*\s*$")
 
 
-def as_ids(values: pd.Series) -> pd.Series:
-    """Example ids as text, so 7, 7.0, "7" and "7.0" are one id across files (but "007" stays "007")."""
+def as_ids(values: pd.Series, *, numbers: bool = False) -> pd.Series:
+    """Example ids as text, so 7, 7.0, "7" and "7.0" are one id across files (but "007" stays "007").
+
+    With ``numbers`` (a Parquet file's typed column), whole numbers in a numeric column stay int64 instead, as
+    alignment keeps them (:func:`~seedscope.predictions.normal_ids`); text formats keep reading text.
+    """
     dtype = values.dtype
+    if numbers and pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype):
+        ids = normal_ids(values)
+        if ids.dtype == np.int64:
+            return ids
     if pd.api.types.is_integer_dtype(dtype) or pd.api.types.is_bool_dtype(dtype):
         return values.astype(str)
     if pd.api.types.is_float_dtype(dtype):

@@ -47,6 +47,8 @@ SOURCE = "_source"
 RUN_NAMES = ("run", "seed", "--seed", "run_id", "random_seed", "seed_id", "trial", "replicate", "rep", "epoch")
 #: values that name runs in a text column: ``Run 0``, ``seed_3``, ``trial-2``
 RUN_VALUE = re.compile(r"^(run|seed|trial|replicate|rep|epoch)[\s_#:=-]*\d+$", re.IGNORECASE)
+#: a table with one of these is per-example predictions, not per-run scores
+PREDICTION_COLUMNS = {*ID_NAMES, *PREDICTION_NAMES}
 #: columns naming the task of a row
 TASK_NAMES = ("task", "task_name", "dataset", "dataset_name", "benchmark")
 #: metric names recognised as score columns (after an ``eval_`` / ``test_`` / ``validation_`` prefix)
@@ -78,18 +80,29 @@ def looks_like_run_scores(path: Path, fmt: str | None = None) -> bool:
     fmt = fmt or TABLE_SUFFIXES.get(path.suffix.lower())
     if path.is_dir() or fmt is None:
         return False
+    if fmt == "parquet" and {c.lower() for c in _parquet_names(path)} & PREDICTION_COLUMNS:
+        return False  # the schema says so: no rows decoded (a million of them, in a large prediction file)
     try:
         head = read_head(path, fmt)
     except (SeedscopeError, ValueError, OSError):
         return False
     columns = [str(c) for c in head.columns if c != LINE]
-    lower = {c.lower() for c in columns}
-    if lower & set(ID_NAMES) or lower & set(PREDICTION_NAMES):
+    if {c.lower() for c in columns} & PREDICTION_COLUMNS:
         return False
     return any(is_metric_name(c) for c in columns) or any(
         _is_numeric(head[c]) or _is_numeric(head[c].astype("string").str.rstrip("%").str.replace(",", ".", regex=False))
         for c in columns if c.lower() not in RUN_NAMES
     )
+
+
+def _parquet_names(path: Path) -> list[str]:
+    """A Parquet file's column names from its footer; none when it cannot be read (its head says why)."""
+    import pyarrow.parquet as pq
+
+    try:
+        return pq.read_schema(path).names
+    except Exception:  # pyarrow raises several types for a file that is not Parquet
+        return []
 
 
 def read_head(path: Path, fmt: str) -> pd.DataFrame:

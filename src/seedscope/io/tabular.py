@@ -72,7 +72,7 @@ def _read_one(path: Path, fmt: str, name: str, options: ReadOptions) -> Source:
     frame = pd.DataFrame(
         {
             RUN: raw[run_column] if run_column is not None else name,
-            EXAMPLE_ID: as_ids(raw[id_column]),
+            EXAMPLE_ID: as_ids(raw[id_column], numbers=fmt == "parquet"),
             PREDICTION: raw[prediction_column],
         }
     )

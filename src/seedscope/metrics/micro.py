@@ -110,14 +110,15 @@ def _pair_share(counts: np.ndarray, n_runs: int, n_examples: int) -> float:
     return float((n @ n - n.sum()) / (n_examples * n_runs * (n_runs - 1)))
 
 
-def mean_con(predictions: np.ndarray, n_classes: int) -> float:
-    """Mean CON over all unordered run pairs (closed form)."""
+def mean_con(predictions: np.ndarray, n_classes: int, agreement: ExampleAgreement | None = None) -> float:
+    """Mean CON over all unordered run pairs (closed form); from ``agreement`` when the caller has it (the same
+    whole number of agreeing pairs, so the same value)."""
     n_runs, n_examples = predictions.shape
     require_pairs(n_runs)
-    if n_classes <= DENSE_CLASSES:
+    if agreement is None and n_classes <= DENSE_CLASSES:
         return _pair_share(class_counts(predictions, n_classes), n_runs, n_examples)
-    pairs = float(example_agreement(predictions, n_classes).pair_counts.sum())
-    return pairs / (n_examples * n_runs * (n_runs - 1))
+    agreement = agreement if agreement is not None else example_agreement(predictions, n_classes)
+    return float(agreement.pair_counts.sum()) / (n_examples * n_runs * (n_runs - 1))
 
 
 def mean_ccon(predictions: np.ndarray, labels: np.ndarray) -> float:
@@ -131,12 +132,18 @@ def mean_ccon(predictions: np.ndarray, labels: np.ndarray) -> float:
     return _pair_share(correct, n_runs, int(labelled.sum()))
 
 
-def _gram(indicators_by_chunk, n_runs: int, n_examples: int) -> np.ndarray:
-    """(1/N) Σ over chunks of X Xᵀ, X an S × k 0/1 block (float32 per chunk, float64 total)."""
+def _gram(blocks, n_runs: int, n_examples: int) -> np.ndarray:
+    """(1/N) Σ X Xᵀ over ``(block, values)`` pairs, X = (block == value) an S × k 0/1 block for each value.
+
+    Each X is written into one reused float32 buffer (its Gram counts stay exact: k < 2²⁴), then summed in float64.
+    """
     total = np.zeros((n_runs, n_runs))
-    for block in indicators_by_chunk:
-        block = block.reshape(n_runs, -1).astype(np.float32)
-        total += block @ block.T
+    buffer = np.empty((n_runs, MATRIX_CHUNK), dtype=np.float32)
+    for block, values in blocks:
+        indicator = buffer[:, : block.shape[1]]
+        for value in values:
+            np.equal(block, value, out=indicator, casting="unsafe")
+            total += indicator @ indicator.T
     return total / n_examples
 
 
@@ -151,25 +158,19 @@ def con_matrix(predictions: np.ndarray, n_classes: int) -> np.ndarray:
         for a in range(n_runs - 1):
             matrix[a, a + 1 :] = matrix[a + 1 :, a] = (predictions[a + 1 :] == predictions[a]).mean(axis=1)
         return matrix
-    classes = np.arange(n_classes, dtype=predictions.dtype)[:, None, None]
-    # C × S × k compares (the long axis innermost), then S × C × k: a chunk's Gram counts stay exact in float32
-    chunks = (
-        np.moveaxis(predictions[None, :, start : start + MATRIX_CHUNK] == classes, 0, 1)
-        for start in range(0, n_examples, MATRIX_CHUNK)
-    )
-    return _gram(chunks, n_runs, n_examples)
+    blocks = ((predictions[:, start : start + MATRIX_CHUNK], range(n_classes))
+              for start in range(0, n_examples, MATRIX_CHUNK))
+    return _gram(blocks, n_runs, n_examples)
 
 
 def ccon_matrix(predictions: np.ndarray, labels: np.ndarray) -> np.ndarray:
     """S×S matrix of CCON(A, B) = (1/N) K Kᵀ with K the indicator of a correct prediction."""
     labelled = labels >= 0
-    predictions, labels = predictions[:, labelled], labels[labelled]
+    predictions, labels = np.compress(labelled, predictions, axis=1), labels[labelled]  # rows stay contiguous
     n_runs, n_examples = predictions.shape
-    chunks = (
-        predictions[:, start : start + MATRIX_CHUNK] == labels[start : start + MATRIX_CHUNK]
-        for start in range(0, n_examples, MATRIX_CHUNK)
-    )
-    return _gram(chunks, n_runs, n_examples)
+    blocks = ((predictions[:, start : start + MATRIX_CHUNK], [labels[start : start + MATRIX_CHUNK]])
+              for start in range(0, n_examples, MATRIX_CHUNK))
+    return _gram(blocks, n_runs, n_examples)
 
 
 def regression_con_matrix(predictions: np.ndarray) -> np.ndarray:

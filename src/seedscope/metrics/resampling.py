@@ -17,7 +17,6 @@ import warnings
 from typing import Callable
 
 import numpy as np
-from scipy import special
 
 from seedscope.errors import SeedscopeError
 from seedscope.validation import MAX_RESAMPLES, check_confidence, check_resamples
@@ -115,6 +114,8 @@ def _t_interval(values: np.ndarray, confidence: float) -> tuple[np.ndarray, np.n
     mean = values.mean(axis=0)
     if n < 2:
         return np.full_like(mean, np.nan), np.full_like(mean, np.nan)
+    from scipy import special  # here, not above: the readers import this module long before an interval is made
+
     half = special.stdtrit(n - 1, 1 - alpha) * values.std(axis=0, ddof=1) / np.sqrt(n)
     return mean - half, mean + half
 

@@ -18,36 +18,38 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from seedscope.metrics.micro import correct_counts, example_agreement, require_pairs
-from seedscope.predictions import AlignedRuns
+from seedscope.metrics.micro import ExampleAgreement, correct_counts, example_agreement, require_pairs
+from seedscope.predictions import AlignedRuns, text_order
 
 CATEGORIES = ("robust", "consistently_wrong", "unstable", "wrong_varying", "stable")
 
 
-def example_stability(aligned: AlignedRuns) -> pd.DataFrame:
-    """One row per example (index = example_id) describing how stable its prediction is."""
+def example_stability(aligned: AlignedRuns, agreement: ExampleAgreement | None = None) -> pd.DataFrame:
+    """One row per example (index = example_id) describing how stable its prediction is (classification: from
+    ``agreement`` when the caller has counted it for the mean CON already)."""
     require_pairs(aligned.n_runs)
     if aligned.task_type == "regression":
         return _regression_stability(aligned)
     n_runs = aligned.n_runs
-    agreement = example_agreement(aligned.predictions, aligned.n_classes)
+    agreement = agreement if agreement is not None else example_agreement(aligned.predictions, aligned.n_classes)
     classes = np.asarray(aligned.classes, dtype=object)
     n_distinct = agreement.n_distinct
+    index = _index(aligned)
     frame = pd.DataFrame(
         {
             "agreement": agreement.pair_counts / (n_runs * (n_runs - 1)),
-            "majority_prediction": classes[agreement.majority],
+            "majority_prediction": _objects(classes[agreement.majority], index),
             "majority_share": agreement.majority_count / n_runs,
             "n_distinct": n_distinct,
         },
-        index=pd.Index(aligned.example_ids, name="example_id"),
+        index=index,
     )
     robust, consistently_wrong, unstable, wrong_varying, stable = range(len(CATEGORIES))
     unlabelled = np.where(n_distinct == 1, stable, unstable)
     if aligned.has_labels:
         labelled = aligned.labels >= 0
         correct = np.where(labelled, correct_counts(aligned.predictions, aligned.labels), 0)
-        frame["label"] = np.where(labelled, classes[np.maximum(aligned.labels, 0)], None)
+        frame["label"] = _objects(np.where(labelled, classes[np.maximum(aligned.labels, 0)], None), index)
         frame["correct_rate"] = np.where(labelled, correct / n_runs, np.nan)
         category = np.select([correct == n_runs, n_distinct == 1, correct > 0], [robust, consistently_wrong, unstable],
                              default=wrong_varying)
@@ -56,8 +58,18 @@ def example_stability(aligned: AlignedRuns) -> pd.DataFrame:
         frame["correct_rate"] = np.nan
         category = unlabelled
     # chosen as small codes, named once: a million names picked by code, not by comparing strings
-    frame["category"] = np.asarray(CATEGORIES, dtype=object)[category]
+    frame["category"] = _objects(np.asarray(CATEGORIES, dtype=object)[category], index)
     return frame
+
+
+def _index(aligned: AlignedRuns) -> pd.Index:
+    """The example ids as the index, int64 or Python strings as they are (not copied into Arrow strings)."""
+    return pd.Index(aligned.example_ids, dtype=aligned.example_ids.dtype, name="example_id")
+
+
+def _objects(values: np.ndarray, index: pd.Index) -> pd.Series:
+    """Labels and names as a column of Python objects: pandas 3 would copy 10⁶ strings into Arrow, 0.2 s each."""
+    return pd.Series(values, index=index, dtype=object, copy=False)
 
 
 def _regression_stability(aligned: AlignedRuns) -> pd.DataFrame:
@@ -68,7 +80,7 @@ def _regression_stability(aligned: AlignedRuns) -> pd.DataFrame:
             "prediction_std": predictions.std(axis=0),
             "prediction_range": predictions.max(axis=0) - predictions.min(axis=0),
         },
-        index=pd.Index(aligned.example_ids, name="example_id"),
+        index=_index(aligned),
     )
     if aligned.has_labels:
         frame["label"] = aligned.labels
@@ -79,28 +91,28 @@ def _regression_stability(aligned: AlignedRuns) -> pd.DataFrame:
 def most_unstable(stability: pd.DataFrame, k: int = 10) -> pd.DataFrame:
     """The ``k`` least stable examples: lowest agreement (classification) or widest spread.
 
-    Ties are broken by a correct rate closest to ½ (most contested), then by example id.
+    Ties are broken by a correct rate closest to ½ (most contested), then by the example id's text order
+    (:func:`~seedscope.predictions.text_order`), so int ids and the same ids as text give the same rows.
     """
     if "agreement" in stability.columns:
         keys = [(stability["correct_rate"] - 0.5).abs().fillna(0).to_numpy(), stability["agreement"].to_numpy()]
     else:
         keys = [-stability["prediction_std"].to_numpy()]
-    if not stability.index.is_monotonic_increasing:  # rows in id order make the stable sort's ties id-ordered
-        stability = stability.sort_index()
-        return most_unstable(stability, k)
-    return stability.iloc[_first(keys, k)]
+    return stability.iloc[_first(keys, k, stability.index.to_numpy())]
 
 
-def _first(keys: list[np.ndarray], k: int) -> np.ndarray:
-    """Positions of the ``k`` first rows in ``np.lexsort(keys)`` order (last key first, ties by position).
+def _first(keys: list[np.ndarray], k: int, ids: np.ndarray) -> np.ndarray:
+    """Positions of the ``k`` first rows in ``np.lexsort(keys)`` order (last key first, ties by the ids' text order).
 
     Only the rows whose primary key is at most the k-th smallest can be among them, so those few
     are sorted instead of all 10⁶ (the same rows in the same order as sorting everything).
     """
     primary = keys[-1]
+    rows = np.arange(len(primary))
     if 0 < k < len(primary):
         threshold = np.partition(primary, k - 1)[k - 1]
         if not np.isnan(threshold):
-            candidates = np.flatnonzero(primary <= threshold)
-            return candidates[np.lexsort([key[candidates] for key in keys])][:k]
-    return np.lexsort(keys)[:k]  # stable: numeric keys only
+            rows = np.flatnonzero(primary <= threshold)
+    rank = np.empty(len(rows), dtype=np.int64)
+    rank[text_order(ids[rows])] = np.arange(len(rows))
+    return rows[np.lexsort([rank, *(key[rows] for key in keys)])][:k]  # numeric keys only
