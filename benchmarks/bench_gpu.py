@@ -168,6 +168,7 @@ def sweep(out, parallel, task="sst2", model="mini", seeds="1,2,3,4,5,6,7,8", exa
     if done.returncode:
         raise RuntimeError(done.stdout[-1500:] + done.stderr[-1500:])
     sweep.printed = done.stdout
+    print(f"sweep --parallel {parallel} of {seeds} ({model}): {time.perf_counter() - started:.1f} s", flush=True)
     return round(time.perf_counter() - started, 1)
 
 

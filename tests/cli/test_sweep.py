@@ -81,7 +81,7 @@ def _config_only(tmp_path: Path, config) -> Path:
         ("bad_set", "--set takes KEY=VALUE"),
         ("bad_hparam", "unknown hyper-parameter 'learning_rat'"),
         ("gpus_without_ray", "need --executor ray"),
-        ("parallel_zero", "Invalid value for '--parallel'"),
+        ("parallel_zero", "--parallel must be"),
         ("parallel_with_ray", "--parallel packs runs on this machine; with --executor ray"),
     ],
 )

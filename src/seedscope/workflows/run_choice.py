@@ -71,6 +71,9 @@ def ways(specs: Sequence[RunSpec], data_dir, parallels: Sequence[int], *, gpus: 
     ``timed`` keeps :func:`~seedscope.workflows.costing.run_seconds`' rows per :func:`timed_as` K for the caller.
     """
     found, timed = [], ({} if timed is None else timed)
+    keys = list(dict.fromkeys(timed_as(parallel, gpus) for parallel in parallels))
+    if len(keys) > 1 and not timed:  # the process's first short runs pay the libraries' first use: not one K's cost
+        run_seconds(specs, data_dir, parallel=keys[-1], store=store, on_calibrate=on_calibrate)
     for parallel in parallels:
         key = timed_as(parallel, gpus)
         if key not in timed:
