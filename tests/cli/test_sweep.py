@@ -174,7 +174,12 @@ def test_parallel_auto_shows_each_way_and_picks_one(tmp_path, tiny_bert, data_di
     assert run_cli(sweep_args(tiny_bert, out, data_dir) + ["--plan-only", "--parallel", "auto"]) == 0
     printed = " ".join(capsys.readouterr().out.split())
     assert "one after another:" in printed and "would pick: " in printed and "(--parallel auto)" in printed
-    assert not out.exists()
+    assert not out.exists()  # --plan-only stores nothing
+    assert run_cli(sweep_args(tiny_bert, out, data_dir) + ["--parallel", "auto"]) == 0  # shows the ways, then runs
+    printed = " ".join(capsys.readouterr().out.split())
+    assert printed.index("would pick: ") < printed.index("experiment directory:")
+    assert (ExperimentStore.open(out).runs()["status"] == "done").all()
+    out = tmp_path / "refused"
     assert run_cli(sweep_args(tiny_bert, out, data_dir) + ["--parallel", "many"]) == 2
     assert "--parallel must be a whole number of runs or auto, not 'many'" in capsys.readouterr().err
     assert not out.exists()
