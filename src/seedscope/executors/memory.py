@@ -123,5 +123,5 @@ def estimated_peak(specs: Sequence[RunSpec]) -> int | None:
 
     try:
         return max(training_bytes(**model_shape(spec)) for spec in profiles.values())
-    except SeedscopeError:
+    except (SeedscopeError, AttributeError, ValueError):  # unknown, or a config without the usual names: no estimate
         return None

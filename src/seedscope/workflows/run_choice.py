@@ -107,7 +107,7 @@ def largest_model(specs: Sequence[RunSpec]) -> int | None:
 
     try:
         sizes = [model_shape(spec)["parameters"] for spec in specs if runner_of(spec.method) == "finetune"]
-    except SeedscopeError:
+    except (SeedscopeError, AttributeError, ValueError):  # unknown, or a config without the usual names
         return None
     return max(sizes, default=None)
 
