@@ -300,7 +300,7 @@ def run_command(
         from seedscope.cli.costs import print_cost
 
         preflight(list(plan.specs), data_dir)
-        execution = replace(execution, parallel=print_cost(plan.specs, data_dir, console, parallel=parallel))
+        execution = replace(execution, parallel=print_cost(plan.specs, data_dir, console, parallel=parallel, out=out))
     from seedscope.progress import RunProgress
 
     with resumable(out):
