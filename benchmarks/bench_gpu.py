@@ -7,8 +7,10 @@ Stages (random-weight models of the real shapes, built on the GPU from the stage
    cost of the switches and whether two runs are bit-identical; the alerts PyTorch raised are
    recorded. ``SKIP=generation,…`` leaves stages out.
 2. ``parallel_cli``: ``seedscope sweep`` of 8 MiniLM-sized seeds (8,000 SST-2 examples each)
-   with ``--parallel 1`` against ``--parallel 4`` through the CLI, whole processes; the two
-   sweeps' predictions compared; ``parallel_cli_large``: 6 RoBERTa-large-sized seeds of 400 RTE
+   with ``--parallel 1``, ``--parallel 4`` and ``--parallel auto`` through the CLI, whole
+   processes (packing starts K at once and its workers keep the tokenized data and the
+   checkpoint between runs; auto times a short run first and says what it picked); the
+   sweeps' predictions compared, restarts with fewer at once counted; ``parallel_cli_large``: 6 RoBERTa-large-sized seeds of 400 RTE
    examples, ``--parallel 1`` against ``--parallel 2``.
 3. ``meta_cuda``: the meta-learning runner on CUDA (MiniLM-sized encoder, preset
    ``minilm-meta-cpu``, SST-2): one run per method, then the first again (bit-identity).
@@ -165,18 +167,29 @@ def sweep(out, parallel, task="sst2", model="mini", seeds="1,2,3,4,5,6,7,8", exa
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode:
         raise RuntimeError(done.stdout[-1500:] + done.stderr[-1500:])
+    sweep.printed = done.stdout
+    print(f"sweep --parallel {parallel} of {seeds} ({model}): {time.perf_counter() - started:.1f} s", flush=True)
     return round(time.perf_counter() - started, 1)
 
 
-@stage("parallel_cli", 150)
+@stage("parallel_cli", 240)
 def parallel_cli():
     import pandas as pd
 
+    from seedscope.store import ExperimentStore
+
     one = sweep(f"{TMP}/p1", 1)
     four = sweep(f"{TMP}/p4", 4)
+    auto = sweep(f"{TMP}/pa", "auto")
+    picked = [" ".join(line.split()) for line in sweep.printed.splitlines() if "would pick" in line or ": " in line
+              and ("packed" in line or "after another" in line)]
     read = lambda d: pd.concat(pd.read_parquet(f) for f in sorted(  # noqa: E731
         __import__("glob").glob(f"{d}/predictions/*.parquet"))).sort_values(["run", "example_id"]).reset_index(drop=True)
+    timings = ExperimentStore.open(f"{TMP}/p4").runs()["timings"]
     return {"parallel_1_wall": one, "parallel_4_wall": four, "ratio": round(one / four, 2),
+            "parallel_auto_wall": auto, "ratio_auto": round(one / auto, 2), "auto_said": picked,
+            "packing_retries_4": [t.get("packing_retries") for t in timings],
+            "setup_seconds_4": [round(t["setup_seconds"], 2) for t in timings],
             "same_predictions": same(read(f"{TMP}/p1"), read(f"{TMP}/p4"))}
 
 

@@ -81,7 +81,7 @@ def _config_only(tmp_path: Path, config) -> Path:
         ("bad_set", "--set takes KEY=VALUE"),
         ("bad_hparam", "unknown hyper-parameter 'learning_rat'"),
         ("gpus_without_ray", "need --executor ray"),
-        ("parallel_zero", "Invalid value for '--parallel'"),
+        ("parallel_zero", "--parallel must be"),
         ("parallel_with_ray", "--parallel packs runs on this machine; with --executor ray"),
     ],
 )
@@ -163,7 +163,25 @@ def test_plan_only_prints_runs_example_epochs_and_time_and_stores_nothing(tmp_pa
     printed = " ".join(capsys.readouterr().out.split())
     assert "Plan: 2 runs" in printed and "short timed run" in printed
     assert "64" in printed  # 2 runs × 2 steps × batch 16 training examples
-    assert "estimated wall time:" in printed and "--parallel 2" in printed
+    assert "estimated wall time (this machine): one after another:" in printed and "packed, --parallel 2:" in printed
+    assert "fused, --fuse 2: — (not available for this plan: fused seeds (--fuse K) are not built yet)" in printed
+    assert "would pick: " in printed
+    assert not out.exists()
+
+
+def test_parallel_auto_shows_each_way_and_picks_one(tmp_path, tiny_bert, data_dir, capsys):
+    out = tmp_path / "exp"
+    assert run_cli(sweep_args(tiny_bert, out, data_dir) + ["--plan-only", "--parallel", "auto"]) == 0
+    printed = " ".join(capsys.readouterr().out.split())
+    assert "one after another:" in printed and "would pick: " in printed and "(--parallel auto)" in printed
+    assert not out.exists()  # --plan-only stores nothing
+    assert run_cli(sweep_args(tiny_bert, out, data_dir) + ["--parallel", "auto"]) == 0  # shows the ways, then runs
+    printed = " ".join(capsys.readouterr().out.split())
+    assert printed.index("would pick: ") < printed.index("experiment directory:")
+    assert (ExperimentStore.open(out).runs()["status"] == "done").all()
+    out = tmp_path / "refused"
+    assert run_cli(sweep_args(tiny_bert, out, data_dir) + ["--parallel", "many"]) == 2
+    assert "--parallel must be a whole number of runs or auto, not 'many'" in capsys.readouterr().err
     assert not out.exists()
 
 

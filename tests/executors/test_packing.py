@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from seedscope.executors import local, packing
-from seedscope.executors.memory import PEAK_GPU, PEAK_RSS, runs_that_fit
+from seedscope.executors.memory import PEAK_GPU, PEAK_RSS, PROCESS_BYTES, estimated_peak, runs_that_fit
 from seedscope.plan import plan_to_dict, seed_sweep
 from seedscope.runners import run
 from seedscope.store import ExperimentStore
@@ -25,6 +25,7 @@ TINY = {"max_train_examples": 16, "max_eval_examples": 12, "max_steps": 2, "per_
 KILL_SEED = "SEEDSCOPE_TEST_KILL_SEED"
 KILL_ONCE_SEED = "SEEDSCOPE_TEST_KILL_ONCE_SEED"
 KILL_ONCE = "SEEDSCOPE_TEST_KILL_ONCE_MARKER"
+OOM_ONCE_SEED = "SEEDSCOPE_TEST_OOM_ONCE_SEED"
 
 
 def killing_runner(spec, data_dir, on_step=None):
@@ -52,6 +53,16 @@ def chattering_runner(spec, data_dir, on_step=None):
         while True:
             on_step(1, 2)
     return run(spec, data_dir, on_step=on_step)
+
+
+def out_of_memory_runner(spec, data_dir, on_step=None):
+    """Run out of GPU memory (a planted error): one seed on its first attempt only (a marker file), the others always."""
+    marker = Path(os.environ[KILL_ONCE])
+    if str(spec.seeds.tied_seed) == os.environ[OOM_ONCE_SEED]:
+        if marker.exists():
+            return run(spec, data_dir, on_step=on_step)
+        marker.touch()
+    raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB (planted)")
 
 
 def raising_runner(spec, data_dir, on_step=None):
@@ -88,26 +99,31 @@ def _store(path, model, seeds):
     return specs, ExperimentStore.create(path, plan_to_dict(specs))
 
 
-def test_a_packed_sweep_predicts_bit_identically_to_one_run_after_another(tmp_path, tiny_bert, data_dir):
-    specs, alone = _store(tmp_path / "alone", tiny_bert, (1, 2, 3))
-    threads = max(1, packing.cpu_cores() // 2)  # each packed worker's share of the cores
+def test_eight_runs_at_four_go_in_two_waves_and_predict_as_one_after_another(tmp_path, tiny_bert, data_dir):
+    seeds = range(1, 9)
+    specs, alone = _store(tmp_path / "alone", tiny_bert, seeds)
+    threads = max(1, packing.cpu_cores() // 4)  # each packed worker's share of the cores
     previous = torch.get_num_threads()
     torch.set_num_threads(threads)  # bit-identical holds at equal thread counts (docs/sweep.md)
     try:
         local.execute(specs, alone, data_dir=data_dir)
     finally:
         torch.set_num_threads(previous)
-    _, packed = _store(tmp_path / "packed", tiny_bert, (1, 2, 3))
+    _, packed = _store(tmp_path / "packed", tiny_bert, seeds)
     progress = Recording()
-    summary = packing.execute(specs, packed, data_dir=data_dir, parallel=2, gpus=[], progress=progress)
+    summary = packing.execute(specs, packed, data_dir=data_dir, parallel=4, gpus=[], progress=progress)
     assert summary.ok and sorted(summary.done) == sorted(s.run_id for s in specs)
     assert packed.predictions().equals(alone.predictions())  # bit-identical, deterministic mode on a CPU
     runs = packed.runs()
-    assert runs["status"].tolist() == ["done"] * 3 and runs["attempts"].tolist() == [1, 1, 1]
-    assert all(t[PEAK_RSS] > 50 * 2**20 for t in runs["timings"])  # each run measured its worker's peak
-    assert packed.environment()["torch_threads"].tolist() == [threads] * 3  # the cores split between the workers
-    assert alone.environment()["torch_threads"].tolist() == [threads] * 3
-    assert progress.most_active == 2  # one display, two runs at once once the first run measured its peak
+    assert runs["status"].tolist() == ["done"] * 8 and runs["attempts"].tolist() == [1] * 8
+    assert all(t["packing_retries"] == 0 for t in runs["timings"])
+    estimate = estimated_peak(specs)  # the tiny BERT's own bytes; the rest of a worker's peak is its libraries
+    assert all(PROCESS_BYTES / 4 < t[PEAK_RSS] < estimate + 2 * PROCESS_BYTES for t in runs["timings"])
+    assert packed.environment()["torch_threads"].tolist() == [threads] * 8  # the cores split between the workers
+    assert alone.environment()["torch_threads"].tolist() == [threads] * 8
+    kinds = [event[0] for event in progress.events if event[0] in ("run", "finished")]
+    assert kinds[:4] == ["run"] * 4 and progress.most_active == 4  # four at once from the start: no lone first run
+    assert kinds.index("finished") == 4 and kinds.count("run") == 8  # the fifth starts when one of the first ends
     steps = [e for e in progress.events if e[0] == "step"]
     assert {e[1] for e in steps} == {s.run_id for s in specs} and progress.events[-1] == ("stop",)
     assert packed.check() == []
@@ -118,20 +134,23 @@ def test_a_killed_worker_is_retried_once_then_fails_only_its_run(tmp_path, tiny_
     monkeypatch.setenv(KILL_ONCE_SEED, "3")  # seed 3 only the first time
     monkeypatch.setenv(KILL_ONCE, str(tmp_path / "killed-once"))
     specs, store = _store(tmp_path / "exp", tiny_bert, (1, 2, 3))
-    summary = packing.execute(specs, store, data_dir=data_dir, parallel=2, gpus=[], runner=killing_runner)
+    with pytest.warns(packing.PackingWarning, match="killed by SIGKILL .* beside 1 other run"):
+        summary = packing.execute(specs, store, data_dir=data_dir, parallel=2, gpus=[], runner=killing_runner)
     killed = specs[1].run_id
     assert sorted(summary.done) == [specs[0].run_id, specs[2].run_id] and list(summary.failed) == [killed]
     runs = store.runs().set_index("run_id")
-    assert runs["status"].tolist() == ["done", "failed", "done"] and runs["attempts"].tolist() == [1, 2, 2]
-    assert "killed by SIGKILL" in runs.loc[killed, "error"] and "tried 2 time(s)" in runs.loc[killed, "error"]
+    # seed 2 was killed beside seed 1 (started again, alone: not counted against its retries), then twice alone
+    assert runs["status"].tolist() == ["done", "failed", "done"] and runs["attempts"].tolist()[:2] == [1, 3]
+    assert "killed by SIGKILL" in runs.loc[killed, "error"] and "tried 3 time(s)" in runs.loc[killed, "error"]
     assert (tmp_path / "killed-once").exists() and store.check() == []
 
 
 def test_a_worker_killed_while_sending_blocks_no_other_worker(tmp_path, tiny_bert, data_dir, monkeypatch):
     monkeypatch.setenv(KILL_SEED, "1")  # seed 1's worker is killed in the middle of its messages, twice
     specs, store = _store(tmp_path / "exp", tiny_bert, (1, 2, 3))
-    summary = packing.execute(specs, store, data_dir=data_dir, parallel=2, gpus=[], runner=chattering_runner,
-                              retries=1)
+    with pytest.warns(packing.PackingWarning, match="killed by SIGKILL .* beside 1 other run"):
+        summary = packing.execute(specs, store, data_dir=data_dir, parallel=2, gpus=[], runner=chattering_runner,
+                                  retries=1)
     assert sorted(summary.done) == [specs[1].run_id, specs[2].run_id] and list(summary.failed) == [specs[0].run_id]
     assert "killed by SIGKILL" in store.runs().set_index("run_id").loc[specs[0].run_id, "error"]
     assert store.check() == []
@@ -147,12 +166,28 @@ def test_a_run_that_raises_is_recorded_with_its_traceback_and_not_retried(tmp_pa
 
 
 def test_runs_that_will_not_fit_in_memory_are_not_packed(tmp_path, tiny_bert, data_dir):
-    specs, store = _store(tmp_path / "exp", tiny_bert, (1, 2, 3))
+    specs, store = _store(tmp_path / "exp", tiny_bert, (1, 2, 3, 4))
     progress = Recording()
     with pytest.warns(packing.PackingWarning, match=r"2 runs at once will not fit in memory.*running 1 at once"):
         summary = packing.execute(specs, store, data_dir=data_dir, parallel=2, gpus=[], runner=huge_peak_runner,
                                   progress=progress)
-    assert summary.ok and progress.most_active == 1
+    events = [event[0] for event in progress.events if event[0] in ("run", "finished")]
+    assert summary.ok  # the estimate let two start at once; their measured peaks let only one at a time after
+    assert events == ["run", "run", "finished", "finished", "run", "finished", "run", "finished"]
+
+
+def test_a_run_out_of_memory_beside_others_starts_again_with_fewer_and_alone_fails(tmp_path, tiny_bert, data_dir,
+                                                                                   monkeypatch):
+    monkeypatch.setenv(OOM_ONCE_SEED, "1")  # seed 1 runs out of GPU memory on its first attempt, seed 2 always
+    monkeypatch.setenv(KILL_ONCE, str(tmp_path / "oom-once"))
+    specs, store = _store(tmp_path / "exp", tiny_bert, (1, 2))
+    with pytest.warns(packing.PackingWarning, match="ran out of GPU memory beside 1 other run.*at most 1 at once"):
+        summary = packing.execute(specs, store, data_dir=data_dir, parallel=2, gpus=[], runner=out_of_memory_runner)
+    runs = store.runs().set_index("run_id")
+    assert list(summary.done) == [specs[0].run_id] and list(summary.failed) == [specs[1].run_id]
+    assert runs.loc[specs[0].run_id, "timings"]["packing_retries"] == 1  # never failed for packing alone
+    assert "OutOfMemoryError" in runs.loc[specs[1].run_id, "error"]  # out of memory alone: a real failure
+    assert runs["attempts"].tolist() == [2, 2] and store.check() == []
 
 
 def _store_with_a_peak(path, predictions, peak_gpu: int):
@@ -169,14 +204,15 @@ def _store_with_a_peak(path, predictions, peak_gpu: int):
 def test_the_fit_on_a_gpu_counts_each_process_context(tmp_path, synthetic_predictions):
     gpu = {"gpu_total_bytes": 80 * 2**30}
     small = _store_with_a_peak(tmp_path / "small", synthetic_predictions, 10 * 2**30)
-    assert runs_that_fit(small, 4, ["0"], gpu, measured=True) == (4, None)  # 4 × (10 + 0.6) GiB ≤ 72 GiB
-    assert runs_that_fit(small, 4, ["0"], {}, measured=True) == (4, None)  # no GPU size reported yet: as asked
+    assert runs_that_fit(small, 4, ["0"], gpu) == (4, None)  # 4 × (10 + 0.6) GiB ≤ 72 GiB
+    assert runs_that_fit(small, 4, ["0"], {}) == (4, None)  # no GPU size reported yet: as asked
     large = _store_with_a_peak(tmp_path / "large", synthetic_predictions, 30 * 2**30)
-    limit, note = runs_that_fit(large, 8, ["0", "1"], gpu, measured=True)
+    limit, note = runs_that_fit(large, 8, ["0", "1"], gpu)
     assert limit == 4 and "4 runs per GPU will not fit in 80.0 GiB" in note and "packing 2 per GPU" in note
     empty = ExperimentStore.create(tmp_path / "empty", plan_to_dict(seed_sweep(["rte"], ["models/minilm"], [1])))
-    assert runs_that_fit(empty, 4, ["0"], gpu, measured=False) == (1, None)  # nothing measured yet: one run alone
-    assert runs_that_fit(empty, 4, ["0"], gpu, measured=True) == (4, None)  # a run measured nothing: as asked
+    assert runs_that_fit(empty, 4, ["0"], gpu) == (4, None)  # nothing measured, nothing estimated: as asked
+    assert runs_that_fit(empty, 4, ["0"], gpu, estimated=20 * 2**30)[0] == 3  # 72 GiB // 20.6 GiB
+    assert runs_that_fit(small, 4, ["0"], gpu, estimated=30 * 2**30) == (4, None)  # a measured peak wins
 
 
 def test_worker_slots_pin_one_gpu_each_and_split_the_cores():

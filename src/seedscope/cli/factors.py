@@ -21,6 +21,7 @@ from seedscope.cli.outputs import (
     write_outputs,
 )
 from seedscope.cli.run_options import (
+    AUTO,
     ConfigFile,
     CpusPerRun,
     Executor,
@@ -268,7 +269,7 @@ def run_command(
     resume: Resume = False,
     fail_fast: FailFast = False,
     executor: ExecutorOption = Executor.local,
-    parallel: Parallel = 1,
+    parallel: Parallel = "1",
     ray_address: RayAddress = None,
     gpus_per_run: GpusPerRun = 0.0,
     cpus_per_run: CpusPerRun = 1.0,
@@ -302,6 +303,13 @@ def run_command(
         preflight(list(plan.specs), data_dir)
         _plan_only(plan, data_dir, parallel)
         return
+    if parallel == AUTO:  # the way that costs least, shown first
+        from dataclasses import replace
+
+        from seedscope.cli.costs import print_cost
+
+        preflight(list(plan.specs), data_dir)
+        execution = replace(execution, parallel=print_cost(plan.specs, data_dir, console, parallel=parallel, out=out))
     from seedscope.progress import RunProgress
 
     with resumable(out):
@@ -347,12 +355,13 @@ seedscope factors run --task sst2 --model bert-base-uncased --factor all -N 10 -
 --tolerance 0.05 --executor ray --gpus-per-run 0.25 --out runs/bert-factors
 
 Add --plan-only to print the plan size, its training example-epochs and the estimated wall time
-(one short timed run per task; with --parallel K, packed K at once).
+(one short timed run per task) one after another, packed and fused at --parallel K, and which it
+would pick; --parallel auto picks it.
 """
 factors_app.command("run", help=RUN_HELP.format(presets=presets_text()))(run_command)
 
 
-def _plan_only(plan, data_dir: Optional[Path], parallel: int) -> None:
+def _plan_only(plan, data_dir: Optional[Path], parallel: str) -> None:
     """Plan size per experiment, then runs, example-epochs and the estimated wall time (nothing stored)."""
     import pandas as pd
 

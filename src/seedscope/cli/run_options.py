@@ -124,10 +124,12 @@ Resume = Annotated[bool, typer.Option("--resume", help="Continue the experiment 
 FailFast = Annotated[bool, typer.Option("--fail-fast", help="Stop at the first failed run instead of recording it and going on.")]
 ExecutorOption = Annotated[Executor, typer.Option("--executor", help="local: runs here (one after another, or --parallel); ray: Ray tasks.")]
 PARALLEL_OPTION = typer.Option(
-    "--parallel", min=1, help="Runs at once on this machine, each in its own process: on a CPU the cores are split "
-    "between them, on a GPU they share it (K per GPU when there are several); at most 256. Check the fit with "
-    "--plan-only.")
-Parallel = Annotated[int, PARALLEL_OPTION]
+    "--parallel", help="Runs at once on this machine, each in its own process: on a CPU the cores are split "
+    "between them, on a GPU they share it (K per GPU when there are several); auto: the K with the lowest estimated "
+    "wall time (one short timed run per K, as --plan-only shows); at most 256. Check the fit with --plan-only.")
+Parallel = Annotated[str, PARALLEL_OPTION]
+#: ``--parallel``'s word for "pick K from the estimates"
+AUTO = "auto"
 RayAddress = Annotated[Optional[str], typer.Option(
     "--ray-address", help="Join this Ray cluster (e.g. auto); default: start a local one.")]
 GpusPerRun = Annotated[float, typer.Option(
@@ -142,10 +144,24 @@ PlanOnly = Annotated[bool, typer.Option(
     "store nothing.")]
 
 def execution_options(params: Mapping[str, Any]) -> ExecutionOptions:
-    """The checked :class:`ExecutionOptions` of a command's parameters (``ctx.params``; each named as its field)."""
+    """The checked :class:`ExecutionOptions` of a command's parameters (``ctx.params``; each named as its field).
+
+    ``--parallel auto`` is checked as 1 here; the command picks K once it knows its runs (:func:`parallel_of`).
+    """
     from seedscope.executors.options import ExecutionOptions
 
-    return ExecutionOptions(**{field.name: params[field.name] for field in fields(ExecutionOptions) if field.name in params})
+    values = {field.name: params[field.name] for field in fields(ExecutionOptions) if field.name in params}
+    if "parallel" in values:
+        values["parallel"] = 1 if values["parallel"] == AUTO else parallel_number(values["parallel"])
+    return ExecutionOptions(**values)
+
+
+def parallel_number(text: str) -> int:
+    """``--parallel``'s value as a number of runs (ExecutionOptions checks its range)."""
+    try:
+        return int(text)
+    except ValueError:
+        raise SeedscopeError(f"--parallel must be a whole number of runs or auto, not {text!r}") from None
 
 
 @dataclass(frozen=True)

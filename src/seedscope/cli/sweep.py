@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated, Optional
 
 import typer
@@ -11,6 +12,7 @@ from rich.markup import escape
 from seedscope.cli.inputs import DataDir
 from seedscope.cli.outputs import output_console, parse_int_list, resumable
 from seedscope.cli.run_options import (
+    AUTO,
     ConfigFile,
     CpusPerRun,
     Executor,
@@ -94,16 +96,16 @@ def run_sweep(config, console: Console, *, resume_hint: str = "rerun the same co
     return store
 
 
-def plan_cost(config, console: Console, execution, specs=None) -> None:
-    """``--plan-only``: check the plan as a sweep would, then print its size and cost; store nothing."""
+def plan_cost(config, console: Console, execution, specs=None, parallel: str | None = None) -> int:
+    """``--plan-only`` (and ``--parallel auto``): check the plan as a sweep would, then print its size, its cost
+    and the way to run it that costs least; store nothing; return that way's K."""
     from seedscope.cli.costs import print_cost
     from seedscope.workflows.sweeping import preflight
 
-    parallel = execution.parallel
     specs = list(specs) if specs is not None else config.run_specs()
     preflight(specs, config.data_dir)
     quiet_libraries()
-    print_cost(specs, config.data_dir, console, parallel=parallel, out=config.out)
+    return print_cost(specs, config.data_dir, console, parallel=parallel or execution.parallel, out=config.out)
 
 
 def print_analysis(store, console: Console) -> None:
@@ -195,7 +197,7 @@ def sweep_command(
     resume: Resume = False,
     fail_fast: FailFast = False,
     executor: ExecutorOption = Executor.local,
-    parallel: Parallel = 1,
+    parallel: Parallel = "1",
     ray_address: RayAddress = None,
     gpus_per_run: GpusPerRun = 0.0,
     cpus_per_run: CpusPerRun = 1.0,
@@ -212,8 +214,10 @@ def sweep_command(
                  "hparams": choice.hparams or None}
     config = build_config(preset=choice.preset, path=choice.config, overrides=overrides)
     if plan_only:
-        plan_cost(config, output_console(), execution)
+        plan_cost(config, output_console(), execution, parallel=parallel)
         return
+    if parallel == AUTO:
+        execution = replace(execution, parallel=plan_cost(config, output_console(), execution, parallel=parallel))
     run_sweep(config, output_console(), resume=resume, execution=execution)
 
 

@@ -1,15 +1,20 @@
-"""How many runs fit in memory at once, from the peak that finished runs recorded.
+"""How many runs fit in memory at once: estimated before any run, then from the peaks runs recorded.
 
 Every run records its process's peak resident memory (and, on a GPU, the peak memory torch
 allocated there) in its timings (:func:`seedscope.runners.run`). Before a packing executor
-puts K runs side by side, it takes the largest recorded peak — the first run's, run alone,
-or those of finished runs when a sweep is resumed — and lowers K to what the machine holds.
+puts K runs side by side, it takes the largest recorded peak (of finished runs: the first
+wave's, or those of a resumed sweep) or, before any run finished, an estimate from the
+model's shape (:func:`training_bytes`), and lowers K to what the machine holds. No run goes
+alone to learn its peak: K start at once, and a run that still runs out of memory packed is
+started again with fewer beside it (:mod:`seedscope.executors.packing`).
 """
 
 from __future__ import annotations
 
+import json
 from typing import Sequence
 
+from seedscope.plan import RunSpec
 from seedscope.store import ExperimentStore
 
 #: timings keys of a run's peak memory, in bytes
@@ -18,6 +23,30 @@ PEAK_RSS, PEAK_GPU = "peak_memory_bytes", "peak_gpu_memory_bytes"
 HEADROOM = 0.9
 #: what a process's CUDA context takes on its GPU besides what torch allocates (bytes)
 CUDA_CONTEXT_BYTES = 600 * 2**20
+#: resident memory of a worker that imported torch and transformers, before its run's tensors (bytes)
+PROCESS_BYTES = 700 * 2**20
+#: bytes per parameter while training with AdamW in fp32: weights, gradients, two moment
+#: estimates, and the checkpoint's tensors as read
+BYTES_PER_PARAMETER = 5 * 4
+#: values kept for the backward pass per token and layer, in units of the hidden size (the
+#: input, Q, K, V, attention output, residuals, layer norms, dropout masks, the 4×-wide
+#: feed-forward before and after its activation)
+ACTIVATIONS_PER_HIDDEN = 20
+#: values kept per token, layer, attention head and attended position (scores, softmax, dropout mask and output)
+ACTIVATIONS_PER_SCORE = 4
+
+
+def training_bytes(parameters: int, batch: int, length: int, hidden: int, layers: int, heads: int,
+                   value_bytes: int = 4) -> int:
+    """Memory one fine-tuning step of a transformer takes (bytes): states of every parameter plus activations.
+
+    ``parameters`` × 20 (fp32 weights, gradients, AdamW's two moments, the checkpoint as read)
+    plus, for ``batch`` × ``length`` tokens in each of ``layers`` layers,
+    ``ACTIVATIONS_PER_HIDDEN`` × ``hidden`` values and ``ACTIVATIONS_PER_SCORE`` attention maps
+    of ``heads`` × ``length``. A bound for LoRA too (its frozen weights need no gradient or moments).
+    """
+    per_token_and_layer = ACTIVATIONS_PER_HIDDEN * hidden + ACTIVATIONS_PER_SCORE * heads * length
+    return parameters * BYTES_PER_PARAMETER + batch * length * layers * per_token_and_layer * value_bytes
 
 
 def recorded_peak(store: ExperimentStore, key: str) -> int | None:
@@ -45,16 +74,18 @@ def gib(n_bytes: float) -> str:
 
 
 def runs_that_fit(store: ExperimentStore, asked: int, gpus: Sequence[str], device: dict,
-                  measured: bool) -> tuple[int, str | None]:
+                  estimated: int | None = None) -> tuple[int, str | None]:
     """(runs to keep busy at once, a warning or None) for ``asked`` worker slots.
 
-    Until a run has measured its peak, one run goes alone (``measured`` false); a run that
-    measured nothing (it failed early, or a runner that does not record) packs as asked.
-    ``device`` holds ``gpu_total_bytes`` once a GPU worker has reported it.
+    The largest peak finished runs recorded decides; before any, ``estimated`` (the bytes of
+    :func:`training_bytes`, None where no estimate exists: then K go as asked). ``device``
+    holds ``gpu_total_bytes`` once a GPU worker has reported it.
     """
     peak = recorded_peak(store, PEAK_GPU if gpus else PEAK_RSS)
+    if peak is None and estimated is not None:
+        peak = estimated if gpus else estimated + PROCESS_BYTES
     if peak is None:
-        return (asked if measured else 1), None
+        return asked, None
     if gpus:
         total = device.get("gpu_total_bytes")
         if total is None:
@@ -73,3 +104,24 @@ def runs_that_fit(store: ExperimentStore, asked: int, gpus: Sequence[str], devic
         return asked, None
     return fit, (f"{asked} runs at once will not fit in memory: a run peaked at {gib(peak)} and {gib(free)} "
                  f"is free; running {fit} at once instead")
+
+
+def estimated_peak(specs: Sequence[RunSpec]) -> int | None:
+    """The largest :func:`training_bytes` among ``specs``' fine-tuning runs (None where none can be sized).
+
+    In-context and meta-learning runs train no transformer and are not estimated; a model that
+    cannot be sized here is left to its run, which reports why.
+    """
+    from seedscope.errors import SeedscopeError
+    from seedscope.plan.runs import runner_of
+
+    profiles = {(spec.model, json.dumps(spec.hparams, sort_keys=True, default=str)): spec
+                for spec in specs if runner_of(spec.method) == "finetune"}
+    if not profiles:
+        return None
+    from seedscope.runners.finetune.footprint import model_shape
+
+    try:
+        return max(training_bytes(**model_shape(spec)) for spec in profiles.values())
+    except (SeedscopeError, AttributeError, ValueError):  # unknown, or a config without the usual names: no estimate
+        return None

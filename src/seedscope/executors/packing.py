@@ -11,9 +11,17 @@ executor for clusters). One pipe per worker, never one shared queue: a worker ki
 sending (the out-of-memory killer does not wait) can only break its own channel, where on a
 shared queue it would leave the writers' lock held and every other worker blocked. A worker
 that dies (killed, out of memory) has its run started once more in a new worker, then
-recorded failed with the reason, and the other workers go on. Before the pack grows beyond
-one run, the first run's measured peak memory (or the peak recorded by finished runs) is
-checked against the memory there is, and K is lowered, with a warning, to what fits.
+recorded failed with the reason, and the other workers go on.
+
+K runs start at once: no run goes alone to learn its peak memory. Before any run finished, an
+estimate from the model's shape decides how many fit, then the largest peak finished runs
+recorded (:mod:`seedscope.executors.memory`); K is lowered, with a warning, to what fits. A
+run that still runs out of memory beside others — ``torch.cuda.OutOfMemoryError`` on a GPU, its
+worker killed by SIGKILL (the out-of-memory killer) on a CPU — is started again with fewer at
+once and never recorded failed for that; its timings count such restarts (``packing_retries``).
+Only a run out of memory alone fails. A worker keeps what it loaded between runs (the finetune
+runner's tokenized data and checkpoint tensors), so its later runs pay their training, not a
+start-up.
 """
 
 from __future__ import annotations
@@ -33,7 +41,7 @@ from seedscope.errors import PackingWarning, SeedscopeError
 from seedscope.executors.base import (
     ExecutionSummary, Progress, Runner, data_dir_text, default_runner, error_text, record_outcome, runs_to_do,
 )
-from seedscope.executors.memory import runs_that_fit
+from seedscope.executors.memory import estimated_peak, runs_that_fit
 from seedscope.plan import RunSpec
 from seedscope.store import ExperimentStore
 
@@ -41,10 +49,18 @@ from seedscope.store import ExperimentStore
 POLL_SECONDS = 0.2
 #: seconds a worker gets to exit after it is told to stop (then it is killed)
 STOP_SECONDS = 5.0
+#: seconds the first GPU worker gets to say how much memory its GPU has, before runs start regardless
+READY_SECONDS = 120.0
+#: a run's timings key: how often it was started again with fewer runs beside it
+PACKING_RETRIES = "packing_retries"
 
 
 class WorkerError(SeedscopeError):
     """A run's error as its worker formatted it (stored as it is, like the local executor's)."""
+
+
+class OutOfMemory(WorkerError):
+    """A run ran out of GPU memory in its worker (packed: started again with fewer at once)."""
 
 
 def cpu_cores() -> int:
@@ -79,7 +95,11 @@ def _work(inbox, outbox: Connection, runner: Runner, data_dir: str | None) -> No
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole terminal group; the parent stops us
     import torch  # only now: CUDA_VISIBLE_DEVICES and the thread counts were set for this process
 
+    from seedscope.runners.environment import prepare_process
+
     torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
+    prepare_process()  # before this process's first CUDA call
+    outbox.send(("ready", None, _device_memory()))
     while (job := inbox.get()) is not None:
         spec = RunSpec.from_dict(job)
         outbox.send(("started", spec.run_id))
@@ -89,6 +109,9 @@ def _work(inbox, outbox: Connection, runner: Runner, data_dir: str | None) -> No
 
         try:
             outcome = runner(spec, data_dir, on_step=hook)
+        except torch.cuda.OutOfMemoryError as error:
+            outcome = OutOfMemory(error_text(error))
+            _free_gpu_memory()
         except Exception as error:  # sent as its text: an exception object may not survive pickling
             outcome = WorkerError(error_text(error))
         outbox.send(("finished", spec.run_id, outcome, _device_memory()))
@@ -101,6 +124,17 @@ def _device_memory() -> dict:
     if not torch.cuda.is_available():
         return {}
     return {"gpu_total_bytes": torch.cuda.get_device_properties(0).total_memory}
+
+
+def _free_gpu_memory() -> None:
+    """Give back what a run that ran out of memory held, before the worker's next run."""
+    import gc
+
+    import torch
+
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
 
 
 @contextmanager
@@ -128,6 +162,7 @@ class _Slot:
     outbox: Connection | None = None  # this end reads; None once the worker's end closed
     spec: RunSpec | None = None
     started: bool = False
+    crowd: int = 0  # the most runs busy at once while this slot's run ran
 
     def close_outbox(self) -> None:
         if self.outbox is not None:
@@ -151,6 +186,8 @@ class _Pack:
     waiting: deque = field(default_factory=deque)
     attempts: dict[str, int] = field(default_factory=dict)
     device: dict = field(default_factory=dict)
+    cap: int = 0  # runs at once after running out of memory beside others (0: no cap)
+    packing_retries: dict[str, int] = field(default_factory=dict)
 
     def start_worker(self, slot: _Slot) -> None:
         slot.close_outbox()  # a dead worker's channel may hold half a message
@@ -171,9 +208,12 @@ class _Pack:
                 continue
             if slot.process is None or not slot.process.is_alive():
                 self.start_worker(slot)
-            slot.spec, slot.started = self.waiting.popleft(), False
+            slot.spec, slot.started, slot.crowd = self.waiting.popleft(), False, 0
             self.attempts[slot.spec.run_id] = self.attempts.get(slot.spec.run_id, 0) + 1
             slot.inbox.put(slot.spec.to_dict())
+            busy = [other for other in self.slots if other.spec is not None]
+            for other in busy:
+                other.crowd = max(other.crowd, len(busy))
 
     @property
     def busy(self) -> bool:
@@ -182,6 +222,9 @@ class _Pack:
     def handle(self, slot: _Slot, message: tuple) -> None:
         """A message from ``slot``'s worker: its run started, made a step, or finished."""
         kind, run_id = message[:2]
+        if kind == "ready":
+            self.device.update(message[2])
+            return
         if slot.spec is None or slot.spec.run_id != run_id:
             return  # a message of a run this slot no longer holds
         if kind == "started":
@@ -195,15 +238,29 @@ class _Pack:
         else:
             spec, slot.spec = slot.spec, None
             self.device.update(message[3])
-            self.finish(spec, message[2])
+            if isinstance(message[2], OutOfMemory) and slot.crowd > 1:
+                self.again_with_fewer(spec, slot.crowd, "ran out of GPU memory")
+            else:
+                self.finish(spec, message[2])
+
+    def again_with_fewer(self, spec: RunSpec, crowd: int, what: str) -> None:
+        """A run out of memory beside others: first in line again, with at most ``crowd - 1`` runs at once."""
+        self.cap = crowd - 1 if not self.cap else min(self.cap, crowd - 1)
+        self.packing_retries[spec.run_id] = self.packing_retries.get(spec.run_id, 0) + 1
+        self.waiting.appendleft(spec)
+        warnings.warn(f"run {spec.run_id} {what} beside {crowd - 1} other run(s); starting it again with "
+                      f"at most {self.cap} at once", PackingWarning, stacklevel=2)
 
     def finish(self, spec: RunSpec, outcome) -> None:
+        if not isinstance(outcome, Exception):
+            outcome.timings[PACKING_RETRIES] = self.packing_retries.get(spec.run_id, 0)
         if self.progress:
             self.progress.run_finished(spec, not isinstance(outcome, Exception))
         record_outcome(self.store, spec, outcome, self.summary, self.fail_fast)
 
     def check_workers(self) -> None:
-        """A busy worker that died: its run is started again (once), then recorded failed with the reason."""
+        """A busy worker that died: killed beside others, its run starts again with fewer at once; else again
+        (``retries`` times), then recorded failed with the reason."""
         for slot in self.slots:
             if slot.spec is None or slot.process.is_alive():
                 continue
@@ -213,10 +270,20 @@ class _Pack:
             spec, slot.spec = slot.spec, None
             if not slot.started:  # it died before saying so: still an attempt
                 self.store.mark_running(spec.run_id)
-            if self.attempts[spec.run_id] <= self.retries:
+            if slot.process.exitcode == -signal.SIGKILL and slot.crowd > 1:  # the out-of-memory killer, packed
+                self.again_with_fewer(spec, slot.crowd, "was killed by SIGKILL (often the out-of-memory killer)")
+                continue
+            if self.attempts[spec.run_id] - self.packing_retries.get(spec.run_id, 0) <= self.retries:
                 self.waiting.appendleft(spec)
                 continue
             self.finish(spec, SeedscopeError(death_reason(slot.process.exitcode, self.attempts[spec.run_id])))
+
+    def wait_for_device(self) -> None:
+        """Until a GPU worker said how much memory its GPU has (or every worker died, or READY_SECONDS passed)."""
+        deadline = time.monotonic() + READY_SECONDS
+        while ("gpu_total_bytes" not in self.device and time.monotonic() < deadline
+               and any(slot.process.is_alive() for slot in self.slots)):
+            self.drain(POLL_SECONDS)
 
     def drain(self, timeout: float) -> None:
         """Handle every message that arrives within ``timeout`` seconds (at least one wait)."""
@@ -277,7 +344,8 @@ def execute(
     """Run every spec not yet done in ``store``, ``parallel`` at once (per GPU when GPUs are visible).
 
     ``gpus`` overrides the visible GPUs (``[]``: CPU workers only). A run whose worker dies is
-    started again up to ``retries`` times; a run that raises is recorded failed, not retried.
+    started again up to ``retries`` times (besides restarts with fewer at once after running out
+    of memory packed); a run that raises is recorded failed, not retried.
     """
     import multiprocessing
 
@@ -294,20 +362,23 @@ def execute(
     pack = _Pack(multiprocessing.get_context("spawn"), runner or default_runner(), data_dir_text(data_dir), store,
                  summary, fail_fast, progress, retries, [_Slot(env) for env in environments[:len(todo)]],
                  deque(todo))
-    limit, finished, warned = 1, -1, False
+    seen, warned = None, False
     if progress:
         progress.start(len(todo))
     try:
-        for slot in pack.slots:  # all start now: their imports overlap the first run
+        for slot in pack.slots:  # all start now: their imports overlap the estimate
             pack.start_worker(slot)
+        estimated = estimated_peak(todo) if len(pack.slots) > 1 else None
+        if gpus and estimated is not None:
+            pack.wait_for_device()
         while pack.waiting or pack.busy:
-            if finished != len(summary.done) + len(summary.failed):  # a run ended: its peak memory may tell more
-                finished = len(summary.done) + len(summary.failed)
-                limit, note = runs_that_fit(store, len(pack.slots), gpus, pack.device, measured=finished > 0)
+            if seen != (len(summary.done) + len(summary.failed), len(pack.device)):  # peaks or the GPU's size may tell more
+                seen = (len(summary.done) + len(summary.failed), len(pack.device))
+                limit, note = runs_that_fit(store, len(pack.slots), gpus, pack.device, estimated)
                 if note and not warned:
                     warnings.warn(note, PackingWarning, stacklevel=2)
                     warned = True
-            pack.assign(limit)
+            pack.assign(min(limit, pack.cap or limit))
             pack.drain(POLL_SECONDS)
             pack.check_workers()
     finally:

@@ -82,13 +82,11 @@ def finished_durations(store: ExperimentStore | None) -> dict[str, float]:
     return seconds.groupby(level=0).median().to_dict()
 
 
-def estimate(specs: Sequence[RunSpec], data_dir, *, parallel: int = 1, store: ExperimentStore | None = None,
-             on_calibrate: Callable[[RunSpec], None] | None = None) -> pd.DataFrame:
-    """One row per task (and a ``total``): runs, runs to do, training example-epochs, estimated seconds.
+def run_seconds(specs: Sequence[RunSpec], data_dir, *, parallel: int = 1, store: ExperimentStore | None = None,
+                on_calibrate: Callable[[RunSpec], None] | None = None) -> pd.DataFrame:
+    """One row per run: task, to_do (0 or 1), training example-epochs, estimated seconds alone, their source.
 
-    ``seconds`` is the wall time of the runs still to do one after another on this machine
-    (with the threads of one worker of ``parallel``), ``wall_seconds`` spread over ``parallel``
-    workers; ``source`` says where each profile's time came from.
+    ``seconds`` is the run's time on this machine with the threads of one worker of ``parallel``.
     """
     from seedscope.runners import run
 
@@ -108,17 +106,43 @@ def estimate(specs: Sequence[RunSpec], data_dir, *, parallel: int = 1, store: Ex
                     seconds, source = calibrate(spec, data_dir, run), "short timed run"
                 per_profile[key] = (seconds, source, example_epochs(spec, data_dir))
             seconds, source, epochs = per_profile[key]
-            todo = spec.run_id not in done
-            rows.append({"task": spec.task, "runs": 1, "to_do": int(todo), "example_epochs": epochs,
-                         "seconds": seconds if todo else 0.0, "source": source})
-    frame = pd.DataFrame(rows)
-    table = frame.groupby("task", sort=False).agg(runs=("runs", "sum"), to_do=("to_do", "sum"),
+            rows.append({"task": spec.task, "to_do": int(spec.run_id not in done), "example_epochs": epochs,
+                         "seconds": seconds, "source": source})
+    return pd.DataFrame(rows)
+
+
+def packed_wall(seconds: Sequence[float], workers: int, slowdown: float = 1.0) -> float:
+    """Wall time of runs of ``seconds`` on ``workers`` workers, longest first to the first free one, each
+    ``slowdown`` × slower (8 equal runs on 4 workers: two waves)."""
+    loads = [0.0] * max(1, min(workers, len(seconds)))
+    for length in sorted(seconds, reverse=True):
+        loads[loads.index(min(loads))] += length * slowdown
+    return max(loads)
+
+
+def estimate(specs: Sequence[RunSpec], data_dir, *, parallel: int = 1, store: ExperimentStore | None = None,
+             on_calibrate: Callable[[RunSpec], None] | None = None) -> pd.DataFrame:
+    """One row per task (and a ``total``): runs, runs to do, training example-epochs, estimated seconds.
+
+    ``seconds`` is the wall time of the runs still to do one after another on this machine
+    (with the threads of one worker of ``parallel``), ``wall_seconds`` on ``parallel``
+    workers, each taking the next run as it frees; ``source`` says where each profile's time came from.
+    """
+    return task_table(run_seconds(specs, data_dir, parallel=parallel, store=store, on_calibrate=on_calibrate), parallel)
+
+
+def task_table(frame: pd.DataFrame, parallel: int) -> pd.DataFrame:
+    """:func:`estimate`'s table from :func:`run_seconds`' rows."""
+    frame = frame.copy()
+    frame["seconds"] = frame["seconds"] * frame["to_do"]
+    table = frame.groupby("task", sort=False).agg(runs=("to_do", "size"), to_do=("to_do", "sum"),
                                                   example_epochs=("example_epochs", "sum"), seconds=("seconds", "sum"),
                                                   source=("source", lambda s: ", ".join(dict.fromkeys(s))))
+    walls = frame[frame["to_do"] == 1].groupby("task", sort=False)["seconds"].agg(lambda s: packed_wall(s.tolist(), parallel))
+    table["wall_seconds"] = walls.reindex(table.index).fillna(0.0)
     table.loc["total"] = [table["runs"].sum(), table["to_do"].sum(), table["example_epochs"].sum(),
-                          table["seconds"].sum(), ", ".join(dict.fromkeys(frame["source"]))]
-    workers = table["to_do"].clip(lower=1).clip(upper=parallel)
-    table["wall_seconds"] = table["seconds"].astype(float) / workers
+                          table["seconds"].sum(), ", ".join(dict.fromkeys(frame["source"])),
+                          packed_wall(frame.loc[frame["to_do"] == 1, "seconds"].tolist(), parallel)]
     return table
 
 

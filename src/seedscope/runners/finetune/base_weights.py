@@ -1,9 +1,11 @@
-"""One frozen copy of a checkpoint's weights per process, shared by every LoRA run of a sweep.
+"""A checkpoint's weights read once per process: shared by every LoRA run, copied for full fine-tuning.
 
-LoRA trains an adapter and a new head; the base weights never change. ``from_pretrained`` reads
-the checkpoint into fresh tensors for every run — seconds and the model's size in memory each
-time. Here the checkpoint's tensors are read once (safetensors, kept for the next run) and every
-LoRA model is built around the very same tensors: its skeleton is made without memory
+``from_pretrained`` reads the checkpoint into fresh tensors for every run — seconds each time,
+and for LoRA (which trains an adapter and a new head, the base weights never change) the
+model's size in memory too. Here the checkpoint's tensors are read once (safetensors, kept
+for the next run of the process: a packed worker runs many seeds of one model). Every LoRA
+model is built around the very same tensors; a fully fine-tuned one, which changes them, gets
+a copy (memory to memory, no file read). The skeleton is made without memory
 (accelerate's ``init_empty_weights``), the checkpoint's tensors are assigned to it, not copied,
 and only what the checkpoint lacks — the task's new head — is materialised and initialised, from
 the global RNG that the caller seeded with the ``model_init`` seed. A model the checkpoint does
@@ -40,9 +42,10 @@ def _assignable(tensors: dict[str, torch.Tensor], expected: set[str], prefix: st
     return named
 
 
-def shared_base_model(auto_class, folder: str, config, heads: tuple[str, ...]):
-    """``auto_class`` built around the shared checkpoint tensors with a freshly initialised head, or None
-    when the checkpoint is not a local safetensors folder covering every parameter outside ``heads``."""
+def shared_base_model(auto_class, folder: str, config, heads: tuple[str, ...], copy: bool = False):
+    """``auto_class`` built around the kept checkpoint tensors (``copy``: copies of them) with a freshly
+    initialised head, or None when the checkpoint is not a local safetensors folder covering every
+    parameter outside ``heads``."""
     if not Path(folder).is_dir():
         return None
     tensors = checkpoint_tensors(str(Path(folder).resolve()))
@@ -53,7 +56,10 @@ def shared_base_model(auto_class, folder: str, config, heads: tuple[str, ...]):
     with init_empty_weights():  # parameters on the meta device: no memory, no initialisation
         model = auto_class.from_config(config, dtype=torch.float32)
     expected = set(model.state_dict())
-    model.load_state_dict(_assignable(tensors, expected, model.base_model_prefix), strict=False, assign=True)
+    named = _assignable(tensors, expected, model.base_model_prefix)
+    if copy:
+        named = {name: tensor.clone() for name, tensor in named.items()}
+    model.load_state_dict(named, strict=False, assign=True)
     model.tie_weights()
     missing = [name for name, parameter in model.named_parameters() if parameter.is_meta]
     if any(name.split(".")[0] not in heads for name in missing):

@@ -44,9 +44,9 @@ def model_kind(config, task: TaskSpec) -> Kind:
 def load_model(model: str, kind: Kind, task: TaskSpec, settings: FinetuneSettings, method: str, tokenizer):
     """A fresh model for ``task``; the new head (and LoRA adapter) draw from the global RNG.
 
-    The caller seeds the global RNG with the ``model_init`` seed right before this call. Under
-    LoRA the frozen base weights of a local checkpoint are one shared copy per process
-    (:mod:`seedscope.runners.finetune.base_weights`); full fine-tuning gets its own copy.
+    The caller seeds the global RNG with the ``model_init`` seed right before this call. A local
+    checkpoint's tensors are read once per process (:mod:`seedscope.runners.finetune.base_weights`):
+    LoRA shares the frozen base weights, full fine-tuning gets its own copy of them.
     """
     import torch
     import transformers
@@ -62,11 +62,11 @@ def load_model(model: str, kind: Kind, task: TaskSpec, settings: FinetuneSetting
     auto = {"sequence": transformers.AutoModelForSequenceClassification,
             "choice_head": transformers.AutoModelForMultipleChoice}.get(kind, transformers.AutoModelForCausalLM)
     network = None
-    if method == "lora" and not settings.trust_remote_code:  # the base stays frozen: share one copy per process
+    if not settings.trust_remote_code:  # read once per process; under LoRA the frozen base is shared, not copied
         from seedscope.runners.finetune.base_weights import shared_base_model
 
         config = from_pretrained_checked("config.json", transformers.AutoConfig.from_pretrained, model, **labels)
-        network = shared_base_model(auto, model, config, HEAD_MODULES)
+        network = shared_base_model(auto, model, config, HEAD_MODULES, copy=method != "lora")
     if network is None:
         network = from_pretrained_checked("weights", auto.from_pretrained, model, **common, **labels)
     if getattr(network.config, "pad_token_id", None) is None:

@@ -20,11 +20,12 @@ from transformers import PrinterCallback, TrainingArguments
 
 from seedscope.plan import RunSpec
 from seedscope.plan.hparams import FinetuneSettings
-from seedscope.runners.checkpoints import load_model_config, load_tokenizer, model_folder
+from seedscope.runners.checkpoints import load_model_config, model_folder
 from seedscope.runners.data import run_examples
 from seedscope.runners.environment import describe_environment, deterministic_mode, resolve_precision
-from seedscope.runners.finetune.features import collator, encode, feature_length
+from seedscope.runners.finetune.features import collator, feature_length
 from seedscope.runners.finetune.models import load_model, model_kind
+from seedscope.runners.finetune.process_cache import features_of, tokenizer_of
 from seedscope.runners.finetune.trainer import SeededTrainer, StepProgress
 from seedscope.runners.result import RunResult, StepHook, prediction_table, run_metrics
 from seedscope.tasks import get_task
@@ -67,10 +68,10 @@ def run(spec: RunSpec, data_dir: str | os.PathLike | None = None, *, on_step: St
     folder = model_folder(spec.model)  # a GGUF file (the packaged SmolLM2) is converted once
     kind = model_kind(load_model_config(folder, settings.trust_remote_code), task)
     train, dev = run_examples(task, settings, spec.seeds, data_dir)
-    tokenizer = load_tokenizer(folder, settings.trust_remote_code)
+    tokenizer = tokenizer_of(folder, settings.trust_remote_code)  # kept, with the features, for the next run
     regression = task.task_type == "regression"
-    train_features = encode(train, kind, tokenizer, settings.max_seq_length, regression)
-    eval_features = encode(dev, kind, tokenizer, settings.max_seq_length, regression)
+    train_features = features_of(train, kind, tokenizer, settings.max_seq_length, regression)
+    eval_features = features_of(dev, kind, tokenizer, settings.max_seq_length, regression)
     with deterministic_mode(settings.deterministic) as determinism, tempfile.TemporaryDirectory(prefix="seedscope-") as scratch:
         spec.seeds.seed_global("model_init")
         model = load_model(folder, kind, task, settings, spec.method, tokenizer)

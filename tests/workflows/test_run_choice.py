@@ -1,0 +1,58 @@
+"""The wall time of each way to run a plan, and the pick: hand-worked cases, bounds on random ones."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from seedscope.workflows import run_choice
+from seedscope.workflows.costing import packed_wall
+
+
+def test_packed_wall_counts_waves():
+    assert packed_wall([10.0] * 8, 4) == 20.0  # two waves of four
+    assert packed_wall([10.0] * 8, 3) == 30.0  # three waves: 3, 3, 2
+    assert packed_wall([10.0] * 4, 8) == 10.0  # fewer runs than workers: one wave
+    assert packed_wall([7.0, 5.0, 4.0, 3.0], 2) == 10.0  # 7+3 and 5+4: longest first to the first free worker
+    assert packed_wall([10.0] * 4, 4, slowdown=1.5) == 15.0
+    assert packed_wall([], 4) == 0.0
+
+
+def test_packed_wall_keeps_within_the_list_scheduling_bounds_on_random_runs():
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        seconds, workers = rng.uniform(1, 100, rng.integers(1, 30)).tolist(), int(rng.integers(1, 9))
+        wall = packed_wall(seconds, workers)
+        bound = max(sum(seconds) / workers, max(seconds))  # no schedule beats this
+        assert bound - 1e-9 <= wall <= sum(seconds) / workers + max(seconds) + 1e-9  # Graham's bound
+        assert packed_wall(seconds, 1) == pytest.approx(sum(seconds))
+
+
+def test_gpu_slowdown_follows_the_measured_ends():
+    assert run_choice.gpu_slowdown(1, 10**9) == 1.0
+    assert run_choice.gpu_slowdown(4, 22_713_216) == 1.0  # MiniLM-sized: four kept their speed (H100)
+    assert run_choice.gpu_slowdown(2, 355_000_000) == 2.0  # RoBERTa-large-sized: two gained nothing (H200)
+    middle = math.sqrt(run_choice.SHARES_FREELY * run_choice.SHARES_NOTHING)  # half-way in the logarithm
+    assert run_choice.gpu_slowdown(5, int(middle)) == pytest.approx(3.0, rel=1e-6)
+    assert run_choice.gpu_slowdown(4, None) == 4.0
+
+
+def test_ways_and_the_pick(monkeypatch):
+    def timed(specs, data_dir, *, parallel, store, on_calibrate):  # a CPU: each run slower with fewer threads
+        return pd.DataFrame({"task": "rte", "to_do": [1] * 8, "example_epochs": 1.0, "seconds": 10.0 * parallel ** 0.5,
+                             "source": "short timed run"})
+
+    monkeypatch.setattr(run_choice, "run_seconds", timed)
+    monkeypatch.setattr(run_choice, "_cores", lambda: 4)
+    found = run_choice.ways([], None, [1, 4], gpus=0, parameters=None)
+    assert [way.name for way in found] == ["one after another", "packed, --parallel 4", "fused, --fuse 4"]
+    assert found[0].seconds == 80.0 and found[1].seconds == 40.0  # two waves of runs taking 20 s at one thread
+    assert found[1].note == "2 wave(s) of up to 4, 1 threads each" and found[2].seconds is None
+    assert "not built yet" in found[2].note
+    assert run_choice.pick(found).parallel == 4
+    on_gpu = run_choice.ways([], None, [1, 2], gpus=1, parameters=355_000_000)  # no gain: the tie goes to fewer
+    assert on_gpu[0].seconds == on_gpu[1].seconds and run_choice.pick(on_gpu).parallel == 1
+    assert run_choice.candidates(cores=16, gpus=1) == [1, 2, 4, 8] and run_choice.candidates(2, 0) == [1, 2]
