@@ -132,9 +132,17 @@ def analyze_command(
         inputs = read_inputs(paths, reading, console, aligned=not intersect)
     with console.status("analysing…"):
         results, summary, notes = analyze_inputs(inputs, paths, settings)
+        study = implementation_study(inputs, settings)
     sections = analysis_sections(results, summary, top)
+    document = _json(results, summary, top)
+    if study is not None:
+        from seedscope.report.implementation import bug_notes, implementation_sections
+
+        sections.update(implementation_sections(study))
+        document["implementation"] = study.to_dict()
+        notes = notes + bug_notes(study)
     long = _long(results) if outputs.csv else None
-    outputs.emit(console, sections, _json(results, summary, top), long, max_rows=None, notes=notes + [
+    outputs.emit(console, sections, document, long, max_rows=None, notes=notes + [
         f"--intersect dropped {result.aligned.n_dropped} example(s) not covered by every run"
         for result in results.values() if result.aligned.n_dropped])
 
@@ -172,6 +180,18 @@ def analyze_inputs(inputs, paths: list[Path], settings: dict) -> tuple[dict, Tas
         results = {(None, None): analyze(inputs, **settings)}
     summary = summarize_tasks({_label(key): result for key, result in results.items()}) if len(results) > 1 else None
     return results, summary, notes
+
+
+def implementation_study(inputs, settings: dict):
+    """The measures between implementations when the runs carry ``impl-`` tags (a sweep with --implementation)."""
+    import pandas as pd
+
+    from seedscope.analysis.implementation import compare_implementations
+
+    if not isinstance(inputs, pd.DataFrame):
+        return None
+    return compare_implementations(inputs, confidence=settings["confidence"], n_boot=settings["n_boot"],
+                                   seed=settings["seed"])
 
 
 def analyze_scores(console: Console, paths: list[Path], reading: Reading, outputs: OutputFiles, settings: dict,
