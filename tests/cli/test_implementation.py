@@ -47,6 +47,7 @@ def test_a_sweep_runs_every_combination_for_every_seed_and_analyze_compares_them
     ("attention=flash", "attention flash needs the flash_attn package"),
     ("device=cuda", "device cuda asked for, but no GPU is visible"),
     ("batch_size=0", "batch_size takes a whole number of at least 1"),
+    ("tf32=true", "tf32 on needs a GPU"),
 ])
 def test_bad_implementation_input_is_one_line_and_writes_nothing(tmp_path, tiny_llama, data_dir, cli, option, message):
     out = tmp_path / "exp"

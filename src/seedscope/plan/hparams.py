@@ -52,6 +52,7 @@ class DataSettings(_Settings):
         True, description="deterministic kernels; true records any operation that broke them, strict fails instead")
     threads: int | None = Field(None, ge=1, description="torch's CPU threads for the run (None: as the process has)")
     device: Literal["auto", "cpu", "cuda"] = Field("auto", description="auto: the GPU when one is visible")
+    tf32: bool | None = Field(None, description="TensorFloat-32 matmuls on a GPU (None: as torch has it)")
     rerun: int | None = Field(None, ge=1, description="an identical rerun's number: changes nothing but the run id")
 
     @field_validator("deterministic", mode="before")

@@ -33,6 +33,7 @@ SETTINGS: dict[str, tuple | type] = {
     "device": ("cpu", "cuda"),
     "padding_side": ("left", "right"),
     "deterministic": (True, False, "strict"),
+    "tf32": (True, False),
     "rerun": int,
 }
 #: what each setting changes (CLI help and docs)
@@ -44,16 +45,18 @@ DESCRIPTIONS: dict[str, str] = {
     "device": "where the run computes",
     "padding_side": "which side short rows of a batch are padded on",
     "deterministic": "deterministic kernels (strict: fail where none exists)",
+    "tf32": "TensorFloat-32 matrix products and convolutions for fp32 on a GPU (on: 10-bit mantissa inputs)",
     "rerun": "an identical rerun (changes nothing): the noise floor of one implementation",
 }
 #: the settings each runner family can honour, and the hyper-parameter each one sets
 HONOURED: dict[str, dict[str, str]] = {
     "icl": {"precision": "precision", "batch_size": "batch_size", "attention": "attention", "threads": "threads",
-            "device": "device", "padding_side": "padding_side", "deterministic": "deterministic", "rerun": "rerun"},
+            "device": "device", "padding_side": "padding_side", "deterministic": "deterministic", "tf32": "tf32",
+            "rerun": "rerun"},
     "finetune": {"precision": "precision", "batch_size": "per_device_eval_batch_size", "threads": "threads",
-                 "device": "device", "deterministic": "deterministic", "rerun": "rerun"},
+                 "device": "device", "deterministic": "deterministic", "tf32": "tf32", "rerun": "rerun"},
     "meta": {"batch_size": "encoder_batch_size", "threads": "threads", "device": "device",
-             "deterministic": "deterministic", "rerun": "rerun"},
+             "deterministic": "deterministic", "tf32": "tf32", "rerun": "rerun"},
 }
 #: the prefix of every implementation tag (how a store's runs are told apart by implementation)
 TAG_PREFIX = "impl-"
@@ -103,11 +106,13 @@ class Implementation:
 
     @property
     def tag(self) -> str:
-        """``impl-bf16-b16-sdpa-t2-cpu-padl-det``: short, stable, file-name safe; ``impl-default`` when empty."""
+        """``impl-bf16-b16-sdpa-t2-cpu-padl-det-tf32``: short, stable, file-name safe; ``impl-default`` when empty."""
         parts = []
         for name, value in self.settings:
             if name == "deterministic":
                 parts.append({True: "det", False: "nodet", "strict": "strict"}[value])
+            elif name == "tf32":
+                parts.append("tf32" if value else "notf32")
             elif name == "padding_side":
                 parts.append(f"pad{value[0]}")
             else:
@@ -200,6 +205,6 @@ def setting_of_part(part: str) -> str | None:
             if part.startswith(short) and part[len(short):].isdigit():
                 return name
         elif part in {str(v).lower() for v in kind} or (name == "padding_side" and part in ("padl", "padr")) or (
-                name == "deterministic" and part in ("det", "nodet")):
+                name == "deterministic" and part in ("det", "nodet")) or (name == "tf32" and part in ("tf32", "notf32")):
             return name
     return None

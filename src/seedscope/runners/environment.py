@@ -201,20 +201,26 @@ def check_implementation(settings) -> None:
     """Refuse, before a sweep starts, the implementation settings this machine cannot run (``settings``: a run's
     validated hyper-parameters)."""
     precision = resolve_precision(getattr(settings, "precision", "fp32"), settings.device)
+    if settings.tf32 and compute_device(settings.device).type != "cuda":
+        raise SeedscopeError("tf32 on needs a GPU (TensorFloat-32 is a GPU kernel mode); leave tf32 out on this machine")
     attention_kwargs(getattr(settings, "attention", "default"), precision, settings.device)
 
 
 @contextmanager
 def implementation(settings) -> Iterator[DeterminismRecord]:
-    """The run's threads and determinism switches for the block (both restored after); yields the determinism record."""
-    threads = torch.get_num_threads()
+    """The run's threads, TF32 and determinism switches for the block (all restored after); yields the determinism
+    record."""
+    threads, tf32 = torch.get_num_threads(), (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
     if settings.threads is not None:
         torch.set_num_threads(settings.threads)
+    if settings.tf32 is not None:
+        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = settings.tf32
     try:
         with deterministic_mode(settings.deterministic) as record:
             yield record
     finally:
         torch.set_num_threads(threads)
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = tf32
 
 
 def implementation_record(settings, precision: str, batch_size: int, model=None) -> dict:
@@ -225,5 +231,5 @@ def implementation_record(settings, precision: str, batch_size: int, model=None)
         "device": device_name(), "deterministic": settings.deterministic,
         "attention": getattr(config, "_attn_implementation", None) or getattr(settings, "attention", None),
         "padding_side": getattr(settings, "padding_side", None), "rerun": settings.rerun,
-        "tf32_matmul": torch.backends.cuda.matmul.allow_tf32 if torch.cuda.is_available() else None,
+        "tf32": torch.backends.cuda.matmul.allow_tf32 if torch.cuda.is_available() else None,
     }}
