@@ -63,3 +63,13 @@ def test_a_setting_a_runner_cannot_honour_is_refused(tmp_path, tiny_llama, tiny_
                         "--data-dir", str(data_dir), "--implementation", "attention=eager,sdpa"])
     assert code == 2 and "the finetune runner (method full) cannot honour the implementation setting attention" in err
     assert not out.exists()
+
+
+def test_factors_plan_only_counts_the_implementation_factor(tiny_llama, data_dir, cli):
+    code, printed, err = cli(["factors", "run", "--runner", "icl", "--task", "sst2", "--model", str(tiny_llama),
+                              "--factor", "sample_choice", "--factor", "implementation", "--implementation",
+                              "batch_size=1,4,8", "-N", "2", "-M", "2", "-L", "2", "--shots", "1", "--num-labelled", "20",
+                              "--set", "max_train_examples=100", "--set", "max_eval_examples=4", "--data-dir", str(data_dir),
+                              "--plan-only"])
+    assert code == 0, err
+    assert "implementation" in printed and "12 runs" in printed  # 2 golden + 2 × (2 + 3)

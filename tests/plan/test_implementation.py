@@ -61,3 +61,19 @@ def test_a_setting_a_family_cannot_honour_is_refused(method, setting):
     value = {"attention": "eager", "padding_side": "left", "precision": "bf16"}[setting]
     with pytest.raises(SeedscopeError, match=f"cannot honour the implementation setting {setting}"):
         check_axes({setting: [value]}, method)
+
+
+def test_the_implementation_factor_of_a_factor_study():
+    from seedscope.factor_study.plan import factor_study_plan, parse_study_tag
+
+    impls = combinations({"batch_size": [1, 4], "precision": ["fp32", "bf16"]})
+    plan = factor_study_plan("sst2", "m", ["sample_choice", "implementation"], 2, 2, 2, "icl", {"shots": 1},
+                             runner="icl", implementations=impls)
+    assert plan.configurations("implementation") == 4 and plan.configurations("sample_choice") == 2
+    assert len(plan.specs) == 2 + 2 * (2 + 4)
+    second = plan.group_specs(2, 2)
+    assert [parse_study_tag(s.tag) for s in second][-4:] == [("implementation", 2, k) for k in range(1, 5)]
+    last = second[-1]
+    assert last.hparams == {"shots": 1, "batch_size": 4, "precision": "bf16"} and last.seeds.tied_seed is not None
+    with pytest.raises(SeedscopeError, match="the implementation factor needs two implementations or more"):
+        factor_study_plan("sst2", "m", ["implementation"], 2, 2, 2, "icl", runner="icl")
