@@ -73,3 +73,31 @@ def test_factors_plan_only_counts_the_implementation_factor(tiny_llama, data_dir
                               "--plan-only"])
     assert code == 0, err
     assert "implementation" in printed and "12 runs" in printed  # 2 golden + 2 × (2 + 3)
+
+
+def test_lm_eval_files_of_two_implementations(tmp_path, cli):
+    """One real lm-eval samples file as written at 'batch 1', and a copy whose first three documents' answers are
+    swapped, as a defective 'batch 128' would write them."""
+    from pathlib import Path
+
+    source = next((Path(__file__).parents[1] / "io/fixtures/lm_eval_0.4.13/seed1").glob("samples_*.jsonl"))
+    lines = source.read_text().splitlines()
+    swapped = []
+    for number, line in enumerate(lines):
+        record = json.loads(line)
+        if number < 3:
+            record["filtered_resps"] = record["filtered_resps"][::-1]
+            record["resps"] = record["resps"][::-1]
+        swapped.append(json.dumps(record))
+    for run, text in (("b1", lines), ("b128", swapped)):  # the layout lm-eval writes: one folder per run
+        (tmp_path / "out" / run).mkdir(parents=True)
+        (tmp_path / "out" / run / source.name).write_text("\n".join(text) + "\n")
+    code, printed, err = cli(["analyze", str(tmp_path / "out" / "b1"), str(tmp_path / "out" / "b128"),
+                              "--runs-are-implementations", "--json", str(tmp_path / "a.json"), "--n-boot", "200"])
+    assert code == 0, err
+    pair = json.loads((tmp_path / "a.json").read_text())["implementation"][0]
+    assert {pair["a"], pair["b"]} == {"impl-b1", "impl-b128"} and pair["setting"] == "batch_size"
+    flipped = sum(json.loads(line)["filtered_resps"][0][0] != json.loads(line)["filtered_resps"][1][0]
+                  for line in lines[:3])
+    assert pair["flip_rate"] == pytest.approx(flipped / len(lines)) and pair["n_examples"] == len(lines)
+    assert "Implementations: pairs" in printed

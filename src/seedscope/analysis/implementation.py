@@ -156,6 +156,14 @@ class ImplementationStudy:
         return ranked.sort_values(["task", "system", "flip_rate"], ascending=[True, True, False], ignore_index=True)
 
 
+def as_implementations(table: pd.DataFrame) -> pd.DataFrame:
+    """A table whose runs are implementations of one system (files made at two batch sizes): each run becomes the
+    implementation ``impl-<run>`` of its model (one seed), so that :func:`compare_implementations` pairs them."""
+    names = table[RUN].astype(str).str.replace(r"[^A-Za-z0-9.]+", "_", regex=True)
+    model = table["model"].astype(str) + "-" if "model" in table.columns else ""
+    return table.assign(model=model + TAG_PREFIX + names, **{RUN: "1"})
+
+
 def compare_implementations(table: pd.DataFrame, *, confidence: float = 0.95, n_boot: int = 2000,
                             seed: int = 0) -> ImplementationStudy | None:
     """The implementation study of a long prediction table whose ``model`` labels carry ``impl-`` tags; None if none do.

@@ -109,6 +109,9 @@ def analyze_command(
         None, help="ζ of the summary (and of regression CCON): accuracy, f1_macro, mcc, pearson, spearman …"
     ),
     top: Top = 10,
+    implementations: bool = typer.Option(
+        False, "--runs-are-implementations", help="Each run (file) is one implementation of the same system (lm-eval "
+        "output at batch 1 and at batch 128, say): add the measures between implementations (docs/implementation.md)."),
     n_boot: Boot = 10_000,
     confidence: Confidence = 0.95,
     seed: Seed = 0,
@@ -129,10 +132,10 @@ def analyze_command(
     settings = dict(task_type=reading.options.task_type, intersect=intersect, primary_metric=primary_metric,
                     n_boot=n_boot, confidence=confidence, seed=seed, power=power)
     with console.status("reading predictions…"):
-        inputs = read_inputs(paths, reading, console, aligned=not intersect)
+        inputs = read_inputs(paths, reading, console, aligned=not intersect and not implementations)
     with console.status("analysing…"):
         results, summary, notes = analyze_inputs(inputs, paths, settings)
-        study = implementation_study(inputs, settings)
+        study = implementation_study(inputs, settings, runs_are_implementations=implementations)
     sections = analysis_sections(results, summary, top)
     document = _json(results, summary, top)
     if study is not None:
@@ -182,14 +185,17 @@ def analyze_inputs(inputs, paths: list[Path], settings: dict) -> tuple[dict, Tas
     return results, summary, notes
 
 
-def implementation_study(inputs, settings: dict):
-    """The measures between implementations when the runs carry ``impl-`` tags (a sweep with --implementation)."""
+def implementation_study(inputs, settings: dict, *, runs_are_implementations: bool = False):
+    """The measures between implementations when the runs carry ``impl-`` tags (a sweep with --implementation), or
+    with ``runs_are_implementations`` between the runs themselves (each one implementation, named after its run)."""
     import pandas as pd
 
-    from seedscope.analysis.implementation import compare_implementations
+    from seedscope.analysis.implementation import as_implementations, compare_implementations
 
     if not isinstance(inputs, pd.DataFrame):
         return None
+    if runs_are_implementations:
+        inputs = as_implementations(inputs)
     return compare_implementations(inputs, confidence=settings["confidence"], n_boot=settings["n_boot"],
                                    seed=settings["seed"])
 
