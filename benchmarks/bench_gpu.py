@@ -16,6 +16,11 @@ Stages (random-weight models of the real shapes, built on the GPU from the stage
    ``minilm-meta-cpu``, SST-2): one run per method, then the first again (bit-identity).
 4. ``generation``: greedy generation of a SmolLM2-135M-sized model, 200 SST-2 prompts, after
    generation began reading the demonstrations' cache.
+5. ``implementation``: the implementation as a randomness factor (docs/implementation.md) — a
+   SmolLM2-135M-sized model scoring 200 SST-2 prompts, seeds 1 and 2, under a baseline (fp32,
+   batch 16, sdpa, deterministic, TF32 off) and one setting changed at a time (bf16, fp16, TF32
+   on, eager, flash where installed, deterministic off, batch 1 and 64) with reruns: flip rates,
+   max |Δ log p|, accuracy differences with intervals, probable bugs, seconds per setting.
 
 Stage it with ``bash ../shared/gpu/stage.sh`` (a git-ignored ``.gpu/``), then on the GPU machine:
 ``python3 -m pip install -q --no-index --no-deps --target /tmp/site .gpu/whl/*.whl && PYTHONPATH=/tmp/site
@@ -178,16 +183,17 @@ def parallel_cli():
 
     from seedscope.store import ExperimentStore
 
-    one = sweep(f"{TMP}/p1", 1)
-    four = sweep(f"{TMP}/p4", 4)
-    auto = sweep(f"{TMP}/pa", "auto")
+    examples = int(os.environ.get("PARALLEL_EXAMPLES", "8000"))  # fewer for a short lease
+    one = sweep(f"{TMP}/p1", 1, examples=examples)
+    four = sweep(f"{TMP}/p4", 4, examples=examples)
+    auto = sweep(f"{TMP}/pa", "auto", examples=examples) if os.environ.get("PARALLEL_AUTO", "1") == "1" else None
     picked = [" ".join(line.split()) for line in sweep.printed.splitlines() if "would pick" in line or ": " in line
               and ("packed" in line or "after another" in line)]
     read = lambda d: pd.concat(pd.read_parquet(f) for f in sorted(  # noqa: E731
         __import__("glob").glob(f"{d}/predictions/*.parquet"))).sort_values(["run", "example_id"]).reset_index(drop=True)
     timings = ExperimentStore.open(f"{TMP}/p4").runs()["timings"]
     return {"parallel_1_wall": one, "parallel_4_wall": four, "ratio": round(one / four, 2),
-            "parallel_auto_wall": auto, "ratio_auto": round(one / auto, 2), "auto_said": picked,
+            "examples": examples, "parallel_auto_wall": auto, "ratio_auto": auto and round(one / auto, 2), "auto_said": picked,
             "packing_retries_4": [t.get("packing_retries") for t in timings],
             "setup_seconds_4": [round(t["setup_seconds"], 2) for t in timings],
             "same_predictions": same(read(f"{TMP}/p1"), read(f"{TMP}/p4"))}
@@ -238,6 +244,52 @@ def generation():
     wall = time.perf_counter() - started
     return {"wall": round(wall, 2), "prompts_per_second": round(hp["max_eval_examples"] / result.timings["eval_seconds"], 1),
             "eval_seconds": round(result.timings["eval_seconds"], 2)}
+
+
+#: the implementation stage: one setting changed at a time from the baseline, and reruns for the null floor
+IMPLEMENTATIONS = [{}, {"rerun": 2}, {"precision": "bf16"}, {"precision": "fp16"}, {"tf32": True},
+                   {"attention": "eager"}, {"deterministic": False}, {"deterministic": False, "rerun": 2},
+                   {"batch_size": 1}, {"batch_size": 64}]
+
+
+@stage("implementation", 90)
+def implementation():
+    """SmolLM2-135M-sized, SST-2 (200 examples, 2 demonstrations per class, scoring), seeds 1 and 2, under the
+    baseline (fp32, batch 16, sdpa, deterministic, TF32 off) and one setting changed at a time; flash attention too
+    where flash_attn is installed. Flip rates, max |Δ log p| and accuracy differences against the baseline, the
+    rerun floor and the seed floor (seedscope.analysis.implementation), and the time per setting."""
+    import pandas as pd
+
+    from seedscope.analysis.implementation import compare_implementations
+    from seedscope.plan.implementation import Implementation
+    from seedscope.runners.icl import runner as icl
+
+    base = {"precision": "fp32", "batch_size": 16, "attention": "sdpa", "deterministic": True, "tf32": False,
+            "rerun": 1}
+    if not CUDA:  # the dry run: what a CPU can run
+        base.pop("tf32")
+    changes = [c for c in IMPLEMENTATIONS if CUDA or (c.get("precision") != "fp16" and "tf32" not in c)]
+    if CUDA and __import__("importlib").util.find_spec("flash_attn"):
+        changes.append({"attention": "flash", "precision": "bf16"})
+    hp = {"shots": 2, "prompt_format": "minimal", "max_eval_examples": 24 if TINY else 200}
+    icl.run(RunSpec("sst2", f"{TMP}/smol", FactorSeeds.tied(1), method="icl", hparams={**hp, "max_eval_examples": 8}),
+            DATA)  # warm-up
+    frames, seconds = [], {}
+    for change in changes:
+        impl = Implementation.of({**base, **change})
+        for seed in (1, 2):
+            spec = RunSpec("sst2", f"{TMP}/smol", FactorSeeds.tied(seed), method="icl",
+                           hparams={**hp, **impl.hparams("icl")}, tag=impl.tag)
+            result = icl.run(spec, DATA)
+            seconds.setdefault(impl.tag, []).append(round(result.timings["eval_seconds"], 3))
+            frames.append(result.predictions.assign(task="sst2", model=f"smol-icl-{impl.tag}", run=str(seed)))
+    study = compare_implementations(pd.concat(frames, ignore_index=True), n_boot=1000)
+    baseline = Implementation.of(base).tag
+    keep = ["a", "b", "setting", "flip_rate", "max_abs_logprob_diff", "mean_abs_logprob_diff", "metric_diff",
+            "metric_diff_low", "metric_diff_high", "null_flip_rate", "seed_flip_rate", "seed_std", "probable_bug"]
+    pairs = study.pairs[(study.pairs["a"] == baseline) | (study.pairs["b"] == baseline)
+                        | (study.pairs["setting"] == "rerun")][keep]
+    return {"baseline": baseline, "eval_seconds": seconds, "pairs": pairs.to_dict(orient="records")}
 
 
 res["total_s"] = round(time.time() - T0, 1)

@@ -25,6 +25,7 @@ from seedscope.plan.seeds import check_seed
 from seedscope.presets import PRESET_DIR, list_presets
 from seedscope.plan import RunSpec, seed_sweep
 from seedscope.plan.hparams import FinetuneSettings, ICLSettings, settings_class
+from seedscope.plan.implementation import Implementation, check_axes, combinations, vary
 from seedscope.tasks import get_task
 from seedscope.tasks.lm_eval_tasks import PREFIX, harness_name, is_lm_eval_task
 
@@ -72,6 +73,8 @@ class SweepConfig(BaseModel):
     seeds: list[int] = Field(default_factory=lambda: list(PAPER_SEEDS), min_length=1)
     hparams: dict[str, Any] = Field(default_factory=dict)
     task_hparams: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    #: implementation settings to vary, each with its values (every combination runs every seed)
+    implementation: dict[str, list[Any]] = Field(default_factory=dict)
     data_dir: Path | None = None
     out: Path | None = None
 
@@ -113,6 +116,11 @@ class SweepConfig(BaseModel):
         _user_error(settings_class(info.data.get("method", "full")).from_hparams, hparams)
         return hparams
 
+    @field_validator("implementation")
+    @classmethod
+    def _check_implementation(cls, axes: dict[str, list[Any]], info: ValidationInfo) -> dict[str, list[Any]]:
+        return _user_error(check_axes, axes, info.data.get("method", "full"))
+
     @field_validator("task_hparams")
     @classmethod
     def _check_task_hparams(cls, table: dict[str, dict[str, Any]], info: ValidationInfo) -> dict[str, dict[str, Any]]:
@@ -141,8 +149,13 @@ class SweepConfig(BaseModel):
         """
         paths = {model: resolve_model(model) for model in self.models}
         names = {paths[m]: m for m in self.models if paths[m] != m} | {paths.get(m, m): n for m, n in self.model_names.items()}
-        return seed_sweep(self.run_tasks(), list(paths.values()), self.seeds, self.method, self.hparams,
-                          task_hparams=self.task_hparams, model_names=names)
+        specs = seed_sweep(self.run_tasks(), list(paths.values()), self.seeds, self.method, self.hparams,
+                           task_hparams=self.task_hparams, model_names=names)
+        return vary(specs, self.implementations())
+
+    def implementations(self) -> list[Implementation]:
+        """Every combination of the ``implementation`` axes (none: the runs as they are)."""
+        return combinations(self.implementation) if self.implementation else []
 
     def run_tasks(self) -> list[str]:
         """The tasks to run: lm-eval groups and tags become their tasks (the harness's registry says which)."""

@@ -76,3 +76,29 @@ def test_a_strict_run_with_a_nondeterministic_operation_fails(monkeypatch, tiny_
         finetune.run(_spec(tiny_bert, deterministic="strict"), data_dir)
     recorded = finetune.run(_spec(tiny_bert, deterministic=True), data_dir).environment
     assert recorded["determinism_achieved"] is False and recorded["nondeterministic_ops"] == ["put_"]
+
+
+def test_implementation_settings_apply_for_the_run_and_are_restored():
+    from types import SimpleNamespace
+
+    from seedscope.runners.environment import implementation, implementation_record
+
+    threads = torch.get_num_threads()
+    settings = SimpleNamespace(threads=1, deterministic=False, tf32=None, rerun=2, attention="eager", padding_side="left")
+    with implementation(settings) as record:
+        applied = implementation_record(settings, "bf16", 4)["implementation"]
+    assert applied["threads"] == 1 and applied["precision"] == "bf16" and applied["rerun"] == 2
+    assert applied["attention"] == "eager" and record.achieved is None
+    assert torch.get_num_threads() == threads
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="what a CPU-only machine refuses")
+def test_settings_this_machine_cannot_run_are_refused():
+    from seedscope.runners.environment import attention_kwargs, resolve_precision
+
+    assert resolve_precision("bf16") == "bf16" and resolve_precision("auto") == "fp32"  # bf16 runs on a CPU
+    with pytest.raises(SeedscopeError, match="precision fp16 needs a GPU"):
+        resolve_precision("fp16")
+    with pytest.raises(SeedscopeError, match="device cuda asked for, but no GPU is visible"):
+        resolve_precision("fp32", "cuda")
+    assert attention_kwargs("sdpa", "fp32") == {"attn_implementation": "sdpa"} and attention_kwargs("default", "fp32") == {}

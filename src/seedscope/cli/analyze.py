@@ -137,6 +137,9 @@ def analyze_command(
     ),
     top: Top = 10,
     k: Ks = None,
+    implementations: bool = typer.Option(
+        False, "--runs-are-implementations", help="Each run (file) is one implementation of the same system (lm-eval "
+        "output at batch 1 and at batch 128, say): add the measures between implementations (docs/implementation.md)."),
     n_boot: Boot = 10_000,
     confidence: Confidence = 0.95,
     seed: Seed = 0,
@@ -164,12 +167,20 @@ def analyze_command(
     settings = dict(task_type=reading.options.task_type, intersect=intersect, primary_metric=primary_metric,
                     n_boot=n_boot, confidence=confidence, seed=seed, power=power)
     with console.status("reading predictions…"), _importing("scipy.special"):
-        inputs = read_inputs(paths, reading, console, aligned=not intersect)
+        inputs = read_inputs(paths, reading, console, aligned=not intersect and not implementations)
     with console.status("analysing…"):
         results, summary, notes = analyze_inputs(inputs, paths, settings)
+        study = implementation_study(inputs, settings, runs_are_implementations=implementations)
     sections = analysis_sections(results, summary, top)
+    document = _json(results, summary, top)
+    if study is not None:
+        from seedscope.report.implementation import bug_notes, implementation_sections
+
+        sections.update(implementation_sections(study))
+        document["implementation"] = study.to_dict()
+        notes = notes + bug_notes(study)
     long = _long(results) if outputs.csv else None
-    outputs.emit(console, sections, _json(results, summary, top), long, max_rows=None, notes=notes + [
+    outputs.emit(console, sections, document, long, max_rows=None, notes=notes + [
         f"--intersect dropped {result.aligned.n_dropped} example(s) not covered by every run"
         for result in results.values() if result.aligned.n_dropped])
 
@@ -224,6 +235,24 @@ def analyze_inputs(inputs, paths: list[Path], settings: dict) -> tuple[dict, Tas
         results = {(None, None): analyze(inputs, **settings)}
     summary = summarize_tasks({_label(key): result for key, result in results.items()}) if len(results) > 1 else None
     return results, summary, notes
+
+
+def implementation_study(inputs, settings: dict, *, runs_are_implementations: bool = False):
+    """The measures between implementations when the runs carry ``impl-`` tags (a sweep with --implementation), or
+    with ``runs_are_implementations`` between the runs themselves (each one implementation, named after its run)."""
+    import pandas as pd
+
+    from seedscope.analysis.implementation import (
+        as_implementations,
+        compare_implementations,
+    )
+
+    if not isinstance(inputs, pd.DataFrame):
+        return None
+    if runs_are_implementations:
+        inputs = as_implementations(inputs)
+    return compare_implementations(inputs, confidence=settings["confidence"], n_boot=settings["n_boot"],
+                                   seed=settings["seed"])
 
 
 def analyze_scores(console: Console, paths: list[Path], reading: Reading, outputs: OutputFiles, settings: dict,

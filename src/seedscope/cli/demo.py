@@ -46,6 +46,11 @@ on SST-2 (data split, label choice, episode order, support choice, initialisatio
 each factor's importance. On a CPU it runs one run per core at once, up to four (about 7½
 minutes on 2 cores).
 
+With --runner implementation it prompts SmolLM2 on SST-2 and RTE under every combination of
+precision (fp32, bf16), batch size (1, 16), attention kernel (eager, sdpa) and threads (1, 2),
+two seeds each, and ranks each implementation setting's flip rate beside the seed's (the
+demonstrations), flagging any pair far outside both (docs/implementation.md).
+
 Examples:
 
 ```
@@ -54,6 +59,7 @@ seedscope demo --out /tmp/demo --seeds 42,52,62
 seedscope demo --runner icl --out /tmp/icl-demo
 seedscope demo --runner lora
 seedscope demo --runner meta
+seedscope demo --runner implementation
 ```
 """
 
@@ -63,12 +69,13 @@ class Demo(str, Enum):
     icl = "icl"
     lora = "lora"
     meta = "meta"
+    implementation = "implementation"
 
 
 def demo_command(
     out: Out = None,
     runner: Demo = typer.Option(Demo.finetune, "--runner", help="finetune: MiniLM fine-tuned; icl: SmolLM2 prompted; lora: SmolLM2 fine-tuned with LoRA and prompted, side by side; "
-    "meta: ProtoNet, MAML and Reptile, with a factor study each."),
+    "meta: ProtoNet, MAML and Reptile, with a factor study each; implementation: SmolLM2 under 16 implementations."),
     seeds: Seeds = None,
     data_dir: DataDir = None,
 ) -> None:
@@ -76,8 +83,8 @@ def demo_command(
 
     started = time.perf_counter()
     out = out or Path("seedscope-demo" if runner == Demo.finetune else f"seedscope-{runner.value}-demo")
-    config, specs = demo_plan(runner.value, seeds=parse_int_list(seeds, "--seeds", "42,52,62"), out=out,
-                              data_dir=data_dir)
+    config, specs = demo_plan(runner.value, seeds=None if seeds is None and runner == Demo.implementation else
+                              parse_int_list(seeds, "--seeds", "42,52,62"), out=out, data_dir=data_dir)
     console = output_console()
     store = run_sweep(config, console, resume=(out / "catalog.sqlite").is_file(), specs=specs,
                       execution=meta_execution() if runner == Demo.meta else None,
@@ -89,6 +96,8 @@ def demo_command(
     if runner == Demo.meta:
         show_meta_methods(store, console)
         run_meta_studies(out, data_dir, console)
+    if runner == Demo.implementation:
+        show_implementations(store, console)
     minutes, seconds = divmod(round(time.perf_counter() - started), 60)
     console.print(f"the demo took {minutes} min {seconds:02d} s (runs already in {escape(str(out))} are reused, not rerun)",
                   highlight=False)
@@ -148,6 +157,24 @@ def run_meta_studies(out: Path, data_dir: Optional[Path], console: Console) -> N
     n, m = META_STUDY["n_investigation"], META_STUDY["n_mitigation"]
     console.print(to_rich(frame, f"Factor importance IS [95% interval], {META_STUDY['task']}, N = {n} × M = {m} "
                                  "(a demo: the study in docs/meta-learning.md is the one to read)"))
+
+
+def show_implementations(store, console: Console) -> None:
+    """Each implementation setting's flip rate and |Δ accuracy| ranked beside the seed's, and the probable bugs."""
+    from seedscope.analysis.implementation import compare_implementations
+    from seedscope.cli.outputs import print_notes
+    from seedscope.report.implementation import bug_notes
+    from seedscope.report.tables import to_rich
+
+    study = compare_implementations(store.predictions(), n_boot=2000)
+    ranking = study.ranking().rename(columns={"abs_metric_diff": "mean |Δ accuracy| (seed: std)"})
+    console.print(to_rich(ranking.set_index(["task", "setting"]).drop(columns="system"),
+                          "Implementation settings ranked beside the seed (the demonstrations): flip rate = share of "
+                          "predictions that change"))
+    notes = bug_notes(study)
+    print_notes(console, notes or ["no pair of implementations is far outside the seed spread: nothing flagged"])
+    console.print(f"every pair, with intervals: seedscope analyze {store.path} --json pairs.json", highlight=False,
+                  markup=False)
 
 
 def show_factor_spread(runs: pd.DataFrame, console: Console) -> None:

@@ -28,6 +28,7 @@ from seedscope.cli.run_options import (
     ExecutorOption,
     FailFast,
     GpusPerRun,
+    ImplementationAxes,
     LmEvalInclude,
     MaxRetries,
     MethodOption,
@@ -132,7 +133,8 @@ StudyMetric = Annotated[Optional[str], typer.Option(
 Factors = Annotated[Optional[list[str]], typer.Option(
     "--factor", help="A randomness factor (repeatable): data_split, label_choice, data_order, model_init (icl: "
     "sample_choice, sample_order, prompt_format instead of the last two; meta: sample_order, sample_choice instead of "
-    "data_order), or all. run: the factors studied; analyze: only these are analysed.")]
+    "data_order), or all; implementation: the --implementation combinations as its configurations. run: the factors "
+    "studied; analyze: only these are analysed.")]
 Tolerance = Annotated[Optional[float], typer.Option(
     "--tolerance", help="Adaptive run count: the largest change of IS, c/σ_GM and m/σ_GM that counts as settled; "
     "mitigation runs stop being added once it has held --patience checks.")]
@@ -281,7 +283,9 @@ def run_command(
     seed: Seed = 0,
     json_file: JsonFile = None,
     markdown_file: MarkdownFile = None,
+    implementation: ImplementationAxes = None,
 ) -> None:
+    from seedscope.plan.implementation import parse_axes
     from seedscope.workflows.factor_studies import FactorStudyConfig, run_factor_study
     from seedscope.workflows.sweeping import preflight
 
@@ -293,6 +297,7 @@ def run_command(
         n_golden=golden_runs, num_labelled=num_labelled, test_fraction=test_fraction, method=choice.method or "full",
         preset=choice.preset, config=choice.config, hparams=choice.hparams, tolerance=tolerance,
         start=start, batch=batch, patience=patience, metric=metric, runner=runner.value,
+        implementation=parse_axes(implementation or []),
     )
     plan = study.plan  # validated here, before anything is written; run_factor_study reuses it
     study.schedule()
@@ -371,7 +376,7 @@ def _plan_only(plan, data_dir: Optional[Path], parallel: str) -> None:
     n, m = len(plan.investigation_seeds), plan.n_mitigation
     sizes = pd.DataFrame(
         [{"experiment": "golden", "runs": plan.n_golden}]
-        + [{"experiment": f, "runs": n * m} for f in plan.factors]
+        + [{"experiment": f, "runs": plan.configurations(f) * m} for f in plan.factors]
     ).set_index("experiment")
     console.print(to_rich(sizes, f"Plan: N = {n}, M = {m}, L = {plan.n_golden}; {len(plan.specs)} runs"))
     print_cost(plan.specs, data_dir, console, parallel=parallel)

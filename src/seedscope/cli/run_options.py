@@ -139,6 +139,11 @@ MaxRetries = Annotated[int, typer.Option(
     "--max-retries", help="Ray: start a run again this often when its worker dies (killed, out of memory).")]
 Seeds = Annotated[Optional[str], typer.Option(
     "--seeds", help="Comma-separated seeds; default: the paper's 42,52,…,132 (demo: 42,52,62,72,82).")]
+ImplementationAxes = Annotated[Optional[list[str]], typer.Option(
+    "--implementation", help="An implementation setting to vary, SETTING=VALUE[,VALUE…] (repeatable; every combination "
+    "runs every seed, its run ids end in impl-…): precision (fp32, bf16, fp16), batch_size, attention (eager, sdpa, "
+    "flash), threads, device (cpu, cuda), padding_side (left, right), deterministic (true, false, strict), rerun "
+    "(identical reruns: the noise floor). See docs/implementation.md.")]
 PlanOnly = Annotated[bool, typer.Option(
     "--plan-only", help="Print runs, training example-epochs and the estimated wall time (one short timed run per task); "
     "store nothing.")]

@@ -19,6 +19,7 @@ from seedscope.cli.run_options import (
     ExecutorOption,
     FailFast,
     GpusPerRun,
+    ImplementationAxes,
     LmEvalInclude,
     MaxRetries,
     MethodOption,
@@ -204,14 +205,16 @@ def sweep_command(
     max_retries: MaxRetries = 2,
     data_dir: DataDir = None,
     plan_only: PlanOnly = False,
+    implementation: ImplementationAxes = None,
 ) -> None:
     from seedscope.config import build_config
+    from seedscope.plan.implementation import parse_axes
 
     execution = execution_options(ctx.params)
     choice = RunChoice.of(ctx.params)
     overrides = {"tasks": split_values(task), "models": split_values(model), "out": out, "data_dir": data_dir,
                  "seeds": parse_int_list(seeds, "--seeds", "42,52,62"), "method": choice.method,
-                 "hparams": choice.hparams or None}
+                 "hparams": choice.hparams or None, "implementation": parse_axes(implementation or []) or None}
     config = build_config(preset=choice.preset, path=choice.config, overrides=overrides)
     if plan_only:
         plan_cost(config, output_console(), execution, parallel=parallel)

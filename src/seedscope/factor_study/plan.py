@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from seedscope.errors import SeedscopeError
+from seedscope.plan.implementation import Implementation
 from seedscope.plan.runs import RunSpec, check_unique, plan_to_dict
 from seedscope.plan.seeds import FactorSeeds, check_factor, check_seed
 
@@ -21,6 +22,8 @@ INVESTIGATION_MASTER_SEED = 27
 #: the reference draws study seeds from the integers 1 … 100000
 STUDY_SEED_RANGE = (1, 100_000)
 GOLDEN = "golden"
+#: the factor whose configurations are implementations (``--implementation`` combinations), not seeds
+IMPLEMENTATION = "implementation"
 #: column of a factor score table holding the mitigation run's number
 MITIGATION = "mitigation"
 
@@ -49,6 +52,8 @@ def draw_seeds(master_seed: int, count: int, low: int = STUDY_SEED_RANGE[0], hig
 
 def check_investigated(factor: str, runner: str = "finetune") -> str:
     """``factor`` if the runner can vary it on its own, else one sentence saying why not."""
+    if factor == IMPLEMENTATION:
+        return factor
     check_factor(factor)
     if factor == "optimisation":
         raise SeedscopeError("model randomness (optimisation) is never investigated: it always stays in the mitigated group")
@@ -91,17 +96,22 @@ class FactorStudyPlan:
     n_golden: int
     specs: tuple[RunSpec, ...]
     master_seeds: Mapping[str, int]
+    implementations: tuple[Implementation, ...] = ()
 
     @property
     def n_mitigation(self) -> int:
         return len(self.mitigation_seeds)
+
+    def configurations(self, factor: str) -> int:
+        """N of one factor: its investigation seeds, or the implementations of the implementation factor."""
+        return len(self.implementations) if factor == IMPLEMENTATION else len(self.investigation_seeds)
 
     def golden_specs(self) -> list[RunSpec]:
         return list(self.specs[: self.n_golden])
 
     def group_specs(self, first: int, last: int, factors: Sequence[str] | None = None) -> list[RunSpec]:
         """Runs of mitigation runs ``first`` … ``last`` (1-based, inclusive) of every factor (or of ``factors``)."""
-        per_group = len(self.factors) * len(self.investigation_seeds)
+        per_group = sum(self.configurations(f) for f in self.factors)
         chosen = self.specs[self.n_golden + (first - 1) * per_group: self.n_golden + last * per_group]
         return [s for s in chosen if factors is None or parse_study_tag(s.tag)[0] in factors]
 
@@ -115,6 +125,7 @@ class FactorStudyPlan:
                 "mitigation_seeds": list(self.mitigation_seeds),
                 "golden_runs": self.n_golden,
                 "master_seeds": dict(self.master_seeds),
+                "implementations": [impl.to_dict() for impl in self.implementations],
             },
         }
 
@@ -133,28 +144,38 @@ def factor_study_plan(
     runner: str = "finetune",
     mitigation_master_seed: int = MITIGATION_MASTER_SEED,
     investigation_master_seed: int = INVESTIGATION_MASTER_SEED,
+    implementations: Sequence[Implementation] = (),
 ) -> FactorStudyPlan:
     """N investigation × M mitigation runs for each factor, plus L golden runs shared by all factors.
 
     Seeds are drawn without replacement: N investigation seeds from one master seed, max(M, L)
     mitigation seeds from the other (golden run j uses mitigation seed j, as in the reference).
+    The ``implementation`` factor's configurations are ``implementations`` (every seed at m_j).
     """
     factors = tuple(dict.fromkeys(check_investigated(f, runner) for f in factors))
     if not factors:
         raise SeedscopeError("a factor study needs at least one factor")
+    if (IMPLEMENTATION in factors) != (len(implementations) >= 2):
+        raise SeedscopeError("the implementation factor needs two implementations or more (--implementation "
+                             "precision=fp32,bf16 …), and --implementation needs --factor implementation")
     for name, value in (("investigation", n_investigation), ("mitigation", n_mitigation), ("golden", n_golden)):
         if value < 2:
             raise SeedscopeError(f"a factor study needs at least 2 {name} runs, not {value}")
     investigation = draw_seeds(investigation_master_seed, n_investigation)
     mitigation = draw_seeds(mitigation_master_seed, max(n_mitigation, n_golden))
 
-    def spec(seeds: FactorSeeds, tag: str) -> RunSpec:
-        return RunSpec(task=task, model=model, seeds=seeds, method=method, hparams=dict(hparams or {}),
-                       model_name=model_name, tag=tag)
+    def spec(seeds: FactorSeeds, tag: str, implementation: Implementation | None = None) -> RunSpec:
+        settings = {**(hparams or {}), **(implementation.hparams(method) if implementation else {})}
+        return RunSpec(task=task, model=model, seeds=seeds, method=method, hparams=settings, model_name=model_name,
+                       tag=tag)
 
     specs = [spec(FactorSeeds.tied(m), study_tag(GOLDEN, j)) for j, m in enumerate(mitigation[:n_golden], 1)]
     for j, m in enumerate(mitigation[:n_mitigation], 1):
         for factor in factors:
+            if factor == IMPLEMENTATION:
+                specs += [spec(FactorSeeds.tied(m), study_tag(factor, j, k), impl)
+                          for k, impl in enumerate(implementations, 1)]
+                continue
             for k, i in enumerate(investigation, 1):
                 specs.append(spec(FactorSeeds.tied(m).replace(**{factor: i}), study_tag(factor, j, k)))
     return FactorStudyPlan(
@@ -164,4 +185,5 @@ def factor_study_plan(
         n_golden=n_golden,
         specs=tuple(check_unique(specs)),
         master_seeds={"mitigation": mitigation_master_seed, "investigation": investigation_master_seed},
+        implementations=tuple(implementations),
     )

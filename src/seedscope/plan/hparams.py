@@ -47,6 +47,20 @@ class DataSettings(_Settings):
     num_labelled: int | None = Field(None, ge=1, description="class-balanced labelled subset (label_choice seed)")
     trust_remote_code: bool = False
     precision: Precision = Field("auto", description="auto: bf16 (or fp16) on a GPU, fp32 on CPU")
+    # the implementation settings every runner honours (seedscope.plan.implementation)
+    deterministic: bool | Literal["strict"] = Field(
+        True, description="deterministic kernels; true records any operation that broke them, strict fails instead")
+    threads: int | None = Field(None, ge=1, description="torch's CPU threads for the run (None: as the process has)")
+    device: Literal["auto", "cpu", "cuda"] = Field("auto", description="auto: the GPU when one is visible")
+    tf32: bool | None = Field(None, description="TensorFloat-32 matmuls on a GPU (None: as torch has it)")
+    rerun: int | None = Field(None, ge=1, description="an identical rerun's number: changes nothing but the run id")
+
+    @field_validator("deterministic", mode="before")
+    @classmethod
+    def _determinism(cls, value: Any) -> Any:
+        if value in (True, False, "strict"):
+            return value
+        raise ValueError(f"must be true, false or strict, not {value!r}")
 
 
 class FinetuneSettings(DataSettings):
@@ -64,20 +78,11 @@ class FinetuneSettings(DataSettings):
     max_seq_length: int = Field(128, ge=8)
     pad_to_max_length: bool = Field(False, description="pad every batch to max_seq_length (run_glue.py's default)")
     group_by_length: bool = False
-    deterministic: bool | Literal["strict"] = Field(
-        True, description="deterministic kernels; true records any operation that broke them, strict fails instead")
     # LoRA (method "lora"); defaults are the reference paper's Table 6
     lora_r: int = Field(8, ge=1)
     lora_alpha: float = Field(16, gt=0)
     lora_dropout: float = Field(0.1, ge=0, lt=1)
     lora_target_modules: list[str] | None = None
-
-    @field_validator("deterministic", mode="before")
-    @classmethod
-    def _determinism(cls, value: Any) -> Any:
-        if value in (True, False, "strict"):
-            return value
-        raise ValueError(f"must be true, false or strict, not {value!r}")
 
     @model_validator(mode="after")
     def _check(self) -> "FinetuneSettings":
@@ -102,6 +107,9 @@ class ICLSettings(DataSettings):
     predict: Literal["score", "generate"] = "score"
     max_new_tokens: int = Field(5, ge=1)
     batch_size: int = Field(16, ge=1, description="test examples per forward pass")
+    attention: Literal["default", "eager", "sdpa", "flash"] = Field(
+        "default", description="the attention kernel (flash: flash_attention_2); default: the model's own choice")
+    padding_side: Literal["left", "right"] = Field("left", description="which side a batch's short rows are padded on")
     prefix_cache: bool = Field(True, description="compute the shared demonstrations once and reuse their cache")
     calibration: Literal["none", "contextual"] = Field(
         "none", description="contextual: divide by the probabilities of content-free inputs (Calibrate Before Use)")

@@ -128,9 +128,13 @@ def _sort_warnings(caught: list, record: DeterminismRecord, enabled: bool) -> No
             warnings.warn_explicit(item.message, item.category, item.filename, item.lineno, source=item.source)
 
 
-def compute_device() -> torch.device:
-    """Where a runner that places its own tensors computes: the GPU when one is visible, else the CPU."""
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+def compute_device(requested: str = "auto") -> torch.device:
+    """Where a runner that places its own tensors computes: ``auto`` is the GPU when one is visible, else the CPU."""
+    if requested == "cuda" and not torch.cuda.is_available():
+        raise SeedscopeError("device cuda asked for, but no GPU is visible on this machine; use device cpu or auto")
+    if requested == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(requested)
 
 
 def device_name() -> str:
@@ -163,11 +167,69 @@ def describe_environment() -> dict:
     }
 
 
-def resolve_precision(requested: str) -> str:
-    """``auto`` → bf16 (fp16 without bf16 support) on a GPU, fp32 on CPU; half precision needs a GPU."""
-    cuda = torch.cuda.is_available()
+def resolve_precision(requested: str, device: str = "auto") -> str:
+    """``auto`` → bf16 (fp16 without bf16 support) on a GPU, fp32 on a CPU; fp16 needs a GPU (bf16 runs on a CPU)."""
+    cuda = compute_device(device).type == "cuda"
     if requested == "auto":
         return ("bf16" if torch.cuda.is_bf16_supported() else "fp16") if cuda else "fp32"
-    if requested in ("bf16", "fp16") and not cuda:
-        raise SeedscopeError(f"precision {requested} needs a GPU; use precision auto or fp32 on this machine")
+    if requested == "fp16" and not cuda:
+        raise SeedscopeError("precision fp16 needs a GPU (a CPU has no fp16 matrix kernels); use bf16 or fp32 here")
     return requested
+
+
+#: the ``attention`` setting → transformers' ``attn_implementation``
+ATTENTION = {"eager": "eager", "sdpa": "sdpa", "flash": "flash_attention_2"}
+
+
+def attention_kwargs(attention: str, precision: str, device: str = "auto") -> dict:
+    """``from_pretrained``'s ``attn_implementation`` for the setting ({} for the model's default), refusing flash
+    attention where it cannot run: not installed, no GPU, or fp32."""
+    if attention == "default":
+        return {}
+    if attention == "flash":
+        from importlib.util import find_spec
+
+        if find_spec("flash_attn") is None:
+            raise SeedscopeError("attention flash needs the flash_attn package, which is not installed here; use sdpa "
+                                 "or eager")
+        if compute_device(device).type != "cuda" or precision == "fp32":
+            raise SeedscopeError("attention flash runs on a GPU in bf16 or fp16 only; use sdpa or eager here")
+    return {"attn_implementation": ATTENTION[attention]}
+
+
+def check_implementation(settings) -> None:
+    """Refuse, before a sweep starts, the implementation settings this machine cannot run (``settings``: a run's
+    validated hyper-parameters)."""
+    precision = resolve_precision(getattr(settings, "precision", "fp32"), settings.device)
+    if settings.tf32 and compute_device(settings.device).type != "cuda":
+        raise SeedscopeError("tf32 on needs a GPU (TensorFloat-32 is a GPU kernel mode); leave tf32 out on this machine")
+    attention_kwargs(getattr(settings, "attention", "default"), precision, settings.device)
+
+
+@contextmanager
+def implementation(settings) -> Iterator[DeterminismRecord]:
+    """The run's threads, TF32 and determinism switches for the block (all restored after); yields the determinism
+    record."""
+    threads, tf32 = torch.get_num_threads(), (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
+    if settings.threads is not None:
+        torch.set_num_threads(settings.threads)
+    if settings.tf32 is not None:
+        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = settings.tf32
+    try:
+        with deterministic_mode(settings.deterministic) as record:
+            yield record
+    finally:
+        torch.set_num_threads(threads)
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = tf32
+
+
+def implementation_record(settings, precision: str, batch_size: int, model=None) -> dict:
+    """The implementation a run actually ran with: settings as applied, the attention kernel the model chose."""
+    config = getattr(model, "config", None)
+    return {"implementation": {
+        "precision": precision, "batch_size": batch_size, "threads": torch.get_num_threads(),
+        "device": device_name(), "deterministic": settings.deterministic,
+        "attention": getattr(config, "_attn_implementation", None) or getattr(settings, "attention", None),
+        "padding_side": getattr(settings, "padding_side", None), "rerun": settings.rerun,
+        "tf32": torch.backends.cuda.matmul.allow_tf32 if torch.cuda.is_available() else None,
+    }}

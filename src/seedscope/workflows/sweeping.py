@@ -19,7 +19,7 @@ from seedscope.errors import SeedscopeError
 from seedscope.executors.base import ExecutionSummary, Progress, Runner
 from seedscope.executors.options import ExecutionOptions
 from seedscope.plan import RunSpec, plan_to_dict
-from seedscope.plan.hparams import FinetuneSettings
+from seedscope.plan.hparams import FinetuneSettings, settings_class
 from seedscope.plan.runs import runner_of
 from seedscope.store import ExperimentStore
 from seedscope.tasks import get_task, load_examples
@@ -38,12 +38,14 @@ def as_config(config: SweepConfig | Mapping[str, Any] | str | os.PathLike) -> Sw
 def preflight(specs: list[RunSpec], data_dir: str | os.PathLike | None) -> None:
     """Fail before anything is written: the cache writable, data files readable, models found, methods supported."""
     from seedscope.runners.checkpoints import load_model_config, model_folder
+    from seedscope.runners.environment import check_implementation
     from seedscope.runners.finetune.models import check_method, model_kind
     from seedscope.runners.icl import runner as icl
     from seedscope.runners.meta import runner as meta
 
     check_cache(specs)
     for spec in specs:  # what a runner cannot do at all, before any data is read
+        check_implementation(settings_class(spec.method).from_hparams(spec.hparams))  # fp16 on a CPU, flash …
         if runner_of(spec.method) == "meta":
             meta.check_task(get_task(spec.task))
     for task in dict.fromkeys(spec.task for spec in specs if not is_lm_eval_task(spec.task)):  # lm-eval: icl.check

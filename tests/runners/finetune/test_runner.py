@@ -211,7 +211,7 @@ def test_real_minilm_fine_tunes_for_a_few_steps(data_dir):
     "model, hparams, method, message",
     [
         ("/nonexistent/model-folder", {}, "full", "model '/nonexistent/model-folder' not found"),
-        ("tiny_bert", {"precision": "bf16"}, "full", "precision bf16 needs a GPU"),
+        ("tiny_bert", {"precision": "fp16"}, "full", "precision fp16 needs a GPU"),
         ("tiny_bert", {"learning_rte": 1e-5}, "full", "unknown hyper-parameter 'learning_rte'"),
         ("tiny_bert", {"lora_target_modules": ["q_proj"]}, "lora", "method lora is not supported"),
         ("tiny_bert", {"max_steps": 0}, "full", "max_steps must be positive"),

@@ -85,6 +85,9 @@ def test_cached_scores_equal_the_fields_whole_string_scores(tiny_lm, data_dir, t
     np.testing.assert_allclose(score_causal(model, tokenizer, prompts, batch_size=4), expected, atol=1e-4)
     np.testing.assert_allclose(score_causal(model, tokenizer, prompts, batch_size=3, prefix_cache=False), expected,
                                atol=1e-4)
+    for cache in (True, False):  # right padding (an implementation setting): each row's last real position is read
+        np.testing.assert_allclose(score_causal(model, tokenizer, prompts, batch_size=4, prefix_cache=cache,
+                                                padding_side="right"), expected, atol=1e-4)
     assert encode_requests(tokenizer, prompts).uncached == 0  # the prefix boundary holds for every example
 
 

@@ -106,7 +106,9 @@ def check_method(config, method: str, settings: FinetuneSettings) -> None:
     """Refuse LoRA on an architecture with no known attention projections (unless named)."""
     if method != "lora" or settings.lora_target_modules:
         return
-    from peft.utils import TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING as defaults
+    from peft.utils import (
+        TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING as defaults,
+    )
 
     if config.model_type not in defaults:
         raise SeedscopeError(

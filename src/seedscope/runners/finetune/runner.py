@@ -22,7 +22,13 @@ from seedscope.plan import RunSpec
 from seedscope.plan.hparams import FinetuneSettings
 from seedscope.runners.checkpoints import load_model_config, model_folder
 from seedscope.runners.data import run_examples
-from seedscope.runners.environment import describe_environment, deterministic_mode, resolve_precision
+from seedscope.runners.environment import (
+    compute_device,
+    describe_environment,
+    implementation,
+    implementation_record,
+    resolve_precision,
+)
 from seedscope.runners.finetune.features import collator, feature_length
 from seedscope.runners.finetune.models import load_model, model_kind
 from seedscope.runners.finetune.process_cache import features_of, tokenizer_of
@@ -55,7 +61,7 @@ def training_arguments(settings: FinetuneSettings, spec: RunSpec, precision: str
         report_to="none",
         disable_tqdm=True,
         dataloader_num_workers=0,
-        use_cpu=not torch.cuda.is_available(),
+        use_cpu=compute_device(settings.device).type == "cpu",
     )
 
 
@@ -64,7 +70,7 @@ def run(spec: RunSpec, data_dir: str | os.PathLike | None = None, *, on_step: St
     started = time.perf_counter()
     settings = FinetuneSettings.from_hparams(spec.hparams)
     task = get_task(spec.task)
-    precision = resolve_precision(settings.precision)
+    precision = resolve_precision(settings.precision, settings.device)
     folder = model_folder(spec.model)  # a GGUF file (the packaged SmolLM2) is converted once
     kind = model_kind(load_model_config(folder, settings.trust_remote_code), task)
     train, dev = run_examples(task, settings, spec.seeds, data_dir)
@@ -72,7 +78,7 @@ def run(spec: RunSpec, data_dir: str | os.PathLike | None = None, *, on_step: St
     regression = task.task_type == "regression"
     train_features = features_of(train, kind, tokenizer, settings.max_seq_length, regression)
     eval_features = features_of(dev, kind, tokenizer, settings.max_seq_length, regression)
-    with deterministic_mode(settings.deterministic) as determinism, tempfile.TemporaryDirectory(prefix="seedscope-") as scratch:
+    with implementation(settings) as determinism, tempfile.TemporaryDirectory(prefix="seedscope-") as scratch:
         spec.seeds.seed_global("model_init")
         model = load_model(folder, kind, task, settings, spec.method, tokenizer)
         trainer = SeededTrainer(
@@ -99,6 +105,7 @@ def run(spec: RunSpec, data_dir: str | os.PathLike | None = None, *, on_step: St
             "method": spec.method,
             "model_folder": folder,
             "seeds": spec.seeds.to_dict(),
+            **implementation_record(settings, precision, settings.per_device_eval_batch_size, model),
         }
         steps = trainer.state.global_step
     environment.update(determinism.to_dict())  # complete once the block has ended

@@ -7,8 +7,13 @@ from typing import Literal
 import torch
 
 from seedscope.errors import SeedscopeError
-from seedscope.runners.checkpoints import from_pretrained_checked, load_model_config, load_tokenizer, model_folder
-from seedscope.runners.environment import compute_device
+from seedscope.runners.checkpoints import (
+    from_pretrained_checked,
+    load_model_config,
+    load_tokenizer,
+    model_folder,
+)
+from seedscope.runners.environment import attention_kwargs, compute_device
 
 LMKind = Literal["causal", "seq2seq"]
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
@@ -26,14 +31,16 @@ def lm_kind(config) -> LMKind:
                          "so it cannot be prompted (fine-tune it instead)")
 
 
-def load_language_model(model: str, precision: str, trust_remote_code: bool = False):
-    """(model in eval mode, tokenizer, kind, folder it was read from) for prompting."""
+def load_language_model(model: str, precision: str, trust_remote_code: bool = False, *, attention: str = "default",
+                        device: str = "auto"):
+    """(model in eval mode, tokenizer, kind, folder it was read from) for prompting, with the ``attention`` kernel
+    on ``device`` (implementation settings)."""
     from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM
 
     folder = model_folder(model)
     kind = lm_kind(load_model_config(folder, trust_remote_code))
     loader = AutoModelForSeq2SeqLM if kind == "seq2seq" else AutoModelForCausalLM
     network = from_pretrained_checked("weights", loader.from_pretrained, folder, dtype=DTYPES[precision],
-                    trust_remote_code=trust_remote_code)
+                    trust_remote_code=trust_remote_code, **attention_kwargs(attention, precision, device))
     tokenizer = load_tokenizer(folder, trust_remote_code)
-    return network.to(compute_device()).eval(), tokenizer, kind, folder
+    return network.to(compute_device(device)).eval(), tokenizer, kind, folder

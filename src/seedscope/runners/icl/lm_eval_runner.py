@@ -38,11 +38,11 @@ LOGLIKELIHOODS = "loglikelihoods"
 
 
 @functools.lru_cache(maxsize=1)
-def _model(model: str, precision: str, trust_remote_code: bool):
+def _model(model: str, precision: str, trust_remote_code: bool, attention: str = "default", device: str = "auto"):
     """The language model, loaded once per process (every seed of a sweep reuses it)."""
     from seedscope.runners.icl.language_models import load_language_model
 
-    loaded = load_language_model(model, precision, trust_remote_code)
+    loaded = load_language_model(model, precision, trust_remote_code, attention=attention, device=device)
     if loaded[2] != "causal":
         raise SeedscopeError("lm-eval tasks run on causal (decoder-only) language models; "
                              f"{model} is a sequence-to-sequence model")
@@ -72,6 +72,9 @@ def check(spec: RunSpec, data_dir: str | os.PathLike | None = None) -> None:
         if key in spec.hparams:
             raise SeedscopeError(f"{key} does not apply to an lm-eval task: its output type says whether it is scored "
                                  "or generated, and its metrics are the harness's")
+    from seedscope.runners.environment import check_implementation
+
+    check_implementation(settings)
     variant(spec, settings)  # formats that are not lm-eval variants are refused here
     names = [spec.task, *(f for f in settings.formats if harness.is_lm_eval_task(f))]
     sizes = {name: len(harness.load_task(name, include).eval_docs) for name in dict.fromkeys(names)}
@@ -84,17 +87,31 @@ def check(spec: RunSpec, data_dir: str | os.PathLike | None = None) -> None:
 
 def run(spec: RunSpec, data_dir: str | os.PathLike | None = None, *, on_step: StepHook | None = None) -> RunResult:
     """Answer the harness's requests of one seeded run and keep what the harness makes of them."""
-    from seedscope.runners.environment import describe_environment, resolve_precision
+    from seedscope.runners.environment import implementation
+
+    settings = ICLSettings.from_hparams(spec.hparams)
+    with implementation(settings) as determinism:  # threads and determinism switches (implementation settings)
+        result = _run(spec, settings, on_step)
+    result.environment.update(determinism.to_dict())
+    return result
+
+
+def _run(spec: RunSpec, settings: ICLSettings, on_step: StepHook | None) -> RunResult:
+    from seedscope.runners.environment import (
+        describe_environment,
+        implementation_record,
+        resolve_precision,
+    )
 
     started = time.perf_counter()
-    settings = ICLSettings.from_hparams(spec.hparams)
     chosen = variant(spec, settings)
     task = harness.load_task(chosen, tuple(settings.lm_eval_include))
     docs = harness.build_requests(task, shots=spec.hparams.get("shots"), seeds=spec.seeds,
                                   max_docs=settings.max_eval_examples, resplit=settings.resplit,
                                   num_labelled=settings.num_labelled)
-    precision = resolve_precision(settings.precision)
-    model, tokenizer, kind, folder = _model(spec.model, precision, settings.trust_remote_code)
+    precision = resolve_precision(settings.precision, settings.device)
+    model, tokenizer, kind, folder = _model(spec.model, precision, settings.trust_remote_code, settings.attention,
+                                            settings.device)
     loaded = time.perf_counter()
     prompts = answer(task, docs, model, tokenizer, settings, on_step)
     finished = time.perf_counter()
@@ -111,7 +128,7 @@ def run(spec: RunSpec, data_dir: str | os.PathLike | None = None, *, on_step: St
         "model_folder": folder, "seeds": spec.seeds.to_dict(), "prompt_format": chosen,
         "lm_eval_version": harness.installed_version(), "lm_eval_task": harness.harness_name(chosen),
         "lm_eval_output_type": harness.task_kind(task), "num_fewshot": task.get_config("num_fewshot"),
-        "fewshot_seed": spec.seeds.sample_choice,
+        "fewshot_seed": spec.seeds.sample_choice, **implementation_record(settings, precision, settings.batch_size, model),
     }
     return RunResult(spec.run_id, table, metrics, timings, environment, prompt_prefix=prompts.prefix)
 
@@ -149,6 +166,9 @@ def answer(task, docs, model, tokenizer, settings: ICLSettings, on_step: StepHoo
     contexts = [context for _, context, _ in rows]
     prefix = shared_prefix(contexts)
     if harness.task_kind(task) == "generate_until":
+        if settings.padding_side != "left":
+            raise SeedscopeError("this lm-eval task generates, and generation cannot honour padding_side right (each "
+                                 "row continues from the last column); use padding_side left")
         prompts = Prompts(prefix, [c[len(prefix):] for c in contexts], [[""] for _ in rows])
         gen_kwargs = docs[0].instances[0].args[1]
         until = _stop_strings(gen_kwargs, tokenizer)
@@ -165,7 +185,7 @@ def answer(task, docs, model, tokenizer, settings: ICLSettings, on_step: StepHoo
     prompts = Prompts(prefix, [c[len(prefix):] for c in contexts], candidates)
     greedy = np.zeros((len(rows), max(map(len, candidates))), dtype=bool)
     scores = score_causal(model, tokenizer, prompts, batch_size=settings.batch_size, prefix_cache=settings.prefix_cache,
-                          on_step=on_step, greedy=greedy)
+                          on_step=on_step, greedy=greedy, padding_side=settings.padding_side)
     for r, (d, _, ks) in enumerate(rows):
         for j, k in enumerate(ks):
             docs[d].instances[k].resps = [(float(scores[r, j]), bool(greedy[r, j]))]

@@ -62,7 +62,8 @@ def _padded(rows: list[list[int]], pad: int, device, side: str = "left") -> tupl
 
 @torch.no_grad()
 def score_causal(model, tokenizer, prompts: Prompts, *, batch_size: int = 16, prefix_cache: bool = True,
-                 on_step: StepHook | None = None, greedy: np.ndarray | None = None) -> np.ndarray:
+                 on_step: StepHook | None = None, greedy: np.ndarray | None = None,
+                 padding_side: str = "left") -> np.ndarray:
     """Examples × candidates log-likelihoods (−inf where an example has fewer candidates).
 
     ``greedy``, where given (a boolean array of the scores' shape), is filled in with lm-eval's
@@ -72,7 +73,9 @@ def score_causal(model, tokenizer, prompts: Prompts, *, batch_size: int = 16, pr
     small) reads each context once (left-padded, so every row ends at the same position) and
     gives the first token of every candidate answer at once; answers of several tokens continue
     from each example's own cache in a second pass. Examples that read the cached prefix and
-    those that read their whole context go in separate batches.
+    those that read their whole context go in separate batches. ``padding_side="right"`` pads
+    after each context instead and reads every row's last real position (an implementation
+    setting: the same scores up to the kernels' rounding).
     """
     from transformers import DynamicCache
 
@@ -86,13 +89,14 @@ def score_causal(model, tokenizer, prompts: Prompts, *, batch_size: int = 16, pr
         output = model(input_ids=torch.tensor([tokens.prefix], device=device), use_cache=True)
         cached = [(layer.keys, layer.values) for layer in _cache_of(output).layers]
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-    keep_last = _keep_last(model)
+    keep_last = _keep_last(model) if padding_side == "left" else {}
     batches = []
     for reads_cache in (True, False):  # similar lengths share a batch: little padding
         group = sorted((i for i in range(n) if tokens.cached[i] == reads_cache), key=lambda i: len(tokens.contexts[i]))
         batches += [(reads_cache, group[first: first + batch_size]) for first in range(0, len(group), batch_size)]
     for done, (reads_cache, examples) in enumerate(batches, 1):
-        input_ids, mask = _padded([tokens.contexts[i] for i in examples], pad, device)
+        input_ids, mask = _padded([tokens.contexts[i] for i in examples], pad, device, padding_side)
+        last = mask.sum(dim=1) - 1 if padding_side == "right" else torch.full((len(examples),), -1, device=device)
         start = len(tokens.prefix) if reads_cache else 0
         positions = (start + mask.cumsum(dim=1) - 1).clamp(min=0)
         cache = DynamicCache()
@@ -102,7 +106,7 @@ def score_causal(model, tokenizer, prompts: Prompts, *, batch_size: int = 16, pr
             mask = torch.cat([torch.ones((rows, start), dtype=torch.long, device=device), mask], dim=1)
         output = model(input_ids=input_ids, attention_mask=mask, position_ids=positions, use_cache=True,
                        **{cache_argument: cache}, **keep_last)
-        first = torch.log_softmax(output.logits[:, -1].float(), dim=-1)
+        first = torch.log_softmax(output.logits[torch.arange(len(examples), device=device), last].float(), dim=-1)
         longer = []
         for r, i in enumerate(examples):
             for j, answer in enumerate(tokens.answers[i]):

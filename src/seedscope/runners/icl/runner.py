@@ -30,7 +30,14 @@ import torch
 from seedscope.errors import SeedscopeError
 from seedscope.plan import FactorSeeds, RunSpec
 from seedscope.plan.hparams import ICLSettings
-from seedscope.predictions import EXAMPLE_ID, LABEL, PREDICTION, RUN, UNCALIBRATED, prob_columns
+from seedscope.predictions import (
+    EXAMPLE_ID,
+    LABEL,
+    PREDICTION,
+    RUN,
+    UNCALIBRATED,
+    prob_columns,
+)
 from seedscope.prompts import (
     CONTINUATIONS,
     INVALID,
@@ -42,8 +49,19 @@ from seedscope.prompts import (
     get_task_prompt,
 )
 from seedscope.runners.data import run_examples
-from seedscope.runners.environment import describe_environment, resolve_precision
-from seedscope.runners.icl.calibration import calibrate, content_free_probabilities, content_free_rows, softmax
+from seedscope.runners.environment import (
+    check_implementation,
+    describe_environment,
+    implementation,
+    implementation_record,
+    resolve_precision,
+)
+from seedscope.runners.icl.calibration import (
+    calibrate,
+    content_free_probabilities,
+    content_free_rows,
+    softmax,
+)
 from seedscope.runners.icl.language_models import load_language_model
 from seedscope.runners.icl.lm_scoring import generate, score_causal, score_seq2seq
 from seedscope.runners.result import RunResult, StepHook, prediction_table, run_metrics
@@ -93,7 +111,11 @@ def answer_to_label(text: str, prompt: TaskPrompt, choices=None) -> int | None:
 
 def check(spec: RunSpec, data_dir: str | os.PathLike | None = None) -> None:
     """Everything that can be wrong before a sweep starts: settings, verbaliser, model, chat template, shots."""
-    from seedscope.runners.checkpoints import load_model_config, load_tokenizer, model_folder
+    from seedscope.runners.checkpoints import (
+        load_model_config,
+        load_tokenizer,
+        model_folder,
+    )
     from seedscope.runners.icl.language_models import lm_kind
 
     if is_lm_eval_task(spec.task):
@@ -101,6 +123,8 @@ def check(spec: RunSpec, data_dir: str | os.PathLike | None = None) -> None:
 
         return lm_eval_runner.check(spec, data_dir)
     settings = ICLSettings.from_hparams(spec.hparams)
+    check_padding(settings)
+    check_implementation(settings)
     task = get_task(spec.task)
     prompt = get_task_prompt(task)
     check_calibration(settings, prompt, task)
@@ -121,6 +145,13 @@ def check_calibration(settings: ICLSettings, prompt: TaskPrompt, task: TaskSpec)
                              "own choices; use calibration: none for it")
 
 
+def check_padding(settings: ICLSettings) -> None:
+    """Greedy generation continues every row from the last column, so it pads on the left only."""
+    if settings.padding_side != "left" and settings.predict == "generate":
+        raise SeedscopeError("padding_side right cannot be honoured by generation (each row continues from the last "
+                             "column); use padding_side left, or predict: score")
+
+
 def check_length(prompts, tokenizer, config) -> None:
     """Refuse a prompt longer than the model reads (many shots of long examples), before it is run."""
     limit = getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", None)
@@ -138,16 +169,26 @@ def run(spec: RunSpec, data_dir: str | os.PathLike | None = None, *, on_step: St
         from seedscope.runners.icl import lm_eval_runner
 
         return lm_eval_runner.run(spec, data_dir, on_step=on_step)
-    started = time.perf_counter()
     settings = ICLSettings.from_hparams(spec.hparams)
+    check_padding(settings)
+    with implementation(settings) as determinism:  # threads and determinism switches (implementation settings)
+        result = _run(spec, settings, data_dir, on_step)
+    result.environment.update(determinism.to_dict())
+    return result
+
+
+def _run(spec: RunSpec, settings: ICLSettings, data_dir, on_step: StepHook | None) -> RunResult:
+    started = time.perf_counter()
     task = get_task(spec.task)
     prompt = get_task_prompt(task)
     check_calibration(settings, prompt, task)
     fmt = choose_format(settings, spec.seeds)
     pool, tests = run_examples(task, settings, spec.seeds, data_dir)
     demos = choose_demonstrations(pool, settings.shots, spec.seeds, task)
-    precision = resolve_precision(settings.precision)
-    model, tokenizer, kind, folder = load_language_model(spec.model, precision, settings.trust_remote_code)
+    precision = resolve_precision(settings.precision, settings.device)
+    model, tokenizer, kind, folder = load_language_model(spec.model, precision, settings.trust_remote_code,
+                                                         attention=settings.attention, device=settings.device)
+    applied = implementation_record(settings, precision, settings.batch_size, model)
     calibrated = settings.calibration == "contextual"
     rows = pd.concat([tests, content_free_rows(tests)], ignore_index=True) if calibrated else tests
     prompts = build_prompts(fmt, prompt, demos, rows, tokenizer)  # content-free rows last, with the same prefix
@@ -156,7 +197,8 @@ def run(spec: RunSpec, data_dir: str | os.PathLike | None = None, *, on_step: St
     if settings.predict == "score":
         if kind == "causal":
             scores = score_causal(model, tokenizer, prompts, batch_size=settings.batch_size,
-                                  prefix_cache=settings.prefix_cache, on_step=on_step)
+                                  prefix_cache=settings.prefix_cache, on_step=on_step,
+                                  padding_side=settings.padding_side)
         else:
             scores = score_seq2seq(model, tokenizer, prompts, batch_size=settings.batch_size, on_step=on_step)
         table = prediction_table(spec.run_id, tests, scores[: len(tests)], task)
@@ -194,7 +236,7 @@ def run(spec: RunSpec, data_dir: str | os.PathLike | None = None, *, on_step: St
         **describe_environment(), "precision": precision, "model_kind": kind, "method": spec.method,
         "model_folder": folder, "seeds": spec.seeds.to_dict(), "prompt_format": fmt.name,
         "predict": settings.predict, "calibration": settings.calibration,
-        "demonstration_ids": demos[EXAMPLE_ID].astype(str).tolist(), **extra_environment,
+        "demonstration_ids": demos[EXAMPLE_ID].astype(str).tolist(), **extra_environment, **applied,
     }
     return RunResult(spec.run_id, table, metrics, timings, environment, prompt_prefix=prompts.prefix)
 

@@ -20,7 +20,6 @@ are kept, so probabilistic consistency works; metrics are the usual ones, macro-
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
 
@@ -33,7 +32,12 @@ from seedscope.plan.hparams import MetaSettings
 from seedscope.predictions import EXAMPLE_ID
 from seedscope.runners.checkpoints import model_folder
 from seedscope.runners.data import candidate_examples, run_examples, select_examples
-from seedscope.runners.environment import compute_device, describe_environment, deterministic_mode
+from seedscope.runners.environment import (
+    compute_device,
+    describe_environment,
+    implementation,
+    implementation_record,
+)
 from seedscope.runners.meta.episodes import episode_stream, support_set
 from seedscope.runners.meta.learners import TextCNN, meta_train, predict
 from seedscope.runners.meta.token_states import token_states
@@ -70,10 +74,14 @@ def build_model(settings: MetaSettings, method: str, hidden: int, classes: int) 
 
 def run(spec: RunSpec, data_dir: str | os.PathLike | None = None, *, on_step: StepHook | None = None) -> RunResult:
     """Meta-train ``spec.method`` on the labelled pool's episodes, adapt on a support set, predict the test examples."""
-    device = compute_device()  # the encoder, the token states, the CNN and every episode live there
-    # a GPU's convolution and index kernels need the deterministic switches; a CPU's here are deterministic
-    with deterministic_mode(True) if device.type == "cuda" else contextlib.nullcontext():
-        return _run(spec, data_dir, device, on_step)
+    settings = MetaSettings.from_hparams(spec.hparams)
+    device = compute_device(settings.device)  # the encoder, the token states, the CNN and every episode live there
+    # a GPU's convolution and index kernels need the deterministic switches (the default, as for every runner)
+    with implementation(settings) as determinism:
+        result = _run(spec, data_dir, device, on_step)
+        result.environment.update(implementation_record(settings, "fp32", settings.encoder_batch_size))
+    result.environment.update(determinism.to_dict())
+    return result
 
 
 def _run(spec: RunSpec, data_dir: str | os.PathLike | None, device: torch.device, on_step: StepHook | None) -> RunResult:

@@ -1,0 +1,103 @@
+"""`--implementation` from the command line: a sweep over implementation settings, its analysis, and bad input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from seedscope.store import ExperimentStore
+
+
+def args(model, out, data_dir, *extra) -> list[str]:
+    return ["sweep", "--runner", "icl", "--task", "sst2", "--model", str(model), "--seeds", "1,2", "--shots", "1",
+            "--set", "max_eval_examples=6", "--out", str(out), "--data-dir", str(data_dir), *extra]
+
+
+def test_a_sweep_runs_every_combination_for_every_seed_and_analyze_compares_them(tmp_path, tiny_llama, data_dir, cli):
+    out = tmp_path / "exp"
+    code, _, err = cli(args(tiny_llama, out, data_dir, "--implementation", "precision=fp32,bf16",
+                            "--implementation", "batch_size=1,4", "--implementation", "rerun=1,2"))
+    assert code == 0, err
+    runs = ExperimentStore.open(out).runs()
+    assert len(runs) == 16 and set(runs["status"]) == {"done"}
+    assert runs["run_id"].str.endswith("__impl-bf16-b4-r2").sum() == 2
+    environment = ExperimentStore.open(out).environment()
+    applied = environment.set_index("run_id").filter(like="implementation.").loc[
+        runs["run_id"][runs["run_id"].str.endswith("impl-bf16-b4-r1")].iloc[0]]
+    assert applied["implementation.precision"] == "bf16" and applied["implementation.batch_size"] == 4
+    assert applied["implementation.attention"] == "sdpa" and applied["implementation.rerun"] == 1
+    code, printed, err = cli(["analyze", str(out), "--json", str(tmp_path / "a.json"), "--n-boot", "200"])
+    assert code == 0, err
+    pairs = json.loads((tmp_path / "a.json").read_text())["implementation"]
+    by_pair = {(p["a"], p["b"]): p for p in pairs}
+    rerun = by_pair[("impl-fp32-b1-r1", "impl-fp32-b1-r2")]
+    assert rerun["setting"] == "rerun" and rerun["flip_rate"] == 0 and rerun["max_abs_logprob_diff"] == 0
+    batch = by_pair[("impl-fp32-b1-r1", "impl-fp32-b4-r1")]
+    assert batch["setting"] == "batch_size" and batch["max_abs_logprob_diff"] < 1e-4
+    assert not any(p["probable_bug"] for p in pairs)
+    assert ("impl-fp32-b1-r1", "impl-bf16-b4-r2") not in by_pair  # other settings on another rerun: not compared
+    assert "Implementation settings ranked beside the seed" in printed
+
+
+@pytest.mark.parametrize(("option", "message"), [
+    ("precison=fp32", "unknown implementation setting 'precison'; known: precision"),
+    ("precision=fp8", "implementation setting precision takes fp32, bf16, fp16, not 'fp8'"),
+    ("precision=fp16", "precision fp16 needs a GPU"),
+    ("attention=flash", "attention flash needs the flash_attn package"),
+    ("device=cuda", "device cuda asked for, but no GPU is visible"),
+    ("batch_size=0", "batch_size takes a whole number of at least 1"),
+    ("tf32=true", "tf32 on needs a GPU"),
+])
+def test_bad_implementation_input_is_one_line_and_writes_nothing(tmp_path, tiny_llama, data_dir, cli, option, message):
+    out = tmp_path / "exp"
+    code, _, err = cli(args(tiny_llama, out, data_dir, "--implementation", option))
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1 and not out.exists()
+
+
+def test_a_setting_a_runner_cannot_honour_is_refused(tmp_path, tiny_llama, tiny_bert, data_dir, cli):
+    out = tmp_path / "exp"
+    code, _, err = cli(args(tiny_llama, out, data_dir, "--predict", "generate", "--implementation", "padding_side=right"))
+    assert code == 2 and "padding_side right cannot be honoured by generation" in err and not out.exists()
+    code, _, err = cli(["sweep", "--task", "rte", "--model", str(tiny_bert), "--seeds", "1", "--out", str(out),
+                        "--data-dir", str(data_dir), "--implementation", "attention=eager,sdpa"])
+    assert code == 2 and "the finetune runner (method full) cannot honour the implementation setting attention" in err
+    assert not out.exists()
+
+
+def test_factors_plan_only_counts_the_implementation_factor(tiny_llama, data_dir, cli):
+    code, printed, err = cli(["factors", "run", "--runner", "icl", "--task", "sst2", "--model", str(tiny_llama),
+                              "--factor", "sample_choice", "--factor", "implementation", "--implementation",
+                              "batch_size=1,4,8", "-N", "2", "-M", "2", "-L", "2", "--shots", "1", "--num-labelled", "20",
+                              "--set", "max_train_examples=100", "--set", "max_eval_examples=4", "--data-dir", str(data_dir),
+                              "--plan-only"])
+    assert code == 0, err
+    assert "implementation" in printed and "12 runs" in printed  # 2 golden + 2 × (2 + 3)
+
+
+def test_lm_eval_files_of_two_implementations(tmp_path, cli):
+    """One real lm-eval samples file as written at 'batch 1', and a copy whose first three documents' answers are
+    swapped, as a defective 'batch 128' would write them."""
+    from pathlib import Path
+
+    source = next((Path(__file__).parents[1] / "io/fixtures/lm_eval_0.4.13/seed1").glob("samples_*.jsonl"))
+    lines = source.read_text().splitlines()
+    swapped = []
+    for number, line in enumerate(lines):
+        record = json.loads(line)
+        if number < 3:
+            record["filtered_resps"] = record["filtered_resps"][::-1]
+            record["resps"] = record["resps"][::-1]
+        swapped.append(json.dumps(record))
+    for run, text in (("b1", lines), ("b128", swapped)):  # the layout lm-eval writes: one folder per run
+        (tmp_path / "out" / run).mkdir(parents=True)
+        (tmp_path / "out" / run / source.name).write_text("\n".join(text) + "\n")
+    code, printed, err = cli(["analyze", str(tmp_path / "out" / "b1"), str(tmp_path / "out" / "b128"),
+                              "--runs-are-implementations", "--json", str(tmp_path / "a.json"), "--n-boot", "200"])
+    assert code == 0, err
+    pair = json.loads((tmp_path / "a.json").read_text())["implementation"][0]
+    assert {pair["a"], pair["b"]} == {"impl-b1", "impl-b128"} and pair["setting"] == "batch_size"
+    flipped = sum(json.loads(line)["filtered_resps"][0][0] != json.loads(line)["filtered_resps"][1][0]
+                  for line in lines[:3])
+    assert pair["flip_rate"] == pytest.approx(flipped / len(lines)) and pair["n_examples"] == len(lines)
+    assert "Implementations: pairs" in printed
