@@ -98,3 +98,12 @@ def test_the_meta_demo_packs_its_sweep_and_every_study(monkeypatch, tmp_path, cl
     code, _, err = cli(["demo", "--runner", "meta", "--out", str(tmp_path / "m")])
     assert code == 0, err
     assert [options.parallel for options in seen] == [2, 2, 2, 2]  # the sweep, then the three studies
+
+
+def test_the_implementation_demo_crosses_sixteen_implementations_with_two_seeds_on_two_tasks(tmp_path):
+    config, specs = demo_plan("implementation", seeds=None, out=tmp_path / "d", data_dir=None)
+    assert len(specs) == 2 * 16 * 2 and config.tasks == ["sst2", "glue-rte"]
+    tags = {spec.tag for spec in specs}
+    assert len(tags) == 16 and "impl-bf16-b16-sdpa-t2" in tags and "impl-fp32-b1-eager-t1" in tags
+    assert {spec.seeds.tied_seed for spec in specs} == {42, 52}
+    assert all(spec.hparams["calibration"] == "none" and spec.hparams["prompt_format"] == "minimal" for spec in specs)

@@ -11,11 +11,11 @@ Each effect is read against two floors. The **null floor** comes from identical 
 **seed floor** is what changing the seed does within one implementation: the mean flip rate
 between two seeds and the sample standard deviation of the accuracy over seeds.
 
-**The bug rule.** A pair is flagged as a *probable bug* when its effect is above the null floor
-and far outside the seed spread: it flips more predictions than changing the seed does, or its
-accuracy difference exceeds three seed standard deviations with an interval that excludes zero.
-With a single seed (no seed spread) an accuracy difference whose interval excludes zero and
-exceeds the null floor is flagged. An implementation detail is meant to be a rounding-level
+**The bug rule.** A pair is flagged as a *probable bug* when its accuracy difference is above the
+null floor with an interval that excludes zero, and it is far outside the seed spread: it flips
+more predictions than changing the seed does, or its accuracy difference exceeds three seed
+standard deviations. With a single seed (no seed spread) the first part alone decides. A few
+flips on a small evaluation set (an interval that holds zero) are never flagged. An implementation detail is meant to be a rounding-level
 change; one that moves results more than the randomness under study is a defect until shown
 otherwise (lm-eval #2498: gsm8k 0.30 at batch 1, 0.13 at batch 128).
 """
@@ -126,11 +126,12 @@ def probable_bug(pair: dict, null: dict, floor: dict) -> bool:
     """The rule of the module's docstring: above the null floor and far outside the seed spread."""
     above_null = pair["flip_rate"] > null["null_flip_rate"] and abs(pair["metric_diff"]) > null["null_metric_diff"]
     excludes_zero = pair["metric_diff_low"] > 0 or pair["metric_diff_high"] < 0
+    if not (above_null and excludes_zero):
+        return False
     if floor["seed_flip_rate"] is None:
-        return bool(above_null and excludes_zero)
+        return True
     more_flips = pair["flip_rate"] > floor["seed_flip_rate"]
-    metric_shift = abs(pair["metric_diff"]) > SEED_SPREADS * floor["seed_std"] and excludes_zero
-    return bool(above_null and (more_flips or metric_shift))
+    return bool(more_flips or abs(pair["metric_diff"]) > SEED_SPREADS * floor["seed_std"])
 
 
 @dataclass

@@ -6,6 +6,8 @@ import pandas as pd
 
 from seedscope.analysis.implementation import ImplementationStudy
 
+#: how many flagged pairs the notes name before they count the rest
+NAMED = 5
 #: the columns of the pairs table, as printed
 PAIR_COLUMNS = {"task": "task", "system": "system", "a": "a", "b": "b", "setting": "differs in",
                 "flip_rate": "flip rate", "max_abs_logprob_diff": "max |Δ log p|", "metric_diff": "Δ accuracy",
@@ -26,6 +28,8 @@ def implementation_sections(study: ImplementationStudy) -> dict[str, pd.DataFram
 def bug_notes(study: ImplementationStudy) -> list[str]:
     """One note per pair flagged as a probable bug, naming a few of the examples that flipped."""
     flagged = study.pairs[study.pairs["probable_bug"]]
+    more = [f"{len(flagged) - NAMED} more pair(s) flagged as probable bugs (the JSON lists every pair)"] \
+        if len(flagged) > NAMED else []
     return [f"probable bug: {row.system} on {row.task}, {row.a} vs {row.b}: accuracy {row.metric_a:.4f} vs "
             f"{row.metric_b:.4f}, {row.flip_rate:.1%} of predictions flip (seed: {row.seed_flip_rate or 0:.1%}); "
-            f"flipped examples: {', '.join(row.flipped)}" for row in flagged.itertuples()]
+            f"flipped examples: {', '.join(row.flipped)}" for row in flagged.head(NAMED).itertuples()] + more
