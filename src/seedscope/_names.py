@@ -3,9 +3,9 @@ loads them lazily from there (this module imports nothing, so the light import s
 
 API = (
     "Analysis", "Comparison", "ExecutionOptions", "ExperimentStore", "FactorAnalysis", "FactorStudy", "FactorStudyConfig",
-    "RunScores", "ScoreSummary", "SeedscopeError", "SubsetVariance", "SweepConfig", "TaskSummary", "analyze",
-    "analyze_factors", "analyze_groups", "analyze_run_scores", "analyze_subsets", "build_report",
-    "build_score_report", "callable_subset_variance", "compare_sweeps", "compare_systems", "load_config",
+    "RunScores", "SampledComparison", "SamplingAnalysis", "ScoreSummary", "SeedscopeError", "SubsetVariance", "SweepConfig", "TaskSummary", "analyze",
+    "analyze_factors", "analyze_groups", "analyze_run_scores", "analyze_samples", "analyze_subsets", "build_report",
+    "build_score_report", "callable_subset_variance", "compare_samples", "compare_sweeps", "compare_systems", "load_config",
     "load_preset", "read_aligned_runs", "read_predictions", "read_run_scores", "read_score_table",
     "run_factor_study", "study_from_table", "subset_variance", "summarize_tasks", "sweep",
 )

@@ -14,6 +14,8 @@ stays light.
 from seedscope._names import API as _API
 from seedscope.analysis.compare import Comparison, compare_sweeps, compare_systems
 from seedscope.analysis.run_scores import ScoreSummary, analyze_run_scores
+from seedscope.analysis.sampled_compare import SampledComparison, compare_samples
+from seedscope.analysis.sampling import SamplingAnalysis, analyze_samples
 from seedscope.analysis.seed_effects import Analysis, analyze, analyze_groups
 from seedscope.analysis.subsets import SubsetVariance, analyze_subsets, callable_subset_variance, subset_variance
 from seedscope.analysis.summary import TaskSummary, summarize_tasks

@@ -77,5 +77,9 @@ class ReadingChoiceWarning(SeedscopeWarning):
     """A choice made while reading a file (the lm-eval filter used, the column taken as the run)."""
 
 
+class UnevenSamplesWarning(SeedscopeWarning):
+    """The items of a sample table hold different numbers of samples: each estimator uses each item's own n."""
+
+
 class PackingWarning(SeedscopeWarning):
     """``--parallel K`` runs will not fit in memory at once: fewer are packed."""

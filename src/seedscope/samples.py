@@ -53,3 +53,22 @@ def check_sample_table(table: pd.DataFrame, source: str = "sample table") -> pd.
             f"{source}: sample {first[SAMPLE]} of example {first[EXAMPLE_ID]!r} in run {first[RUN]!r} appears twice"
         )
     return out
+
+
+def item_pools(table: pd.DataFrame) -> pd.DataFrame:
+    """One row per (run, example_id) of a checked sample table: its pool of samples, counted.
+
+    Columns: ``n`` (samples), ``c`` (correct ones), and, when the table has predictions,
+    ``answer_counts`` (how many samples gave each distinct answer) and ``answer_correct`` (the
+    share of correct samples among each answer's: 1 or 0 when the scorer is consistent) — what
+    maj@k votes on.
+    """
+    keys = [RUN, EXAMPLE_ID]
+    pools = table.groupby(keys, sort=True)[CORRECT].agg(n="size", c="sum")
+    pools["c"] = pools["c"].round().astype(np.int64)
+    if PREDICTION in table.columns and table[PREDICTION].notna().all():
+        answers = table.assign(_answer=table[PREDICTION].astype(str)).groupby(keys + ["_answer"], sort=True)[CORRECT]
+        counted = answers.agg(count="size", right="mean").reset_index().groupby(keys, sort=True)
+        pools["answer_counts"] = counted["count"].agg(tuple)
+        pools["answer_correct"] = counted["right"].agg(tuple)
+    return pools

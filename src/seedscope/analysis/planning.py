@@ -1,4 +1,5 @@
-"""Planning from observed seeds: the expected best of n runs, and how many seeds a stable estimate needs."""
+"""Planning: the expected best of n runs, how many seeds a stable estimate needs, and how many items and samples
+per item a target interval (or detectable difference) needs under sampling."""
 
 from __future__ import annotations
 
@@ -7,12 +8,13 @@ from typing import Sequence
 
 import numpy as np
 import pandas as pd
+from scipy import special
 from scipy.special import gammaln
 
 from seedscope.analysis.checks import check_scores
 from seedscope.errors import SeedscopeError
 from seedscope.metrics.resampling import interval
-from seedscope.validation import check_confidence, check_resamples
+from seedscope.validation import check_confidence, check_power, check_resamples
 
 
 def expected_max_performance(scores, n_max: int | None = None, *, replace: bool = True) -> pd.DataFrame:
@@ -86,3 +88,41 @@ def seeds_needed(
             }
         )
     return pd.DataFrame(rows).set_index("n_seeds")
+
+
+def sampling_plan(
+    between: float,
+    within: float,
+    *,
+    items: int,
+    samples: Sequence[int] = (1, 2, 4, 8, 16, 32, 64),
+    targets: Sequence[float] = (0.01, 0.02, 0.05),
+    detect: bool = False,
+    confidence: float = 0.95,
+    power: float = 0.8,
+) -> pd.DataFrame:
+    """How many items N and samples per item K a target needs, from a pilot's variance components (Miller 2024).
+
+    The mean of N items with K samples each has SE² = (Var(x) + E[σ²]/K) / N (``between`` =
+    Var(x), ``within`` = E[σ²]: :func:`seedscope.analysis.sampling.variance_components`, or those
+    of paired differences for a comparison). Per K: the interval half-width z_{1−α/2}·SE at
+    ``items`` items (with ``detect``: the minimum detectable difference (z_{1−α/2} + z_{power})·SE)
+    and, per target, the items it needs: ⌈z²(Var(x) + E[σ²]/K) / target²⌉. More samples cannot push
+    the need below z²·Var(x)/target² items: the items' own spread.
+    """
+    alpha = check_confidence(confidence)
+    check_power(power)
+    for name, value in (("between-item variance", between), ("within-item variance", within)):
+        if not np.isfinite(value) or value < 0:
+            raise SeedscopeError(f"the {name} must be finite and non-negative, not {value}")
+    if items < 1 or any(int(k) < 1 for k in samples) or any(not t > 0 for t in targets):
+        raise SeedscopeError("a sampling plan needs at least one item, sample counts ≥ 1 and positive targets")
+    z = special.ndtri(1 - alpha) + (special.ndtri(power) if detect else 0.0)
+    what = "mdd" if detect else "half_width"
+    rows = []
+    for k in sorted({int(k) for k in samples}):
+        variance = between + within / k
+        row = {"n_samples": k, what: float(z * math.sqrt(variance / items))}
+        row.update({f"items_for_{target:g}": int(math.ceil(z**2 * variance / target**2 - 1e-9)) for target in targets})
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("n_samples")

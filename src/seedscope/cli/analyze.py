@@ -34,6 +34,7 @@ from seedscope.cli.outputs import (
     Confidence,
     CsvFile,
     JsonFile,
+    Ks,
     LatexFile,
     MarkdownFile,
     OutputFiles,
@@ -41,6 +42,7 @@ from seedscope.cli.outputs import (
     Seed,
     Top,
     output_console,
+    parse_int_list,
     print_notes,
 )
 
@@ -65,6 +67,13 @@ A per-run score table (one row per run, no example ids: `model, seed, acc`, or a
 with one column per system) gets the macro part, per system: mean, VAR, std, CV, bootstrap
 and t CIs, IQM with its CI. Spreadsheet summary rows (Mean, Standard deviation …) are skipped.
 
+A sample table (a table with `sample` and `correct` columns: several sampled answers per item,
+one run per sampling seed) gets the sampling estimators — pass@k, pass^k, maj@k (with a
+prediction column), G-Pass@k at τ = 0.25, 0.5, 0.75, 1 and mG-Pass@k for k = 1, 2, 5, 10 … up to n
+(or --k 1,4,16), and avg@n — each with its spread across sampling seeds, its standard error over
+items (sampling variance included), the stability of the samples (CON, CCON) and how many items
+and samples a target interval needs (docs/sampling.md).
+
 \b
 Examples:
 
@@ -75,6 +84,7 @@ seedscope analyze runs/ --intersect --markdown table.md --latex table.tex
 seedscope analyze stsb_seed*.jsonl --task-type regression --primary-metric spearman
 seedscope analyze paper_seeds.csv --metric acc --seed-column seed
 seedscope analyze logs/*template-*.jsonl --runs-by file --task boolq
+seedscope analyze samples.parquet --k 1,4,16 --json sampling.json
 ```
 """
 
@@ -84,6 +94,13 @@ UNUSED_BY_SCORE_TABLES = {name: SCORE_TABLES for name in (
     "data_dir", "task_type", "intersect", "primary_metric", "top", "power")}
 #: options per-example predictions cannot use (``--metric`` picks an inspect_ai scorer, and is used there)
 UNUSED_BY_PREDICTIONS = {"system_column": PREDICTIONS, "scale": PREDICTIONS}
+#: options a sample table cannot use (its columns are named by the sample table's contract), and why --k is not used
+SAMPLES = "sample tables (run, example_id, sample, correct, prediction: named by their contract)"
+UNUSED_BY_SAMPLES = {name: SAMPLES for name in (
+    "run_column", "id_column", "prediction_column", "label_column", "cluster_column", "metric", "system_column",
+    "scale", "prob_columns", "lm_eval_filter", "runs_by", "task", "data_dir", "task_type", "intersect",
+    "primary_metric", "power")}
+SAMPLE_TABLES_ONLY = "these inputs (it picks the ks of sample tables, which hold several samples per item)"
 
 
 def analyze_command(
@@ -109,6 +126,7 @@ def analyze_command(
         None, help="ζ of the summary (and of regression CCON): accuracy, f1_macro, mcc, pearson, spearman …"
     ),
     top: Top = 10,
+    k: Ks = None,
     n_boot: Boot = 10_000,
     confidence: Confidence = 0.95,
     seed: Seed = 0,
@@ -121,6 +139,11 @@ def analyze_command(
     outputs = OutputFiles.of(ctx.params)  # checked, with the confidence level and power, before any input is read
     reading = Reading.of(ctx.params)
     console = output_console()
+    if reading.holds_sample_tables(paths):
+        settings = dict(k=parse_int_list(k, "--k", "1,4,16"), n_boot=n_boot, confidence=confidence, seed=seed)
+        analyze_sample_tables(console, paths, reading, outputs, settings, ignored_options(ctx, UNUSED_BY_SAMPLES))
+        return
+    print_notes(console, ignored_options(ctx, {"k": SAMPLE_TABLES_ONLY}))
     if reading.holds_run_scores(paths):
         settings = dict(n_boot=n_boot, confidence=confidence, seed=seed)
         analyze_scores(console, paths, reading, outputs, settings, ignored_options(ctx, UNUSED_BY_SCORE_TABLES))
@@ -186,6 +209,27 @@ def analyze_scores(console: Console, paths: list[Path], reading: Reading, output
     notes = scores.notes + ignored + [NEEDS_PREDICTIONS]
     document = {"input": "run_scores", "units": "as given", "confidence": settings["confidence"],
                 "paired_runs": scores.paired, "groups": [summary.to_dict() for summary in summaries], "notes": notes}
+    outputs.emit(console, sections, document, notes=notes)
+
+
+def analyze_sample_tables(console: Console, paths: list[Path], reading: Reading, outputs: OutputFiles, settings: dict,
+                          ignored: list[str]) -> None:
+    """The sampling estimators of sample tables, per system (a ``model`` column's values; else one system)."""
+    from seedscope.analysis.sampling import analyze_samples
+    from seedscope.io import read_sample_tables
+    from seedscope.report.sampling import sampling_sections
+
+    with console.status("reading samples…"):
+        table = read_sample_tables(paths, reading.format)
+    systems = dict(iter(table.groupby("model", sort=True))) if "model" in table.columns else {"samples": table}
+    with console.status("analysing…"):
+        results = {str(name): analyze_samples(rows, **settings) for name, rows in systems.items()}
+    sections, notes = {}, list(ignored)
+    for name, result in results.items():
+        sections.update(sampling_sections(result, f"{name}: " if len(results) > 1 else ""))
+        notes += [note for note in result.notes if note not in notes]
+    document = {"input": "samples", "systems": {name: result.to_dict() for name, result in results.items()},
+                "notes": notes}
     outputs.emit(console, sections, document, notes=notes)
 
 

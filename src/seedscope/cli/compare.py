@@ -61,6 +61,11 @@ one file may hold every system): the per-run statistics are the same, the per-ex
 (joint bootstrap, McNemar) are skipped because they need per-example predictions. Runs are
 matched seeds only through a run / seed column; without one, the comparison is unpaired.
 
+Sample tables (`sample` and `correct` columns: several sampled answers per item, one file per
+system) are compared on one sampling estimator (--metric pass@1, pass@4, maj@8, G-Pass@4_0.5 …;
+default pass@1), paired by item with the sampling variance included, with the ranking-inversion
+probability: the chance that one run of each system orders the two the other way.
+
 \b
 Examples:
 
@@ -69,6 +74,7 @@ seedscope compare runs/bert runs/roberta
 seedscope compare base.csv lora.csv --metric mcc --json compare.json
 seedscope compare a/ b/ c/ --names A --names B --names C --markdown compare.md
 seedscope compare paper_seeds.csv --metric acc --seed-column seed
+seedscope compare samples_a.parquet samples_b.parquet --metric pass@4
 ```
 """
 
@@ -110,6 +116,9 @@ def compare_command(
     reading = Reading.of({**ctx.params, "metric": None})  # --metric is the compared metric here, not a scorer
     console = output_console()
     settings = dict(n_boot=n_boot, n_permutations=n_permutations, confidence=confidence, seed=seed, power=power)
+    if reading.holds_sample_tables(sweeps):
+        compare_sample_tables(console, sweeps, reading, outputs, metric, names, confidence, power)
+        return
     if reading.holds_run_scores(sweeps):
         comparison = compare_scores(console, sweeps, reading, metric, names, settings,
                                     ignored_options(ctx, UNUSED_BY_SCORE_TABLES))
@@ -120,6 +129,20 @@ def compare_command(
         with console.status("comparing…"):
             comparison = compare_sweeps(tables_by_name, metric=metric, **settings)
     outputs.emit(console, comparison_sections(comparison), comparison.to_dict(), notes=comparison.notes)
+
+
+def compare_sample_tables(console: Console, paths: list[Path], reading: Reading, outputs: OutputFiles,
+                          metric: str | None, names: list[str] | None, confidence: float, power: float) -> None:
+    """Sample tables, one system each: the paired comparison on one sampling estimator (--metric, default pass@1)."""
+    from seedscope.analysis.sampled_compare import compare_samples
+    from seedscope.io import read_sample_tables
+    from seedscope.report.sampling import sampled_comparison_sections
+
+    with console.status("reading samples…"):
+        tables = {name: read_sample_tables([path], reading.format) for name, path in zip(_sweep_names(paths, names), paths)}
+    with console.status("comparing…"):
+        comparison = compare_samples(tables, estimator=metric or "pass@1", confidence=confidence, power=power)
+    outputs.emit(console, sampled_comparison_sections(comparison), comparison.to_dict(), notes=comparison.notes)
 
 
 def compare_scores(console: Console, paths: list[Path], reading: Reading, metric: str | None,

@@ -101,6 +101,12 @@ class Reading:
 
         return holds_run_scores(paths, self.format)
 
+    def holds_sample_tables(self, paths: list[Path]) -> bool:
+        """True when every input is a sample table (a plain table with ``sample`` and ``correct`` columns)."""
+        from seedscope.io import holds_sample_tables
+
+        return holds_sample_tables(paths, self.format)
+
     def run_scores(self, paths: list[Path], *, metric: list[str] | str | None, names: list[str] | None = None):
         """The per-run score tables of ``paths`` (:func:`seedscope.io.read_run_scores`)."""
         from seedscope.io import read_run_scores

@@ -108,6 +108,9 @@ Permutations = Annotated[int, typer.Option(
 Seed = Annotated[int, typer.Option(
     "--seed", min=0, help="Seed of every random draw: resamples, permutations, replayed orders (subsets: subset k is "
     "drawn with seed + k).")]
+Ks = Annotated[Optional[str], typer.Option(
+    "--k", help="Sample tables: the ks of pass@k, pass^k, maj@k and G-Pass@k, comma-separated (e.g. 1,4,16; each at "
+    "most the samples per item n); default: 1, 2, 5, 10 … up to n, and n.")]
 Top = Annotated[int, typer.Option("--top", min=0, help="How many of the most unstable examples to list (per task).")]
 
 

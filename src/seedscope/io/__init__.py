@@ -35,13 +35,15 @@ from seedscope.io.inspect_logs import read_inspect
 from seedscope.io.lm_eval import read_lm_eval
 from seedscope.io.run_glue import read_run_glue
 from seedscope.io.run_scores import RunScores, looks_like_run_scores, read_head, read_run_scores
+from seedscope.io.sample_tables import holds_sample_tables, read_sample_tables
 from seedscope.io.scores import read_score_table, read_system_scores
 from seedscope.io.tabular import PREDICTION_NAMES, read_tabular
 from seedscope.io.texts import attach_texts, task_texts
 from seedscope.io.validate import names_unreadable_files
 
 __all__ = [
-    "FORMATS", "READERS", "RunScores", "attach_prompts", "attach_texts", "detect_format", "holds_predictions", "holds_run_scores", "read_predictions",
+    "FORMATS", "READERS", "RunScores", "attach_prompts", "attach_texts", "detect_format", "holds_predictions", "holds_run_scores",
+    "holds_sample_tables", "read_predictions", "read_sample_tables",
     "read_aligned_runs", "read_run_scores", "read_score_table", "read_sweep", "read_system_scores", "task_texts",
 ]
 
