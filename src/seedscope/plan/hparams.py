@@ -34,6 +34,8 @@ class _Settings(BaseModel):
                 raise SeedscopeError(
                     f"unknown hyper-parameter {key!r}; known: {', '.join(cls.model_fields)}"
                 ) from None
+            if not first["loc"]:  # a rule between several settings: its own sentence
+                raise SeedscopeError(f"hyper-parameters: {first['msg'].removeprefix('Value error, ')}") from None
             raise SeedscopeError(f"hyper-parameter {key}: {first['msg']}") from None
 
 
