@@ -5,7 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
+import pytest
 
+from seedscope.errors import SeedscopeError
 from seedscope.plan import plan_to_dict, seed_sweep
 from seedscope.samples import check_sample_table
 from seedscope.store import ExperimentStore
@@ -53,3 +55,14 @@ def test_a_changed_missing_or_unfinished_sample_file_is_found_and_redone(tmp_pat
     ExperimentStore.create(store.path, store.plan(), resume=True)
     assert store.verify() == []
     assert sorted(r["run_id"] for r in store.pending_runs()) == sorted([first, second, third])
+
+
+def test_the_samples_view_reads_every_sampled_run_against_its_checksum(tmp_path):
+    store = _store(tmp_path)
+    table = store.samples()
+    assert len(table) == 2 * 40 and set(table["run"]) == {"1", "2"} and set(table["task"]) == {"sst2"}
+    check_sample_table(table)
+    run = store.runs()["run_id"].iloc[0]
+    pd.read_parquet(store.samples_path(run)).assign(correct=0.0).to_parquet(store.samples_path(run))
+    with pytest.raises(SeedscopeError, match="SHA-256 differs"):
+        store.samples()

@@ -271,6 +271,10 @@ class ExperimentStore:
         """The long prediction table of every done run (see :func:`seedscope.store.views.predictions_table`)."""
         return views.predictions_table(self, task, model, uncalibrated=uncalibrated)
 
+    def samples(self) -> pd.DataFrame:
+        """Every sample of the done runs that sampled (see :func:`seedscope.store.views.samples_table`)."""
+        return views.samples_table(self)
+
     # ---- integrity ------------------------------------------------------------------------
 
     def verify(self, full: bool = True) -> list[Problem]:

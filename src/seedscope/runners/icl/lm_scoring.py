@@ -177,11 +177,12 @@ def score_seq2seq(model, tokenizer, prompts: Prompts, *, batch_size: int = 16,
 @torch.no_grad()
 def generate(model, tokenizer, prompts: Prompts, kind: str, *, batch_size: int = 16, max_new_tokens: int = 5,
              prefix_cache: bool = True, on_step: StepHook | None = None, sampler: Sampler | None = None,
-             example_ids: list[str] | None = None) -> list[str] | list[list[str]]:
+             example_ids: list[str] | None = None, stop: list[str] | None = None) -> list[str] | list[list[str]]:
     """The greedy continuation of every prompt (``max_new_tokens`` at most, fewer once every row has ended), as text.
 
     With a ``sampler``, its ``samples`` sampled continuations of every prompt instead (a list per
-    prompt), each drawn from the seed of its prompt's ``example_ids`` entry and its index.
+    prompt), each drawn from the seed of its prompt's ``example_ids`` entry and its index. A row
+    also ends once its text holds one of the ``stop`` strings (the text is returned whole: cut it).
     The prompt's ids are those scoring reads (:func:`~seedscope.runners.icl.lm_tokens.encode_texts` of the
     whole text). A decoder-only model reads the ids every prompt shares (the demonstrations) once
     and continues each batch from their cache, the rest of each prompt left-padded, batched by
@@ -191,7 +192,8 @@ def generate(model, tokenizer, prompts: Prompts, kind: str, *, batch_size: int =
     ids = encode_texts(tokenizer, [prompts.prefix + query for query in prompts.queries])
     if kind == "causal":
         names = example_ids if example_ids is not None else [str(i) for i in range(len(ids))]
-        texts = _generate_causal(model, tokenizer, ids, batch_size, max_new_tokens, prefix_cache, on_step, sampler, names)
+        texts = _generate_causal(model, tokenizer, ids, batch_size, max_new_tokens, prefix_cache, on_step, sampler, names,
+                                 stop or [])
         return texts if sampler is None else [texts[i: i + sampler.samples] for i in range(0, len(texts), sampler.samples)]
     if sampler is not None:
         raise SeedscopeError("sampled generation needs a decoder-only language model; this one is sequence-to-sequence")
@@ -224,7 +226,7 @@ def _end_ids(model) -> set[int]:
 
 
 def _generate_causal(model, tokenizer, ids, batch_size, max_new_tokens, prefix_cache, on_step, sampler,
-                     names) -> list[str]:
+                     names, stop) -> list[str]:
     """Decoding from the shared prefix's cache, stopping once every row of a batch has ended.
 
     Greedy: one text per prompt. Sampled: ``sampler.samples`` texts per prompt, prompt by prompt;
@@ -268,6 +270,7 @@ def _generate_causal(model, tokenizer, ids, batch_size, max_new_tokens, prefix_c
                     ended[r] = token in ends
                     if not ended[r]:
                         new[r].append(token)
+                        ended[r] = bool(stop) and any(term in tokenizer.decode(new[r]) for term in stop)
             if all(ended) or step == max_new_tokens - 1:
                 break
             mask = torch.cat([mask, torch.ones((rows * n, 1), dtype=torch.long, device=device)], dim=1)
