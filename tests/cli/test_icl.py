@@ -137,10 +137,3 @@ def test_an_icl_factor_study_refuses_fine_tuning_factors(tiny_llama, cli):
                             "--factor", "data_order", "-N", "2", "-M", "2", "-L", "2", "--plan-only"])
     assert code == 2 and "the icl runner cannot vary 'data_order'" in err
 
-
-def test_an_icl_factor_study_can_investigate_sampling_beside_the_prompt(tiny_llama, cli):
-    code, printed, err = cli(["factors", "run", "--runner", "icl", "--task", "sst2", "--model", str(tiny_llama),
-                              "--factor", "sampling", "--factor", "sample_choice", "-N", "2", "-M", "2", "-L", "2",
-                              "--samples", "4", "--plan-only"])
-    assert code == 0, err
-    assert "sampling" in printed and "sample_choice" in printed
