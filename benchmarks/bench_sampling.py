@@ -19,6 +19,7 @@ import argparse
 import os
 import time
 import warnings
+from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 warnings.filterwarnings("ignore")
@@ -59,7 +60,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=2)
     args = parser.parse_args()
-    model, tokenizer, _, _ = load_language_model(str(gguf_folder(resolve_model("smollm2-135m-instruct"))), "fp32")
+    model, tokenizer, _, _ = load_language_model(str(gguf_folder(Path(resolve_model("smollm2-135m-instruct")))), "fp32")
     task = get_task("sst2")
     settings = ICLSettings(shots=2, max_train_examples=500, max_eval_examples=N_EXAMPLES)
     pool, tests = run_examples(task, settings, SEEDS, demo_data_dir(None))

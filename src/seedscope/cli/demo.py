@@ -38,8 +38,8 @@ prompted with demonstrations from the same training sentences (five seeds), then
 CON, CCON and the seed / example variance split of each side by side. `seedscope compare DIR`
 then compares the two seed by seed.
 
-With --runner sample it samples answers: SmolLM2 on 100 SST-2 dev sentences with the same
-two demonstrations per class, 8 answers per prompt at temperature 1 (preset smollm2-sample),
+With --runner sample it samples answers: SmolLM2 on 60 SST-2 dev sentences with the same
+two demonstrations per class, 8 answers per prompt at temperature 0.7 (preset smollm2-sample),
 under five sampling seeds; then it prints pass@k, pass^k and maj@k (k = 1, 2, 4, 8) with their
 spread across the sampling seeds and their standard error over items, and how stable each
 item's samples are (CON, CCON). About 3 minutes on 2 cores (docs/sampling.md).

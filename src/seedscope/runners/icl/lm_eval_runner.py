@@ -73,6 +73,10 @@ def check(spec: RunSpec, data_dir: str | os.PathLike | None = None) -> None:
 
     settings = ICLSettings.from_hparams(spec.hparams)
     include = tuple(settings.lm_eval_include)
+    for key in ("samples", "temperature", "top_p", "top_k"):
+        if key in spec.hparams:
+            raise SeedscopeError(f"{key} does not apply to an lm-eval task: its generation_kwargs and repeats say "
+                                 "whether and how it samples")
     for key in ("predict", "calibration"):
         if key in spec.hparams:
             raise SeedscopeError(f"{key} does not apply to an lm-eval task: its output type says whether it is scored "
