@@ -10,7 +10,7 @@ import pytest
 
 from seedscope.store import ExperimentStore
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "runners" / "fixtures" / "lm_eval_tasks"))
+sys.path.insert(0, str(Path(__file__).parents[1] / "runners" / "icl" / "fixtures" / "lm_eval_tasks"))
 from write_tasks import write_tasks  # noqa: E402
 
 
