@@ -42,7 +42,7 @@ With --runner sample it samples answers: SmolLM2 on 60 SST-2 dev sentences with 
 two demonstrations per class, 8 answers per prompt at temperature 0.7 (preset smollm2-sample),
 under five sampling seeds; then it prints pass@k, pass^k and maj@k (k = 1, 2, 4, 8) with their
 spread across the sampling seeds and their standard error over items, and how stable each
-item's samples are (CON, CCON). About 3 minutes on 2 cores (docs/sampling.md).
+item's samples are (CON, CCON) (docs/sampling.md).
 
 With --runner meta it runs the reference's third family, meta-learning: ProtoNet, MAML and
 Reptile (a text CNN over the MiniLM encoder's frozen token states, trained on few-shot
