@@ -12,7 +12,14 @@ SmolLM2-135M-Instruct (fp32, CPU). Three ways, each a fresh process timed from s
 Prints each wall time, seedscope's speed-ups, the tokens each reads, and checks that every
 seed's accuracy is equal in all three. lm-eval runs with ``--batch_size`` equal to seedscope's (16). ``--quick``: 16
 documents (a smoke check); the default: all 100 COPA validation documents.
-Run: ``.venv/bin/python benchmarks/bench_lm_eval_tasks.py [--quick]``.
+
+``--sampled``: a task that samples instead, ``copa_sample`` (the tests' COPA generation task with
+``repeats: 4``, ``do_sample`` at temperature 1 and top-p 0.95, up to 4 tokens, cut at a newline or
+a full stop; majority vote and first answer), 2-shot, one seed: ``seedscope sweep`` (each prompt
+read once for its 4 samples) against one ``lm_eval`` invocation (each repeat its own request),
+both whole processes; prints both wall times and both exact-match scores (the samples differ:
+each tool draws its own).
+Run: ``.venv/bin/python benchmarks/bench_lm_eval_tasks.py [--quick] [--sampled]``.
 """
 
 from __future__ import annotations
@@ -82,10 +89,38 @@ def tokens_read(store_path: Path) -> tuple[int, int, int]:
     return documents, ours, theirs
 
 
+def sampled(python: str, folder: str, include: str, work: Path, limit: int) -> None:
+    """``copa_sample`` once, 2-shot, seed 1: seedscope's sweep against lm_eval, whole processes."""
+    from seedscope.store import ExperimentStore
+
+    task, shots = "copa_sample", 2
+    print(f"{task}: {shots}-shot, 4 sampled repeats, {limit or 'all'} documents, SmolLM2-135M-Instruct fp32 CPU, "
+          f"batch {BATCH}")
+    out = work / "seedscope-sampled"
+    ours, _ = timed([python, "-m", "seedscope", "sweep", "--runner", "icl", "--task", f"lm-eval:{task}", "--model",
+                     folder, "--seeds", "1", "--shots", str(shots), "--lm-eval-include", include,
+                     "--set", f"batch_size={BATCH}", "--out", str(out)]
+                    + (["--set", f"max_eval_examples={limit}"] if limit else []))
+    (metrics,) = ExperimentStore.open(out).runs()["metrics"]
+    target = work / "lm_eval_sampled"
+    theirs, _ = timed([python, "-m", "lm_eval", "--model", "hf", "--model_args", f"pretrained={folder},dtype=float32",
+                       "--tasks", task, "--include_path", include, "--num_fewshot", str(shots), "--batch_size",
+                       str(BATCH), "--device", "cpu", "--seed", "0,1234,1234,1", "--output_path", str(target)]
+                      + (["--limit", str(limit)] if limit else []))
+    (results,) = target.rglob("results_*.json")
+    harness = json.loads(results.read_text())["results"][task]
+    print(f"seedscope sweep (1 process)    {ours:8.1f} s")
+    print(f"lm_eval (1 invocation)         {theirs:8.1f} s   seedscope is {theirs / ours:5.2f}× faster")
+    for key in ("exact_match,maj", "exact_match,first"):
+        print(f"{key}: seedscope {metrics[key]:.4f}  lm_eval {harness[key]:.4f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="16 documents instead of all 100")
-    limit = 16 if parser.parse_args().quick else 0
+    parser.add_argument("--sampled", action="store_true", help="the sampled task copa_sample, one seed")
+    args = parser.parse_args()
+    limit = 16 if args.quick else 0
     python = sys.executable
     from seedscope.config import resolve_model
     from seedscope.runners.checkpoints import gguf_folder
@@ -94,6 +129,9 @@ def main() -> None:
     folder = str(gguf_folder(Path(resolve_model("smollm2-135m-instruct"))))
     work = Path(tempfile.mkdtemp(prefix="bench-lm-eval-"))
     include = str(write_tasks(work / "tasks", (REPO.parent / "shared" / "data").resolve()))
+    if args.sampled:
+        sampled(python, folder, include, work, limit)
+        return
     docs = f"{limit} documents" if limit else "all documents"
     print(f"{TASK}: {SHOTS}-shot, seeds {SEEDS}, {docs}, SmolLM2-135M-Instruct fp32 CPU, batch {BATCH}")
 

@@ -27,7 +27,7 @@ def test_paper_seeds():
 
 def test_presets_are_listed():
     assert list_presets() == ["cpu-small", "llama-3.2-3b-lora", "minilm-meta-cpu", "roberta-large-paper", "smollm2-icl",
-                              "smollm2-lora-cpu"]
+                              "smollm2-lora-cpu", "smollm2-sample"]
 
 
 def test_roberta_large_preset_is_table_5():

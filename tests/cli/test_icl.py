@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 
 from seedscope.store import ExperimentStore
@@ -65,6 +66,48 @@ def test_bad_icl_input_is_one_message_and_writes_nothing(tmp_path, tiny_llama, d
     assert not (tmp_path / "exp").exists()
 
 
+def test_a_sampled_sweep_keeps_every_sample_with_its_seed(tmp_path, tiny_llama, data_dir, cli):
+    out = tmp_path / "exp"
+    code, _, err = cli(icl_args(tiny_llama, out, data_dir, "--samples", "3", "--temperature", "0.8", "--top-p", "0.9",
+                                "--top-k", "20", "--max-new-tokens", "4"))
+    assert code == 0, err
+    store = ExperimentStore.open(out)
+    assert store.verify() == []
+    runs = store.runs()
+    first = runs["run_id"].iloc[0]
+    samples = pd.read_parquet(store.samples_path(first))
+    assert len(samples) == 8 * 3 and all(sorted(s) == [0, 1, 2] for _, s in samples.groupby("example_id")["sample"])
+    assert samples["sample_seed"].nunique() == 24
+    predictions = pd.read_parquet(store.prediction_path(first))
+    first_samples = samples[samples["sample"] == 0].set_index("example_id")["prediction"]
+    assert predictions.set_index("example_id")["prediction"].equals(first_samples.loc[predictions["example_id"]])
+    environment = store.environment()
+    assert environment["sampling.samples"].eq(3).all() and environment["sampling.temperature"].eq(0.8).all()
+    assert environment["seeds.sampling"].tolist() == [1, 2]
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (["--samples", "0"], "--samples must be at least 1, not 0"),
+    (["--samples", "2", "--temperature", "-0.5"], "--temperature must be positive, not -0.5"),
+    (["--temperature", "0.7"], "--temperature shapes sampled answers, and none are drawn; add --samples N"),
+    (["--top-p", "0.9"], "--top-p shapes sampled answers"),
+    (["--samples", "2", "--predict", "score"], "--samples draws generated answers"),
+    (["--samples", "2", "--top-p", "1.5"], "hyper-parameter top_p: Input should be less than or equal to 1"),
+    (["--samples", "2", "--set", "temperature=0"], "temperature 0 is greedy decoding"),
+])
+def test_bad_sampling_input_is_one_line_and_writes_nothing(tmp_path, tiny_llama, data_dir, cli, extra, message):
+    code, _, err = cli(icl_args(tiny_llama, tmp_path / "exp", data_dir, *extra))
+    assert code == 2 and message in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "exp").exists()
+
+
+def test_sampling_flags_need_the_icl_runner(tmp_path, tiny_llama, cli):
+    code, _, err = cli(["sweep", "--task", "sst2", "--model", str(tiny_llama), "--samples", "4", "--out",
+                        str(tmp_path / "x")])
+    assert code == 2 and "--samples is an in-context-learning option; add --runner icl" in err
+
+
 def test_icl_flags_need_the_icl_runner_and_method_needs_finetuning(tmp_path, tiny_llama, data_dir, cli):
     code, _, err = cli(["sweep", "--task", "sst2", "--model", str(tiny_llama), "--shots", "2", "--out",
                         str(tmp_path / "x")])
@@ -93,3 +136,4 @@ def test_an_icl_factor_study_refuses_fine_tuning_factors(tiny_llama, cli):
     code, _, err = cli(["factors", "run", "--runner", "icl", "--task", "sst2", "--model", str(tiny_llama),
                             "--factor", "data_order", "-N", "2", "-M", "2", "-L", "2", "--plan-only"])
     assert code == 2 and "the icl runner cannot vary 'data_order'" in err
+

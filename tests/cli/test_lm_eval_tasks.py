@@ -128,4 +128,6 @@ def test_scoring_options_of_seedscope_prompts_are_refused(tmp_path, smollm2_fold
     assert code == 2 and "predict does not apply to an lm-eval task" in err, err
     code, _, err = cli([*sweep_args("lm-eval:sst2_local", smollm2_folder, tmp_path / "y", task_dir), "--format", "chat"])
     assert code == 2 and "an lm-eval task takes its template from the harness" in err, err
-    assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
+    code, _, err = cli([*sweep_args("lm-eval:sst2_local", smollm2_folder, tmp_path / "z", task_dir), "--samples", "4"])
+    assert code == 2 and "samples does not apply to an lm-eval task: its generation_kwargs and repeats" in err, err
+    assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists() and not (tmp_path / "z").exists()

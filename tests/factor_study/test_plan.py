@@ -70,6 +70,17 @@ def test_in_context_runner_factors():
     assert check_investigated("sample_order", runner="icl") == "sample_order"
     with pytest.raises(SeedscopeError, match="cannot vary 'model_init'"):
         check_investigated("model_init", runner="icl")
+    with pytest.raises(SeedscopeError, match="cannot vary 'sampling'"):
+        check_investigated("sampling", runner="finetune")
+
+
+def test_sampling_beside_the_prompts_factors_varies_only_the_sampling_seed():
+    plan = factor_study_plan("sst2", "tiny", ["sampling", "sample_choice"], 2, 2, 2, method="icl", runner="icl")
+    varied = [spec for spec in plan.specs if spec.tag.startswith("sampling.")]
+    assert len(varied) == 4 and len({spec.run_id for spec in plan.specs}) == len(plan.specs)
+    for spec in varied:
+        others = {k: v for k, v in spec.seeds.to_dict().items() if k != "sampling"}
+        assert len(set(others.values())) == 1 and spec.seeds.sampling in plan.investigation_seeds
 
 
 # ---- the factors do what they say ------------------------------------------------------------

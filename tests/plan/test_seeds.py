@@ -62,3 +62,19 @@ def test_dict_round_trip():
 def test_bad_seeds_are_clear_errors(make, message):
     with pytest.raises(SeedscopeError, match=message):
         make()
+
+
+def test_plans_stored_before_the_sampling_factor_keep_their_run_ids():
+    """An old plan's seeds lack ``sampling``: it reads as the optimisation seed, and the run id is the one it had."""
+    import hashlib
+    import json
+
+    from seedscope.plan import RunSpec
+
+    old = {name: seed for name, seed in zip(FACTORS, range(1, 9)) if name != "sampling"}
+    seeds = FactorSeeds.from_dict(old)
+    assert seeds.sampling == old["optimisation"]
+    spec = RunSpec(task="sst2", model="m", seeds=seeds, method="icl")
+    digest = hashlib.sha1(json.dumps(old, sort_keys=True).encode()).hexdigest()[:10]
+    assert spec.run_id.endswith(f"__f{digest}")
+    assert RunSpec(task="sst2", model="m", seeds=seeds.replace(sampling=99), method="icl").run_id != spec.run_id

@@ -26,6 +26,14 @@ def test_the_lora_demo_fine_tunes_and_prompts_on_the_same_examples(tmp_path):
         demo_plan("x", seeds=None, out=tmp_path, data_dir=None)
 
 
+def test_the_sampling_demo_varies_only_the_sampling_seed(tmp_path):
+    _, specs = demo_plan("sample", seeds=[1, 2, 3], out=tmp_path / "s", data_dir=None)
+    assert [spec.seeds.sampling for spec in specs] == [1, 2, 3] and len({s.run_id for s in specs}) == 3
+    assert all({k: v for k, v in spec.seeds.to_dict().items() if k != "sampling"} == {k: 1 for k in spec.seeds.to_dict()
+               if k != "sampling"} for spec in specs)
+    assert specs[0].hparams["samples"] == 8 and specs[0].hparams["predict"] == "generate"
+
+
 def test_a_store_of_two_adaptations_is_compared_and_shown_side_by_side(tmp_path, tiny_chat_llama, data_dir, cli):
     from rich.console import Console
 

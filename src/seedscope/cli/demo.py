@@ -38,6 +38,12 @@ prompted with demonstrations from the same training sentences (five seeds), then
 CON, CCON and the seed / example variance split of each side by side. `seedscope compare DIR`
 then compares the two seed by seed.
 
+With --runner sample it samples answers: SmolLM2 on 60 SST-2 dev sentences with the same
+two demonstrations per class, 8 answers per prompt at temperature 0.7 (preset smollm2-sample),
+under five sampling seeds; then it prints pass@k, pass^k and maj@k (k = 1, 2, 4, 8) with their
+spread across the sampling seeds and their standard error over items, and how stable each
+item's samples are (CON, CCON) (docs/sampling.md).
+
 With --runner meta it runs the reference's third family, meta-learning: ProtoNet, MAML and
 Reptile (a text CNN over the MiniLM encoder's frozen token states, trained on few-shot
 episodes; preset minilm-meta-cpu) on SST-2 and MRPC with five seeds, prints the three methods
@@ -58,6 +64,7 @@ seedscope demo
 seedscope demo --out /tmp/demo --seeds 42,52,62
 seedscope demo --runner icl --out /tmp/icl-demo
 seedscope demo --runner lora
+seedscope demo --runner sample
 seedscope demo --runner meta
 seedscope demo --runner implementation
 ```
@@ -70,12 +77,14 @@ class Demo(str, Enum):
     lora = "lora"
     meta = "meta"
     implementation = "implementation"
+    sample = "sample"
 
 
 def demo_command(
     out: Out = None,
     runner: Demo = typer.Option(Demo.finetune, "--runner", help="finetune: MiniLM fine-tuned; icl: SmolLM2 prompted; lora: SmolLM2 fine-tuned with LoRA and prompted, side by side; "
-    "meta: ProtoNet, MAML and Reptile, with a factor study each; implementation: SmolLM2 under 16 implementations."),
+    "meta: ProtoNet, MAML and Reptile, with a factor study each; implementation: SmolLM2 under 16 implementations; "
+    "sample: SmolLM2's sampled answers, pass@k and maj@k."),
     seeds: Seeds = None,
     data_dir: DataDir = None,
 ) -> None:
@@ -93,6 +102,8 @@ def demo_command(
         show_factor_spread(store.runs(), console)
     if runner == Demo.lora:
         show_adaptations(store, console)
+    if runner == Demo.sample:
+        show_samples(store, console)
     if runner == Demo.meta:
         show_meta_methods(store, console)
         run_meta_studies(out, data_dir, console)
@@ -121,6 +132,24 @@ def show_adaptations(store, console: Console) -> None:
     by_method = {names[method]: analyses for method, analyses in analyses_by_method(store).items()}
     console.print(variants_table(by_method, "One model, two ways to adapt it: the seed effects side by side"))
     console.print(f"compare them seed by seed: seedscope compare {store.path}", highlight=False, markup=False)
+
+
+def show_samples(store, console: Console) -> None:
+    """The sampling estimators with their spread across sampling seeds, and the samples' stability."""
+    from seedscope.analysis.sampling import analyze_samples
+    from seedscope.report import tables
+    from seedscope.report.sampling import sampling_sections
+    from seedscope.workflows.demos import SAMPLE_DEMO_KS
+
+    analysis = analyze_samples(store.samples().drop(columns=["task", "model"]), k=list(SAMPLE_DEMO_KS), n_boot=2000)
+    sections = sampling_sections(analysis)
+    for title in list(sections)[:3]:  # the estimators, the stability per run, the items by stability
+        frame = sections[title]
+        if title.startswith("sampling estimators"):
+            frame = frame[frame.index.str.match(r"(pass@|pass\^|maj@|avg@)")]
+        console.print(tables.to_rich(frame, title))
+    console.print(f"every sample: {escape(str(store.path / 'samples'))}; seedscope analyze "
+                  f"{escape(str(store.path))}/samples/*.parquet --k 1,2,4,8 for the whole analysis", highlight=False)
 
 
 def show_meta_methods(store, console: Console) -> None:

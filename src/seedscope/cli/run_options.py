@@ -5,7 +5,8 @@ command builds two checked objects: :class:`RunChoice` (what runs: runner, metho
 config, ``--set`` values) and :class:`~seedscope.executors.options.ExecutionOptions` (where and
 how: executor, parallel, Ray, retries, fail-fast), and hands them to the workflows.
 
-``--runner icl`` (with ``--shots``, ``--format``, ``--predict``) prompts the model instead of
+``--runner icl`` (with ``--shots``, ``--format``, ``--predict``, and ``--samples`` with its sampling
+settings) prompts the model instead of
 fine-tuning it, and ``--runner meta`` (``--method protonet | maml | reptile``) meta-learns a small
 model over its frozen token states: :func:`runner_settings` turns these flags into the method and
 hyper-parameters of the run specs, refusing flags that belong to another runner.
@@ -116,6 +117,16 @@ PromptFormat = Annotated[Optional[list[str]], typer.Option(
     "(the prompt_format seed picks one per run).")]
 PredictOption = Annotated[Optional[Predict], typer.Option(
     "--predict", help="icl: score the label words' log-likelihood (default) or generate an answer.")]
+SamplesOption = Annotated[Optional[int], typer.Option(
+    "--samples", help="icl: sample this many answers per prompt (the sampling seed; implies --predict generate); "
+    "all are kept, the first is the run's prediction.")]
+Temperature = Annotated[Optional[float], typer.Option(
+    "--temperature", help="icl with --samples: divide the logits by this before sampling (default 1).")]
+TopP = Annotated[Optional[float], typer.Option(
+    "--top-p", help="icl with --samples: sample from the smallest set of tokens holding this much probability.")]
+TopK = Annotated[Optional[int], typer.Option("--top-k", help="icl with --samples: sample from the k most likely tokens.")]
+MaxNewTokens = Annotated[Optional[int], typer.Option(
+    "--max-new-tokens", help="icl with --predict generate: tokens generated per answer at most (default 5).")]
 LmEvalInclude = Annotated[Optional[list[Path]], typer.Option(
     "--lm-eval-include", help="icl: a folder of your own lm-evaluation-harness task YAMLs, for --task lm-eval:<name> (repeatable).")]
 Out = Annotated[Optional[Path], typer.Option(
@@ -182,7 +193,8 @@ class RunChoice:
     def of(cls, params: Mapping[str, Any]) -> RunChoice:
         """The runner flags among a command's parameters, checked (a flag of another runner is refused)."""
         method, hparams = runner_settings(params["runner"], params.get("method"), params.get("shots"),
-                                          split_values(params.get("prompt_format")), params.get("predict"))
+                                          split_values(params.get("prompt_format")), params.get("predict"),
+                                          {key: params.get(key) for key in SAMPLING_FLAGS})
         include = lm_eval_settings(params["runner"], params.get("lm_eval_include"))
         return cls(method, {**hparams, **include, **(parse_settings(params.get("settings")) or {})}, params.get("preset"),
                    params.get("config_file"))
@@ -197,18 +209,33 @@ def lm_eval_settings(runner: Runner, include: Optional[list]) -> dict[str, Any]:
     return {"lm_eval_include": [str(Path(folder).resolve()) for folder in include]}
 
 
+#: the sampling flags: hyper-parameter → flag
+SAMPLING_FLAGS = {"samples": "--samples", "temperature": "--temperature", "top_p": "--top-p", "top_k": "--top-k",
+                  "max_new_tokens": "--max-new-tokens"}
+
+
 def runner_settings(runner: Runner, method: Optional[Method], shots: Optional[int], formats: Optional[list[str]],
-                    predict: Optional[Predict]) -> tuple[Optional[str], dict[str, Any]]:
-    """(method, hyper-parameter overrides) of the chosen runner; a flag of another runner is refused."""
+                    predict: Optional[Predict], sampling: Optional[Mapping[str, Any]] = None,
+                    ) -> tuple[Optional[str], dict[str, Any]]:
+    """(method, hyper-parameter overrides) of the chosen runner; a flag of another runner is refused.
+
+    ``sampling`` holds the sampling flags' values by hyper-parameter name (:data:`SAMPLING_FLAGS`);
+    ``--samples`` implies ``--predict generate``, and a sampling setting without it is refused.
+    """
     from seedscope.plan.runs import META_METHODS, runner_of
 
+    sampling = {key: value for key, value in (sampling or {}).items() if value is not None}
     icl = {"shots": shots, "prompt_format": (formats[0] if len(formats) == 1 else formats) if formats else None,
-           "predict": predict.value if predict else None}
+           "predict": predict.value if predict else None, **sampling}
     if runner == Runner.icl:
         if method is not None:
             raise SeedscopeError("--method chooses how to fine-tune or meta-learn; with --runner icl nothing is trained")
+        check_sampling(sampling, icl["predict"])
+        if "samples" in sampling:
+            icl["predict"] = "generate"
         return "icl", {key: value for key, value in icl.items() if value is not None}
-    given = [flag for flag, value in zip(("--shots", "--format", "--predict"), icl.values()) if value is not None]
+    flags = ("--shots", "--format", "--predict", *(SAMPLING_FLAGS[key] for key in sampling))
+    given = [flag for flag, value in zip(flags, icl.values()) if value is not None]
     if given:
         raise SeedscopeError(f"{given[0]} is an in-context-learning option; add --runner icl")
     if method is not None and runner_of(method.value) != runner.value:
@@ -219,3 +246,17 @@ def runner_settings(runner: Runner, method: Optional[Method], shots: Optional[in
     if runner == Runner.meta:
         return (method.value if method else META_METHODS[0]), {}
     return (method.value if method else None), {}
+
+
+def check_sampling(sampling: Mapping[str, Any], predict: Optional[str]) -> None:
+    """The sampling flags' mistakes, named by flag: no samples, a sampling setting without them, scoring."""
+    if sampling.get("samples") is not None and sampling["samples"] < 1:
+        raise SeedscopeError(f"--samples must be at least 1, not {sampling['samples']}")
+    if sampling.get("temperature") is not None and sampling["temperature"] <= 0:
+        raise SeedscopeError(f"--temperature must be positive, not {sampling['temperature']} "
+                             "(leave --samples out for one greedy answer)")
+    shaping = [SAMPLING_FLAGS[key] for key in ("temperature", "top_p", "top_k") if key in sampling]
+    if shaping and "samples" not in sampling:
+        raise SeedscopeError(f"{shaping[0]} shapes sampled answers, and none are drawn; add --samples N")
+    if "samples" in sampling and predict == "score":
+        raise SeedscopeError("--samples draws generated answers; it cannot go with --predict score")

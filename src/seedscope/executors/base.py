@@ -83,7 +83,7 @@ def record_outcome(
     """Store a result, or record the failure (and stop the sweep under ``fail_fast``)."""
     if isinstance(outcome, RunResult):
         store.record_success(spec.run_id, outcome.predictions, outcome.metrics, outcome.environment, outcome.timings,
-                             prompt_prefix=outcome.prompt_prefix)
+                             prompt_prefix=outcome.prompt_prefix, samples=outcome.samples)
         summary.done.append(spec.run_id)
         return
     text = error_text(outcome)

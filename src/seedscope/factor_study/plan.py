@@ -30,7 +30,7 @@ MITIGATION = "mitigation"
 #: the factors each runner can vary (model randomness, ``optimisation``, is never investigated)
 INVESTIGABLE_FACTORS: dict[str, tuple[str, ...]] = {
     "finetune": ("data_split", "label_choice", "data_order", "model_init"),
-    "icl": ("data_split", "label_choice", "sample_choice", "sample_order", "prompt_format"),
+    "icl": ("data_split", "label_choice", "sample_choice", "sample_order", "prompt_format", "sampling"),
     "meta": ("data_split", "label_choice", "sample_order", "sample_choice", "model_init"),
 }
 

@@ -34,6 +34,8 @@ class _Settings(BaseModel):
                 raise SeedscopeError(
                     f"unknown hyper-parameter {key!r}; known: {', '.join(cls.model_fields)}"
                 ) from None
+            if not first["loc"]:  # a rule between several settings: its own sentence
+                raise SeedscopeError(f"hyper-parameters: {first['msg'].removeprefix('Value error, ')}") from None
             raise SeedscopeError(f"hyper-parameter {key}: {first['msg']}") from None
 
 
@@ -100,12 +102,19 @@ class ICLSettings(DataSettings):
     ``shots`` is the harness's num_fewshot and the formats are ``lm-eval:`` task variants. ``predict``: ``score`` the
     label words' log-likelihood (probabilities kept), or ``generate`` up to ``max_new_tokens``
     greedily and map the text to a label (unmappable answers are the class ``invalid``).
+    ``samples`` draws that many answers per prompt instead (``temperature``, ``top_p``,
+    ``top_k``; the ``sampling`` seed), all kept in the run's sample table; its prediction is the
+    first sample's.
     """
 
     shots: int = Field(2, ge=0, description="demonstrations per class")
     prompt_format: str | list[str] = "minimal"
     predict: Literal["score", "generate"] = "score"
     max_new_tokens: int = Field(5, ge=1)
+    samples: int | None = Field(None, ge=1, description="sampled answers per prompt (none: one greedy answer)")
+    temperature: float | None = Field(None, ge=0, description="sampling: divide the logits by this (default 1)")
+    top_p: float | None = Field(None, gt=0, le=1, description="sampling: the smallest set of tokens of this much mass")
+    top_k: int | None = Field(None, ge=1, description="sampling: the k most likely tokens only")
     batch_size: int = Field(16, ge=1, description="test examples per forward pass")
     attention: Literal["default", "eager", "sdpa", "flash"] = Field(
         "default", description="the attention kernel (flash: flash_attention_2); default: the model's own choice")
@@ -120,6 +129,17 @@ class ICLSettings(DataSettings):
     def _calibration_needs_scores(self) -> "ICLSettings":
         if self.calibration != "none" and self.predict != "score":
             raise ValueError("calibration rescales scored probabilities, so it needs predict: score, not generate")
+        return self
+
+    @model_validator(mode="after")
+    def _sampling_needs_samples(self) -> "ICLSettings":
+        given = [name for name in ("temperature", "top_p", "top_k") if getattr(self, name) is not None]
+        if given and self.samples is None:
+            raise ValueError(f"{given[0]} shapes sampled answers, and none are drawn; add samples (--samples N)")
+        if self.samples is not None and self.predict != "generate":
+            raise ValueError("samples are generated answers, so they need predict: generate")
+        if self.temperature == 0:
+            raise ValueError("temperature 0 is greedy decoding; drop samples for one greedy answer, or give a positive one")
         return self
 
     @field_validator("prompt_format")

@@ -75,7 +75,7 @@ class RunSpec:
         if tied is not None:
             seed_part = f"s{tied}"
         else:
-            digest = hashlib.sha1(json.dumps(self.seeds.to_dict(), sort_keys=True).encode()).hexdigest()
+            digest = hashlib.sha1(json.dumps(self.seeds.identity(), sort_keys=True).encode()).hexdigest()
             seed_part = f"f{digest[:10]}"
         parts = [self.task, model_short_name(self.model_name), self.method, seed_part]
         if self.tag:

@@ -9,12 +9,14 @@ seed sweep ties all factors to one seed (:meth:`FactorSeeds.tied`), which reprod
 
 Factor order in the pipeline (each procedure works on the output of the previous one):
 data_split → label_choice → sample_choice → sample_order / data_order → model_init →
-optimisation; ``prompt_format`` picks the template of an in-context prompt.
+optimisation; ``prompt_format`` picks the template of an in-context prompt; ``sampling`` draws
+the tokens of sampled generation (each sample from its own generator, :func:`sample_seed`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import random
 from dataclasses import dataclass
 from typing import Any, Mapping
@@ -33,6 +35,7 @@ FACTORS: tuple[str, ...] = (
     "sample_choice",
     "sample_order",
     "prompt_format",
+    "sampling",
 )
 
 #: what each factor changes (documentation, CLI help and reports)
@@ -45,6 +48,7 @@ FACTOR_DESCRIPTIONS: dict[str, str] = {
     "sample_choice": "which demonstrations an in-context prompt uses",
     "sample_order": "the order of those demonstrations",
     "prompt_format": "which of a set of prompt formats (template and verbaliser) a prompt uses",
+    "sampling": "the draws of sampled generation (temperature, top-p/k; n samples per prompt)",
 }
 
 #: seeds must fit numpy's legacy seeding (``np.random.seed``), which ``set_seed`` also calls
@@ -79,6 +83,7 @@ class FactorSeeds:
     sample_choice: int
     sample_order: int
     prompt_format: int
+    sampling: int
 
     def __post_init__(self) -> None:
         for name in FACTORS:
@@ -95,12 +100,16 @@ class FactorSeeds:
 
         Plans stored before ``prompt_format`` existed lack it; it takes the ``sample_order``
         seed there (fine-tuning never reads it), so a plain sweep's run ids stay the same.
+        Plans stored before ``sampling`` existed take the ``optimisation`` seed for it (the
+        model's own randomness, which no factor study varies; see :meth:`identity`).
         """
         unknown = sorted(set(seeds) - set(FACTORS))
         if unknown:
             check_factor(unknown[0])
         if "prompt_format" not in seeds and "sample_order" in seeds:
             seeds = {**seeds, "prompt_format": seeds["sample_order"]}
+        if "sampling" not in seeds and "optimisation" in seeds:
+            seeds = {**seeds, "sampling": seeds["optimisation"]}
         missing = [name for name in FACTORS if name not in seeds]
         if missing:
             raise SeedscopeError(f"factor seeds lack {', '.join(missing)}")
@@ -114,6 +123,14 @@ class FactorSeeds:
 
     def to_dict(self) -> dict[str, int]:
         return {name: getattr(self, name) for name in FACTORS}
+
+    def identity(self) -> dict[str, int]:
+        """The seeds that name a run: all of them, less ``sampling`` where it is the ``optimisation`` seed
+        (as plans stored before the factor existed read), so that their run ids stay the same."""
+        seeds = self.to_dict()
+        if seeds["sampling"] == seeds["optimisation"]:
+            del seeds["sampling"]
+        return seeds
 
     @property
     def tied_seed(self) -> int | None:
@@ -143,3 +160,13 @@ class FactorSeeds:
         random.seed(seed)
         np.random.seed(seed)
         torch.manual_seed(seed)
+
+
+def sample_seed(sampling_seed: int, example_id: str, sample: int) -> int:
+    """The seed of one sample: a stable function of the run's ``sampling`` seed, the example and the sample's index.
+
+    Each sample draws from a generator of its own seed, so a draw does not depend on the other
+    prompts of its batch, nor on how many samples were asked for (sample 0 is the same at n = 1 or 8).
+    """
+    key = int.from_bytes(hashlib.sha256(str(example_id).encode("utf-8")).digest()[:8], "little")
+    return int(np.random.SeedSequence([check_seed(sampling_seed), key, int(sample)]).generate_state(1)[0])

@@ -37,7 +37,9 @@ class RunResult:
     ``timings`` seconds and examples per second; ``environment`` libraries, device,
     determinism flags and the seed of every factor. A prompted run also keeps what it scored:
     ``prompt_prefix`` (the text shared by every example, stored once) and, in its predictions,
-    each example's ``query`` and ``continuations`` (see :mod:`seedscope.store.views`).
+    each example's ``query`` and ``continuations`` (see :mod:`seedscope.store.views`). A run that
+    draws several answers per prompt keeps them all in ``samples``, a sample table
+    (:mod:`seedscope.samples`: one row per example and sample).
     """
 
     run_id: str
@@ -46,6 +48,7 @@ class RunResult:
     timings: dict = field(default_factory=dict)
     environment: dict = field(default_factory=dict)
     prompt_prefix: str | None = None
+    samples: pd.DataFrame | None = None
 
 
 def prediction_table(run_id: str, frame: pd.DataFrame, logits: np.ndarray, task: TaskSpec) -> pd.DataFrame:

@@ -4,6 +4,7 @@ Layout::
 
     DIR/catalog.sqlite               plan, one row per run (status, timings, metrics, environment, error)
     DIR/predictions/<run_id>.parquet one prediction table per finished run
+    DIR/samples/<run_id>.parquet     one sample table per finished run that sampled several answers
 
 A finished run's Parquet file is written atomically (temporary file, fsync, rename) and only
 then is its catalog row set to ``done`` in one transaction, so a run is either done with its
@@ -27,7 +28,18 @@ from seedscope.errors import SeedscopeError
 from seedscope.predictions import RUN, validate_table
 from seedscope.store import views
 from seedscope.store.catalog import CATALOG, STATUSES, Catalog, as_json, canonical, plan_hash
-from seedscope.store.files import PREDICTIONS, prediction_path, sha256, with_label_names, write_table
+from seedscope.samples import check_sample_table
+from seedscope.store.files import (
+    PREDICTIONS,
+    SAMPLES,
+    SAMPLES_ROWS_KEY,
+    SAMPLES_SHA256_KEY,
+    prediction_path,
+    samples_path,
+    sha256,
+    with_label_names,
+    write_table,
+)
 from seedscope.store.integrity import REDO, Problem, temporaries, verify
 
 __all__ = ["CATALOG", "PREDICTIONS", "STATUSES", "ExperimentStore", "Problem", "plan_hash"]
@@ -141,6 +153,10 @@ class ExperimentStore:
     def prediction_path(self, run_id: str) -> Path:
         return prediction_path(self.path, run_id)
 
+    def samples_path(self, run_id: str) -> Path:
+        """Where a sampled run's sample table lives (:mod:`seedscope.samples`)."""
+        return samples_path(self.path, run_id)
+
     # ---- plan -----------------------------------------------------------------------------
 
     def plan(self) -> dict[str, Any]:
@@ -182,13 +198,15 @@ class ExperimentStore:
         redo = [run_id for run_id, status, _ in self.catalog.statuses() if status != "done" or run_id in broken]
         for run_id in redo:
             self.prediction_path(run_id).unlink(missing_ok=True)
+            self.samples_path(run_id).unlink(missing_ok=True)
         self.catalog.reset(redo)
         for problem in problems:
             if problem.kind == "temporary":
                 problem.path.unlink(missing_ok=True)
-            elif problem.kind == "orphan":
-                (self.path / ORPHANS).mkdir(exist_ok=True)
-                problem.path.replace(self.path / ORPHANS / problem.path.name)
+            elif problem.kind == "orphan":  # a sample file beside the prediction file of the same name
+                folder = self.path / ORPHANS / ("" if problem.path.parent.name == PREDICTIONS else SAMPLES)
+                folder.mkdir(parents=True, exist_ok=True)
+                problem.path.replace(folder / problem.path.name)
         (self.path / PREDICTIONS).mkdir(exist_ok=True)
 
     def pending_runs(self) -> list[dict[str, Any]]:
@@ -208,16 +226,24 @@ class ExperimentStore:
         environment: Mapping[str, Any] | None = None,
         timings: Mapping[str, Any] | None = None,
         prompt_prefix: str | None = None,
+        samples: pd.DataFrame | None = None,
     ) -> None:
         """Write the run's predictions (atomically), then mark it done in one catalog transaction.
 
-        A prompted run's ``prompt_prefix`` is kept in its prediction file (see :func:`views.run_prompts`).
+        A prompted run's ``prompt_prefix`` is kept in its prediction file (see :func:`views.run_prompts`);
+        a sampled run's ``samples`` (a sample table) are written first, their checksum kept in the
+        prediction file (:mod:`seedscope.store.files`).
         """
         task = self.catalog.task_of(run_id)
         self._record_checksums()
         table = validate_table(predictions, f"predictions of run {run_id}").assign(**{RUN: run_id})
         table = with_label_names(table, task)
-        digest = write_table(self.prediction_path(run_id), table, prompt_prefix)
+        metadata = {}
+        if samples is not None:
+            samples = check_sample_table(samples, f"samples of run {run_id}").assign(**{RUN: run_id})
+            metadata = {SAMPLES_SHA256_KEY: write_table(self.samples_path(run_id), samples),
+                        SAMPLES_ROWS_KEY: str(len(samples))}
+        digest = write_table(self.prediction_path(run_id), table, prompt_prefix, metadata)
         self.catalog.finish(run_id, "done", timings, metrics=as_json(dict(metrics)),
                             environment_json=as_json(dict(environment or {})), n_predictions=len(table), error=None,
                             sha256=digest)
@@ -228,6 +254,7 @@ class ExperimentStore:
         self.catalog.finish(run_id, "failed", timings, error=str(error), metrics=None, environment_json=None,
                             n_predictions=None, sha256=None)
         self.prediction_path(run_id).unlink(missing_ok=True)
+        self.samples_path(run_id).unlink(missing_ok=True)
 
     def _record_checksums(self) -> None:
         """A store written before checksums (schema 1) gains them at its first write: every done run whose
@@ -253,6 +280,10 @@ class ExperimentStore:
     def predictions(self, task: str | None = None, model: str | None = None, *, uncalibrated: bool = False) -> pd.DataFrame:
         """The long prediction table of every done run (see :func:`seedscope.store.views.predictions_table`)."""
         return views.predictions_table(self, task, model, uncalibrated=uncalibrated)
+
+    def samples(self) -> pd.DataFrame:
+        """Every sample of the done runs that sampled (see :func:`seedscope.store.views.samples_table`)."""
+        return views.samples_table(self)
 
     # ---- integrity ------------------------------------------------------------------------
 

@@ -4,6 +4,11 @@ The store keeps label *names* (what the dataset says), whatever the runner retur
 codes, as a model head produces, or names), so its files read the same as the task's data.
 A prompted run's file also holds its prompts: ``query`` and ``continuations`` columns, and the
 prefix every example shares once, in the file's metadata (:data:`PROMPT_PREFIX_KEY`).
+
+A run that sampled several answers per prompt also has a sample table (:mod:`seedscope.samples`)
+in ``samples/<run_id>.parquet``, written first; its SHA-256 and row count go into the prediction
+file's metadata (:data:`SAMPLES_SHA256_KEY`, :data:`SAMPLES_ROWS_KEY`), whose own checksum the
+catalog keeps, so one recorded checksum vouches for both files.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import io
 from pathlib import Path
+from typing import Mapping
 
 import pandas as pd
 import pyarrow as pa
@@ -24,6 +30,10 @@ from seedscope.tasks import find_task
 PREDICTIONS = "predictions"
 #: the Parquet metadata key of a prompted run's shared prompt prefix
 PROMPT_PREFIX_KEY = b"seedscope.prompt_prefix"
+SAMPLES = "samples"
+#: the prediction file's metadata keys of its run's sample file: SHA-256 and number of rows
+SAMPLES_SHA256_KEY = b"seedscope.samples_sha256"
+SAMPLES_ROWS_KEY = b"seedscope.samples_rows"
 #: prefix of the temporary files an interrupted write may leave (see :mod:`seedscope.atomic`)
 TEMPORARY_GLOB = ".*.tmp"
 
@@ -32,15 +42,24 @@ def prediction_path(root: Path, run_id: str) -> Path:
     return Path(root) / PREDICTIONS / f"{run_id}.parquet"
 
 
-def write_table(path: Path, table: pd.DataFrame, prompt_prefix: str | None = None) -> str:
+def samples_path(root: Path, run_id: str) -> Path:
+    return Path(root) / SAMPLES / f"{run_id}.parquet"
+
+
+def write_table(path: Path, table: pd.DataFrame, prompt_prefix: str | None = None,
+                metadata: Mapping[bytes, str] | None = None) -> str:
     """Write ``table`` as Parquet atomically (temporary file, fsync, rename, folder fsync); its SHA-256.
 
-    ``prompt_prefix`` goes into the file's metadata, so the file alone holds what was scored.
+    ``prompt_prefix`` goes into the file's metadata, so the file alone holds what was scored, and
+    so do the ``metadata`` given (the run's sample file's checksum).
     """
     arrow = pa.Table.from_pandas(table, preserve_index=False)
+    extra = dict(metadata or {})
     if prompt_prefix is not None:
+        extra[PROMPT_PREFIX_KEY] = prompt_prefix
+    if extra:
         arrow = arrow.replace_schema_metadata({**(arrow.schema.metadata or {}),
-                                               PROMPT_PREFIX_KEY: prompt_prefix.encode("utf-8")})
+                                               **{key: value.encode("utf-8") for key, value in extra.items()}})
     with atomic_path(path) as tmp:
         pq.write_table(arrow, tmp)
         digest = sha256(tmp.read_bytes())

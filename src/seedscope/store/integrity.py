@@ -2,7 +2,8 @@
 
 Each problem has a kind, and ``--resume`` repairs every kind (:data:`REPAIRS`): a finished run
 whose file is missing, unreadable, short, altered or another run's, or whose catalog row lacks
-its checksum, is redone, and so is a run whose JSON cells (seeds, timings, metrics,
+its checksum, is redone (a sampled run's sample file too, against the checksum its prediction
+file keeps), and so is a run whose JSON cells (seeds, timings, metrics,
 environment) cannot be read; a file left by a
 run that never finished goes; temporary files of interrupted writes go; files that no run of
 the plan owns are moved aside to ``DIR/orphans/``. A damaged catalog cannot be repaired
@@ -21,7 +22,15 @@ import pyarrow.parquet as pq
 from seedscope.errors import SeedscopeError
 from seedscope.predictions import RUN
 from seedscope.store.catalog import CATALOG
-from seedscope.store.files import PREDICTIONS, TEMPORARY_GLOB, is_sha256, sha256
+from seedscope.store.files import (
+    PREDICTIONS,
+    SAMPLES,
+    SAMPLES_ROWS_KEY,
+    SAMPLES_SHA256_KEY,
+    TEMPORARY_GLOB,
+    is_sha256,
+    sha256,
+)
 from seedscope.store.locks import CatalogLocked
 
 if TYPE_CHECKING:
@@ -94,15 +103,20 @@ def verify(store: "ExperimentStore", *, full: bool = True) -> list[Problem]:
         elif path.is_file():
             problems.append(Problem("unfinished", f"{path} exists but run {run_id} is {status} (a write that did not "
                                     "finish)", path, run_id))
-    for path in sorted((store.path / PREDICTIONS).glob("*.parquet")):
-        if path.stem not in runs:
-            problems.append(Problem("orphan", f"{path} belongs to no run of the plan", path))
+    for folder in (PREDICTIONS, SAMPLES):
+        for path in sorted((store.path / folder).glob("*.parquet")):
+            if path.stem not in runs:
+                problems.append(Problem("orphan", f"{path} belongs to no run of the plan", path))
+            elif folder == SAMPLES and runs[path.stem][0] != "done":
+                problems.append(Problem("unfinished", f"{path} exists but run {path.stem} is {runs[path.stem][0]} "
+                                        "(a write that did not finish)", path, path.stem))
     return problems + temporaries(store.path)
 
 
 def temporaries(root: Path) -> list[Problem]:
     """Temporary files of interrupted writes: of prediction files, and of the catalog of a killed create."""
-    found = sorted((root / PREDICTIONS).glob(TEMPORARY_GLOB)) + sorted(root.glob(TEMPORARY_CATALOG_GLOB))
+    found = [path for folder in (PREDICTIONS, SAMPLES) for path in sorted((root / folder).glob(TEMPORARY_GLOB))]
+    found += sorted(root.glob(TEMPORARY_CATALOG_GLOB))
     return [Problem("temporary", f"{path} is a temporary file left by an interrupted write", path) for path in found]
 
 
@@ -134,4 +148,26 @@ def _check_file(path: Path, run_id: str, n_predictions, digest, recorded: bool) 
     if digest is not None and sha256(data) != digest:
         return [Problem("altered", f"{path} is not the file run {run_id} wrote (its SHA-256 differs from the one "
                         "recorded): it was changed or swapped", path, run_id)]
+    return _check_samples(path.parent.parent / SAMPLES / path.name, run_id, table.schema.metadata or {})
+
+
+def _check_samples(path: Path, run_id: str, metadata: dict) -> list[Problem]:
+    """The problem of a done run's sample file, against the checksum and row count its prediction file keeps."""
+    if SAMPLES_SHA256_KEY not in metadata:
+        return []
+    if not path.is_file():
+        return [Problem("missing", f"run {run_id} sampled its answers but {path} is missing", path, run_id)]
+    try:
+        data = path.read_bytes()
+        rows = pq.read_metadata(io.BytesIO(data)).num_rows
+    except OSError as error:
+        return [Problem("unreadable", f"{path} cannot be read ({error.strerror or error})", path, run_id)]
+    except Exception as error:  # pyarrow raises several types for a damaged file
+        return [Problem("unreadable", f"{path} cannot be read ({type(error).__name__}: {error})", path, run_id)]
+    if str(rows) != metadata.get(SAMPLES_ROWS_KEY, b"").decode():
+        return [Problem("short", f"{path} holds {rows} samples, the run's prediction file says "
+                        f"{metadata.get(SAMPLES_ROWS_KEY, b'?').decode()}", path, run_id)]
+    if sha256(data) != metadata[SAMPLES_SHA256_KEY].decode():
+        return [Problem("altered", f"{path} is not the sample file run {run_id} wrote (its SHA-256 differs from the "
+                        "one its prediction file keeps): it was changed or swapped", path, run_id)]
     return []

@@ -1,4 +1,5 @@
-"""Read-only views of an experiment store as pandas tables: runs, predictions, environments, factor scores, prompts."""
+"""Read-only views of an experiment store as pandas tables: runs, predictions, samples, environments, factor scores,
+prompts."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from seedscope.metrics.macro import chance_level
 from seedscope.plan.seeds import FACTORS
 from seedscope.predictions import EXAMPLE_ID, PREDICTION, PROB_PREFIX, RUN, UNCALIBRATED, prob_columns
 from seedscope.prompts import CONTINUATIONS, QUERY, split_request
-from seedscope.store.files import PROMPT_PREFIX_KEY, is_sha256, read_arrow, read_table
+from seedscope.store.files import PROMPT_PREFIX_KEY, SAMPLES_SHA256_KEY, is_sha256, read_arrow, read_table
 from seedscope.tasks import find_task
 from seedscope.tasks.lm_eval_tasks import is_lm_eval_task
 
@@ -146,6 +147,30 @@ def _note_damaged_cells(store: "ExperimentStore", run_ids: set[str]) -> None:
                           f"from its own file, do not need it — `seedscope verify {store.path}` lists every problem, "
                           "and rerunning its sweep with --resume redoes the run", DamagedEntryWarning,
                           stacklevel=3)
+
+
+def samples_table(store: "ExperimentStore") -> pd.DataFrame:
+    """Every sample of every done run that sampled (:mod:`seedscope.samples`), with ``task`` and ``model`` columns.
+
+    Each sample file is read against the checksum its run's prediction file keeps (that file
+    against the catalog's); ``run`` is named as in :func:`predictions_table`.
+    """
+    runs = store.runs()
+    checksum = _checksums(store)
+    frames = []
+    for run in runs[runs["status"] == "done"].itertuples():
+        metadata = read_arrow(store.prediction_path(run.run_id), run.run_id, [EXAMPLE_ID],
+                              checksum=checksum(run.run_id)).schema.metadata or {}
+        if SAMPLES_SHA256_KEY not in metadata:
+            continue
+        frame = read_table(store.samples_path(run.run_id), run.run_id, checksum=metadata[SAMPLES_SHA256_KEY].decode())
+        frame[RUN] = run.run_id if pd.isna(run.seed) else str(run.seed)
+        frame.insert(0, "model", _model_label(run.model_name, run.method, run.tag))
+        frame.insert(0, "task", run.task)
+        frames.append(frame)
+    if not frames:
+        raise SeedscopeError(f"{store.path} has no finished run that sampled its answers (sweep with --samples N)")
+    return pd.concat(frames, ignore_index=True)
 
 
 @dataclass(frozen=True)

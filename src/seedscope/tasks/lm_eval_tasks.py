@@ -207,7 +207,7 @@ def build_requests(task, *, shots: int | None, seeds, max_docs: int | None = Non
     samples = None
     if max_docs is not None and resplit and max_docs < total:
         samples = sorted(int(i) for i in seeds.numpy("data_split").choice(total, max_docs, replace=False))
-    with _sampler(task, seeds, num_labelled):
+    with _sampler(task, seeds, num_labelled), _quiet_progress():
         task.build_all_requests(limit=None if samples else max_docs, samples=samples)
     by_doc: dict[int, list] = {}
     for instance in task.instances:
@@ -218,6 +218,19 @@ def build_requests(task, *, shots: int | None, seeds, max_docs: int | None = Non
         instances.sort(key=lambda i: i.idx)
         docs.append(DocRequests(samples[doc_id] if samples else doc_id, instances[0].doc, instances))
     return docs
+
+
+@contextlib.contextmanager
+def _quiet_progress():
+    """The harness's own progress bar over the documents, off: seedscope's display shows the run's progress."""
+    from lm_eval.api import task as harness_task
+
+    shown = harness_task.tqdm
+    harness_task.tqdm = functools.partial(shown, disable=True)
+    try:
+        yield
+    finally:
+        harness_task.tqdm = shown
 
 
 def _set_fewshot(task, shots: int | None) -> None:

@@ -8,6 +8,8 @@ icl         SmolLM2 prompted on SST-2 and CB (``smollm2-icl``), five seeds, plus
 lora        SmolLM2 fine-tuned with LoRA on SST-2 (``smollm2-lora-cpu``) and prompted on the same
             test sentences with demonstrations from the same training sentences: two ways of
             adapting one model, side by side
+sample      SmolLM2 prompted on SST-2, 8 sampled answers per prompt (``smollm2-sample``), the same
+            prompts under five sampling seeds
 meta        ProtoNet, MAML and Reptile over frozen MiniLM token states on SST-2 and MRPC
             (``minilm-meta-cpu``), five seeds each, plus a small factor study per method on SST-2
 implementa- SmolLM2 prompted on SST-2 and RTE under every combination of precision, batch size,
@@ -40,7 +42,8 @@ DEMO_MODEL = "all-minilm-l6-v2"
 SMOLLM2 = "smollm2-135m-instruct"
 #: each demo's model and preset
 DEMOS = {"finetune": (DEMO_MODEL, "cpu-small"), "icl": (SMOLLM2, "smollm2-icl"), "lora": (SMOLLM2, "smollm2-lora-cpu"),
-         "meta": (DEMO_MODEL, "minilm-meta-cpu"), "implementation": (SMOLLM2, "smollm2-icl")}
+         "meta": (DEMO_MODEL, "minilm-meta-cpu"), "implementation": (SMOLLM2, "smollm2-icl"),
+         "sample": (SMOLLM2, "smollm2-sample")}
 #: the implementation demo: tasks (BoolQ ships no training split to draw demonstrations from offline, so RTE), the
 #: settings its runs share (small slices, one demonstration per class), the implementation axes and its two seeds
 IMPLEMENTATION_DEMO = {
@@ -51,6 +54,8 @@ IMPLEMENTATION_DEMO = {
                        "threads": [1, 2]},
     "seeds": [42, 52],
 }
+#: the ks the sampling demo prints pass@k, pass^k and maj@k at
+SAMPLE_DEMO_KS = (1, 2, 4, 8)
 #: the factors whose spread the in-context demo shows one at a time
 ICL_DEMO_FACTORS = ("sample_choice", "sample_order", "prompt_format")
 #: the meta-learning demo's small factor study per method: task, N investigation, M mitigation, L golden runs,
@@ -122,6 +127,9 @@ def demo_plan(demo: str, *, seeds: list[int] | None, out, data_dir) -> tuple[Swe
         prompting = build_config(preset="smollm2-icl", overrides={"tasks": config.tasks, "models": [model],
                                                                    "seeds": config.seeds, "hparams": shared})
         specs += prompting.run_specs()
+    elif demo == "sample":  # the same prompts (the first seed's demonstrations), only the sampling seed varies
+        first = specs[0]
+        specs = [replace(first, seeds=first.seeds.replace(sampling=seed)) for seed in config.seeds]
     elif demo == "meta":  # every method, the same tasks and seeds
         specs = [spec for method in META_METHODS for spec in config.model_copy(update={"method": method}).run_specs()]
     return config, specs

@@ -101,3 +101,30 @@ def test_prompt_format_picks_a_named_variant(smollm2_folder, task_dir):
     result = lm_eval_runner.run(spec)
     assert "Sentiment:" in result.predictions["query"].iloc[0] and result.environment["lm_eval_task"] == "sst2_variant"
     assert not math.isnan(result.metrics["acc,none"])
+
+
+def test_a_sampled_task_draws_its_repeats_and_the_harness_filters_them(smollm2_folder, task_dir):
+    """copa_sample: 4 repeats, do_sample with top_p; majority vote and the first answer work on real samples."""
+    result = lm_eval_runner.run(spec_of("copa_sample", smollm2_folder, task_dir))
+    samples = result.samples
+    assert len(samples) == 8 * 4 and samples["sample_seed"].nunique() == 32
+    assert samples.groupby("example_id")["text"].nunique().max() > 1  # the repeats differ
+    table = result.predictions.set_index("example_id")
+    for doc_id, drawn in samples.groupby("example_id"):
+        first = drawn.sort_values("sample").iloc[0]
+        assert table.loc[doc_id, "exact_match,first"] == first["correct"]
+        votes = drawn["prediction"].value_counts()
+        assert votes[table.loc[doc_id, "prediction"]] == votes.max()  # the majority answer (the first filter's)
+    assert result.metrics["exact_match,first"] == pytest.approx(samples[samples["sample"] == 0]["correct"].mean())
+    again = lm_eval_runner.run(spec_of("copa_sample", smollm2_folder, task_dir))
+    assert again.samples.equals(samples)  # the same sampling seed, the same samples
+    other = lm_eval_runner.run(spec_of("copa_sample", smollm2_folder, task_dir, seed=4))
+    assert not other.samples["text"].equals(samples["text"])
+
+
+def test_a_greedy_task_fills_its_repeats_with_its_one_answer(smollm2_folder, task_dir):
+    assert lm_eval_runner.task_sampler({"do_sample": False, "temperature": 0.7}, 4, 1) is None
+    assert lm_eval_runner.task_sampler({"do_sample": True, "temperature": 0.0}, 4, 1) is None
+    sampler = lm_eval_runner.task_sampler({"do_sample": True, "top_k": 5}, 4, 1)
+    assert (sampler.samples, sampler.temperature, sampler.top_k, sampler.top_p) == (4, 1.0, 5, None)
+    assert lm_eval_runner.run(spec_of("copa_generate", smollm2_folder, task_dir)).samples is None

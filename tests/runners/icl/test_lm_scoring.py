@@ -19,6 +19,7 @@ from seedscope.runners.data import run_examples
 from seedscope.runners.icl import runner as icl
 from seedscope.runners.icl.lm_scoring import generate, score_causal
 from seedscope.runners.icl.lm_tokens import encode_requests
+from seedscope.runners.icl.sampling import Sampler
 from seedscope.tasks import get_task
 
 SEEDS = FactorSeeds.tied(7)
@@ -120,6 +121,35 @@ def test_generation_reads_the_whole_strings_ids(tiny_lm, data_dir):
         alone = model.generate(**ids, max_new_tokens=2, do_sample=False, pad_token_id=tokenizer.pad_token_id)
         assert text == tokenizer.decode(alone[0, ids["input_ids"].shape[1]:], skip_special_tokens=True)
     assert generate(model, tokenizer, prompts, "causal", batch_size=2, max_new_tokens=2, prefix_cache=False) == texts
+
+
+def test_samples_are_the_same_in_any_batch_and_with_the_same_seed(tiny_lm, data_dir):
+    model, tokenizer = tiny_lm
+    prompts = run_prompts("sst2", "minimal", tokenizer, data_dir, tests=8)
+    ids = [f"ex{i}" for i in range(8)]
+    sampler = Sampler(samples=4, seed=11, temperature=1.3, top_p=0.95)
+
+    def draw(batch_size: int, sampler: Sampler = sampler, **options):
+        return generate(model, tokenizer, prompts, "causal", batch_size=batch_size, max_new_tokens=6, sampler=sampler,
+                        example_ids=ids, **options)
+
+    one = draw(1)
+    assert [len(samples) for samples in one] == [4] * 8
+    assert draw(8) == one
+    assert draw(3, prefix_cache=False) == one
+    assert len({text for samples in one for text in samples}) > 8  # the samples differ
+    assert draw(8, Sampler(samples=4, seed=12, temperature=1.3, top_p=0.95)) != one
+    first = draw(8, Sampler(samples=1, seed=11, temperature=1.3, top_p=0.95))
+    assert [samples[0] for samples in first] == [samples[0] for samples in one]  # sample 0 whatever n
+
+
+def test_sampling_the_top_token_only_is_greedy(tiny_lm, data_dir):
+    model, tokenizer = tiny_lm
+    prompts = run_prompts("sst2", "minimal", tokenizer, data_dir, tests=4)
+    greedy = generate(model, tokenizer, prompts, "causal", batch_size=4, max_new_tokens=4)
+    sampled = generate(model, tokenizer, prompts, "causal", batch_size=4, max_new_tokens=4,
+                       sampler=Sampler(samples=2, seed=1, top_k=1))
+    assert sampled == [[text, text] for text in greedy]
 
 
 @pytest.mark.slow

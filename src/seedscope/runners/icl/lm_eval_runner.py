@@ -6,7 +6,10 @@ document's metrics, its aggregation into the run's. seedscope loads the model on
 and answers the requests: ``loglikelihood`` and ``multiple_choice`` requests with its cached
 scorer (:func:`~seedscope.runners.icl.lm_scoring.score_causal`, the ids lm-eval's ``hf`` model
 reads; documents sharing a prompt prefix — a description, ``first_n`` demonstrations — read it
-once), ``generate_until`` with its greedy generation, cut at the task's stop strings.
+once), ``generate_until`` with its generation, cut at the task's stop strings: greedy, or the
+task's ``repeats`` samples from its ``generation_kwargs`` (:func:`task_sampler`), each prompt
+read once for all of them, so that the harness's filters (``majority_vote``, ``take_first``)
+work on real samples.
 
 A run's table has one row per document, its ``example_id`` the harness's ``doc_id``:
 multiple choice — prediction = the argmax of the choices' log-likelihoods (what ``acc`` uses),
@@ -31,7 +34,9 @@ from seedscope.plan import RunSpec
 from seedscope.plan.hparams import ICLSettings
 from seedscope.predictions import EXAMPLE_ID, LABEL, PREDICTION, PROB_PREFIX, RUN
 from seedscope.prompts import CONTINUATIONS, QUERY, Prompts
+from seedscope.runners.icl.sampling import Sampler
 from seedscope.runners.result import RunResult, StepHook
+from seedscope.samples import CORRECT, SAMPLE, SAMPLE_SEED, TEXT
 from seedscope.tasks import lm_eval_tasks as harness
 
 LOGLIKELIHOODS = "loglikelihoods"
@@ -68,6 +73,10 @@ def check(spec: RunSpec, data_dir: str | os.PathLike | None = None) -> None:
 
     settings = ICLSettings.from_hparams(spec.hparams)
     include = tuple(settings.lm_eval_include)
+    for key in ("samples", "temperature", "top_p", "top_k"):
+        if key in spec.hparams:
+            raise SeedscopeError(f"{key} does not apply to an lm-eval task: its generation_kwargs and repeats say "
+                                 "whether and how it samples")
     for key in ("predict", "calibration"):
         if key in spec.hparams:
             raise SeedscopeError(f"{key} does not apply to an lm-eval task: its output type says whether it is scored "
@@ -113,8 +122,9 @@ def _run(spec: RunSpec, settings: ICLSettings, on_step: StepHook | None) -> RunR
     model, tokenizer, kind, folder = _model(spec.model, precision, settings.trust_remote_code, settings.attention,
                                             settings.device)
     loaded = time.perf_counter()
-    prompts = answer(task, docs, model, tokenizer, settings, on_step)
+    prompts = answer(task, docs, model, tokenizer, settings, on_step, spec.seeds.sampling)
     finished = time.perf_counter()
+    samples = sample_table(task, docs, spec.run_id, spec.seeds.sampling)
     table, metrics = harness_results(task, docs)
     table.insert(0, RUN, spec.run_id)
     first = _first_rows(docs)
@@ -130,7 +140,7 @@ def _run(spec: RunSpec, settings: ICLSettings, on_step: StepHook | None) -> RunR
         "lm_eval_output_type": harness.task_kind(task), "num_fewshot": task.get_config("num_fewshot"),
         "fewshot_seed": spec.seeds.sample_choice, **implementation_record(settings, precision, settings.batch_size, model),
     }
-    return RunResult(spec.run_id, table, metrics, timings, environment, prompt_prefix=prompts.prefix)
+    return RunResult(spec.run_id, table, metrics, timings, environment, prompt_prefix=prompts.prefix, samples=samples)
 
 
 def _rows(docs) -> list[tuple[int, str, list[int]]]:
@@ -158,8 +168,14 @@ def shared_prefix(contexts: list[str]) -> str:
     return common[: cut + 1] if cut >= 0 else ""
 
 
-def answer(task, docs, model, tokenizer, settings: ICLSettings, on_step: StepHook | None) -> Prompts:
-    """Fill every request's ``resps`` as lm-eval's ``hf`` model would; return the prompts asked."""
+def answer(task, docs, model, tokenizer, settings: ICLSettings, on_step: StepHook | None, seed: int = 0) -> Prompts:
+    """Fill every request's ``resps`` as lm-eval's ``hf`` model would; return the prompts asked.
+
+    A generation task's ``repeats`` answers per request are its samples (``do_sample`` with the
+    task's ``temperature``, ``top_p``, ``top_k``; ``seed`` is the run's ``sampling`` seed), the
+    prompt read once for all of them; a greedy task's one answer fills every repeat, as the
+    harness's identical greedy calls would.
+    """
     from seedscope.runners.icl.lm_scoring import generate, score_causal
 
     rows = _rows(docs)
@@ -173,13 +189,14 @@ def answer(task, docs, model, tokenizer, settings: ICLSettings, on_step: StepHoo
         gen_kwargs = docs[0].instances[0].args[1]
         until = _stop_strings(gen_kwargs, tokenizer)
         limit = int(gen_kwargs.get("max_gen_toks", 256))
+        repeats = docs[0].instances[0].repeats or 1
+        chosen = task_sampler(gen_kwargs, repeats, seed)
         texts = generate(model, tokenizer, prompts, "causal", batch_size=settings.batch_size, max_new_tokens=limit,
-                         on_step=on_step)
-        for (d, _, ks), text in zip(rows, texts):
-            for term in until:
-                text = text.split(term)[0]
+                         on_step=on_step, sampler=chosen, stop=until, example_ids=_row_ids(docs, rows))
+        for (d, _, ks), drawn in zip(rows, texts):
+            drawn = [_cut(text, until) for text in ([drawn] * repeats if chosen is None else drawn)]
             for k in ks:
-                docs[d].instances[k].resps = [text] * (docs[d].instances[k].repeats or 1)
+                docs[d].instances[k].resps = list(drawn)
         return prompts
     candidates = [[docs[d].instances[k].args[1] for k in ks] for d, _, ks in rows]
     prompts = Prompts(prefix, [c[len(prefix):] for c in contexts], candidates)
@@ -190,6 +207,64 @@ def answer(task, docs, model, tokenizer, settings: ICLSettings, on_step: StepHoo
         for j, k in enumerate(ks):
             docs[d].instances[k].resps = [(float(scores[r, j]), bool(greedy[r, j]))]
     return prompts
+
+
+def task_sampler(gen_kwargs: dict, repeats: int, seed: int) -> Sampler | None:
+    """The sampler a task's ``generation_kwargs`` ask for, or None for greedy decoding.
+
+    As lm-eval's ``hf`` model: it samples when ``do_sample`` is true and the temperature (default
+    1 there) is not 0; otherwise every repeat is the greedy answer.
+    """
+    temperature = float(gen_kwargs.get("temperature", 1.0))
+    if not gen_kwargs.get("do_sample") or temperature == 0:
+        return None
+    top_k = gen_kwargs.get("top_k")
+    return Sampler(repeats, seed, temperature, gen_kwargs.get("top_p"), int(top_k) if top_k else None)
+
+
+def sample_table(task, docs, run_id: str, seed: int) -> pd.DataFrame | None:
+    """A sampled generation task's samples, one row each (:mod:`seedscope.samples`), or None for any other task.
+
+    Each sample goes alone through the task's first filter pipeline and ``process_results``; the
+    first metric it gives (``exact_match``) is whether the sample is right.
+    """
+    if harness.task_kind(task) != "generate_until" or not docs:
+        return None
+    first = docs[0].instances[0]
+    sampler = task_sampler(first.args[1], first.repeats or 1, seed)
+    if sampler is None:
+        return None
+    pipeline = task._filters[0]
+    rows = []
+    names = _row_ids(docs, _rows(docs))
+    for doc, name in zip(docs, (names[r] for r in _first_rows(docs))):
+        drawn = doc.instances[0].resps
+        for index, (text, sample_seed) in enumerate(zip(drawn, sampler.seeds([name]))):
+            filtered = [[text]]
+            for step in pipeline.filters:
+                filtered = list(step().apply(filtered, [doc.doc]))
+            result = task.process_results(doc.doc, filtered)
+            value = float(next(iter(result.values())))
+            rows.append((str(doc.doc_id), index, str(filtered[0]), value, sample_seed, text))
+    table = pd.DataFrame(rows, columns=[EXAMPLE_ID, SAMPLE, PREDICTION, CORRECT, SAMPLE_SEED, TEXT])
+    table.insert(0, RUN, run_id)
+    return table if table[CORRECT].isin((0.0, 1.0)).all() else None
+
+
+def _row_ids(docs, rows) -> list[str]:
+    """The name a prompt row's samples are seeded with: its document's id (and its context's place, after the first)."""
+    seen: dict[int, int] = {}
+    names = []
+    for d, _, _ in rows:
+        names.append(str(docs[d].doc_id) + (f"#{seen[d]}" if seen.get(d) else ""))
+        seen[d] = seen.get(d, 0) + 1
+    return names
+
+
+def _cut(text: str, until: list[str]) -> str:
+    for term in until:
+        text = text.split(term)[0]
+    return text
 
 
 def _stop_strings(gen_kwargs: dict, tokenizer) -> list[str]:

@@ -19,7 +19,9 @@ import inspect
 import numpy as np
 import torch
 
+from seedscope.errors import SeedscopeError
 from seedscope.prompts import Prompts
+from seedscope.runners.icl.sampling import Sampler
 from seedscope.runners.icl.lm_tokens import encode_requests, encode_texts
 from seedscope.runners.result import StepHook
 
@@ -178,17 +180,27 @@ def score_seq2seq(model, tokenizer, prompts: Prompts, *, batch_size: int = 16,
 
 @torch.no_grad()
 def generate(model, tokenizer, prompts: Prompts, kind: str, *, batch_size: int = 16, max_new_tokens: int = 5,
-             prefix_cache: bool = True, on_step: StepHook | None = None) -> list[str]:
+             prefix_cache: bool = True, on_step: StepHook | None = None, sampler: Sampler | None = None,
+             example_ids: list[str] | None = None, stop: list[str] | None = None) -> list[str] | list[list[str]]:
     """The greedy continuation of every prompt (``max_new_tokens`` at most, fewer once every row has ended), as text.
 
+    With a ``sampler``, its ``samples`` sampled continuations of every prompt instead (a list per
+    prompt), each drawn from the seed of its prompt's ``example_ids`` entry and its index. A row
+    also ends once its text holds one of the ``stop`` strings (the text is returned whole: cut it).
     The prompt's ids are those scoring reads (:func:`~seedscope.runners.icl.lm_tokens.encode_texts` of the
     whole text). A decoder-only model reads the ids every prompt shares (the demonstrations) once
     and continues each batch from their cache, the rest of each prompt left-padded, batched by
-    length; an encoder-decoder model goes through ``model.generate``.
+    length; each prompt is read once and its cache serves all its samples, decoded side by side.
+    An encoder-decoder model goes through ``model.generate`` (greedy only).
     """
     ids = encode_texts(tokenizer, [prompts.prefix + query for query in prompts.queries])
     if kind == "causal":
-        return _generate_causal(model, tokenizer, ids, batch_size, max_new_tokens, prefix_cache, on_step)
+        names = example_ids if example_ids is not None else [str(i) for i in range(len(ids))]
+        texts = _generate_causal(model, tokenizer, ids, batch_size, max_new_tokens, prefix_cache, on_step, sampler, names,
+                                 stop or [])
+        return texts if sampler is None else [texts[i: i + sampler.samples] for i in range(0, len(texts), sampler.samples)]
+    if sampler is not None:
+        raise SeedscopeError("sampled generation needs a decoder-only language model; this one is sequence-to-sequence")
     device = _device(model)
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     out: list[str] = []
@@ -217,8 +229,13 @@ def _end_ids(model) -> set[int]:
     return set(eos if isinstance(eos, (list, tuple)) else [] if eos is None else [eos])
 
 
-def _generate_causal(model, tokenizer, ids, batch_size, max_new_tokens, prefix_cache, on_step) -> list[str]:
-    """Greedy decoding from the shared prefix's cache, stopping once every row of a batch has ended."""
+def _generate_causal(model, tokenizer, ids, batch_size, max_new_tokens, prefix_cache, on_step, sampler,
+                     names, stop) -> list[str]:
+    """Decoding from the shared prefix's cache, stopping once every row of a batch has ended.
+
+    Greedy: one text per prompt. Sampled: ``sampler.samples`` texts per prompt, prompt by prompt;
+    each batch's prompts are read once, then their cache is repeated for the samples.
+    """
     from transformers import DynamicCache
 
     device = _device(model)
@@ -229,9 +246,10 @@ def _generate_causal(model, tokenizer, ids, batch_size, max_new_tokens, prefix_c
         output = model(input_ids=torch.tensor([prefix], device=device), use_cache=True)
         cached = [(layer.keys, layer.values) for layer in _cache_of(output).layers]
     ends, cache_argument, keep_last = _end_ids(model), _cache_argument(model), _keep_last(model)
+    n = sampler.samples if sampler else 1
     order = sorted(range(len(ids)), key=lambda i: len(ids[i]))  # similar lengths share a batch: little padding
     batches = [order[first: first + batch_size] for first in range(0, len(order), batch_size)]
-    texts: dict[int, str] = {}
+    texts: dict[int, list[str]] = {}
     for done, examples in enumerate(batches, 1):
         rows = len(examples)
         input_ids, mask = _padded([ids[i][len(prefix):] for i in examples], pad, device)
@@ -240,25 +258,33 @@ def _generate_causal(model, tokenizer, ids, batch_size, max_new_tokens, prefix_c
         if cached:
             cache = DynamicCache([(k.expand(rows, -1, -1, -1), v.expand(rows, -1, -1, -1)) for k, v in cached])
             mask = torch.cat([torch.ones((rows, len(prefix)), dtype=torch.long, device=device), mask], dim=1)
-        new = [[] for _ in examples]
-        ended = [False] * rows
-        for _ in range(max_new_tokens):
-            output = model(input_ids=input_ids, attention_mask=mask, position_ids=positions, use_cache=True,
-                           **{cache_argument: cache}, **keep_last)
-            chosen = output.logits[:, -1].argmax(dim=-1)
+        output = model(input_ids=input_ids, attention_mask=mask, position_ids=positions, use_cache=True,
+                       **{cache_argument: cache}, **keep_last)  # each prompt read once, for all its samples
+        cache, logits = _cache_of(output), output.logits[:, -1]
+        if n > 1:
+            cache.batch_repeat_interleave(n)
+            mask, positions, logits = (t.repeat_interleave(n, dim=0) for t in (mask, positions, logits))
+        uniforms = sampler.uniforms([names[i] for i in examples], max_new_tokens) if sampler else None
+        new = [[] for _ in range(rows * n)]
+        ended = [False] * (rows * n)
+        for step in range(max_new_tokens):
+            chosen = sampler.draw(logits, uniforms[:, step]) if sampler else logits.argmax(dim=-1)
             for r, token in enumerate(chosen.tolist()):
                 if not ended[r]:
                     ended[r] = token in ends
                     if not ended[r]:
                         new[r].append(token)
-            if all(ended):
+                        ended[r] = bool(stop) and any(term in tokenizer.decode(new[r]) for term in stop)
+            if all(ended) or step == max_new_tokens - 1:
                 break
-            cache = _cache_of(output)
-            input_ids = chosen.unsqueeze(1)
-            mask = torch.cat([mask, torch.ones((rows, 1), dtype=torch.long, device=device)], dim=1)
+            mask = torch.cat([mask, torch.ones((rows * n, 1), dtype=torch.long, device=device)], dim=1)
             positions = positions[:, -1:] + 1
-        for i, text in zip(examples, tokenizer.batch_decode(new, skip_special_tokens=True)):
-            texts[i] = text
+            output = model(input_ids=chosen.unsqueeze(1), attention_mask=mask, position_ids=positions, use_cache=True,
+                           **{cache_argument: cache}, **keep_last)
+            cache, logits = _cache_of(output), output.logits[:, -1]
+        decoded = tokenizer.batch_decode(new, skip_special_tokens=True)
+        for k, i in enumerate(examples):
+            texts[i] = decoded[k * n: (k + 1) * n]
         if on_step:
             on_step(done, len(batches))
-    return [texts[i] for i in range(len(ids))]
+    return [text for i in range(len(ids)) for text in texts[i]]

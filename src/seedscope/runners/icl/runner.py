@@ -9,6 +9,9 @@ example of a run sees the same demonstrations, so their key/value cache is compu
 Predictions are label names (COPA: ``choice1`` / ``choice2``); scoring keeps each class's
 probability (the softmax of the answers' log-likelihoods), generation maps the text to a label
 word and calls anything else ``invalid`` — a wrong answer, counted, never dropped. With
+``samples: n`` generation draws n answers per prompt (the ``sampling`` seed, each sample from
+its own seed): all of them go to the run's sample table (:mod:`seedscope.samples`), and the
+prediction table keeps the first sample's answer, so that it reads as a plain sampled run. With
 ``calibration: contextual`` the scored probabilities are calibrated (:mod:`.calibration`) and
 the uncalibrated predictions are kept beside them (``uncalibrated_*`` columns and metrics).
 
@@ -64,7 +67,9 @@ from seedscope.runners.icl.calibration import (
 )
 from seedscope.runners.icl.language_models import load_language_model
 from seedscope.runners.icl.lm_scoring import generate, score_causal, score_seq2seq
+from seedscope.runners.icl.sampling import Sampler
 from seedscope.runners.result import RunResult, StepHook, prediction_table, run_metrics
+from seedscope.samples import CORRECT, SAMPLE, SAMPLE_SEED, TEXT
 from seedscope.tasks import TaskSpec, get_task
 from seedscope.tasks.lm_eval_tasks import is_lm_eval_task
 
@@ -193,7 +198,7 @@ def _run(spec: RunSpec, settings: ICLSettings, data_dir, on_step: StepHook | Non
     rows = pd.concat([tests, content_free_rows(tests)], ignore_index=True) if calibrated else tests
     prompts = build_prompts(fmt, prompt, demos, rows, tokenizer)  # content-free rows last, with the same prefix
     loaded = time.perf_counter()
-    extra_metrics, extra_environment = {}, {}
+    extra_metrics, extra_environment, samples = {}, {}, None
     if settings.predict == "score":
         if kind == "causal":
             scores = score_causal(model, tokenizer, prompts, batch_size=settings.batch_size,
@@ -211,8 +216,16 @@ def _run(spec: RunSpec, settings: ICLSettings, data_dir, on_step: StepHook | Non
             extra_metrics = {f"{UNCALIBRATED}{k}": v for k, v in run_metrics(uncalibrated, task).items()}
             extra_environment = {"content_free_probabilities": dict(zip(task.label_names, bias.tolist()))}
     else:
+        sampler = sampler_of(settings, spec.seeds)
         texts = generate(model, tokenizer, prompts, kind, batch_size=settings.batch_size,
-                         max_new_tokens=settings.max_new_tokens, prefix_cache=settings.prefix_cache, on_step=on_step)
+                         max_new_tokens=settings.max_new_tokens, prefix_cache=settings.prefix_cache, on_step=on_step,
+                         sampler=sampler, example_ids=tests["example_id"].astype(str).tolist())
+        if sampler is not None:
+            samples = sample_table(spec.run_id, tests, texts, prompt, task, sampler)
+            texts = [drawn[0] for drawn in texts]
+            extra_metrics = {"sample_accuracy": float(samples[CORRECT].mean())}
+            extra_environment = {"sampling": {"samples": sampler.samples, "temperature": sampler.temperature,
+                                              "top_p": sampler.top_p, "top_k": sampler.top_k}}
         table, invalid = _generated_table(spec.run_id, tests, texts, prompt, task)
     finished = time.perf_counter()
     del model
@@ -238,7 +251,33 @@ def _run(spec: RunSpec, settings: ICLSettings, data_dir, on_step: StepHook | Non
         "predict": settings.predict, "calibration": settings.calibration,
         "demonstration_ids": demos[EXAMPLE_ID].astype(str).tolist(), **extra_environment, **applied,
     }
-    return RunResult(spec.run_id, table, metrics, timings, environment, prompt_prefix=prompts.prefix)
+    return RunResult(spec.run_id, table, metrics, timings, environment, prompt_prefix=prompts.prefix, samples=samples)
+
+
+def sampler_of(settings: ICLSettings, seeds: FactorSeeds) -> Sampler | None:
+    """The run's sampler (its ``sampling`` seed), or None for one greedy answer per prompt."""
+    if settings.samples is None:
+        return None
+    return Sampler(settings.samples, seeds.sampling, 1.0 if settings.temperature is None else settings.temperature,
+                   settings.top_p, settings.top_k)
+
+
+def sample_table(run_id: str, tests: pd.DataFrame, texts: list[list[str]], prompt: TaskPrompt, task: TaskSpec,
+                 sampler: Sampler) -> pd.DataFrame:
+    """Every sample of every example (:mod:`seedscope.samples`): its answer as a label, right or wrong, seed and text."""
+    names = list(task.label_names)
+    ids = tests["example_id"].astype(str).tolist()
+    rows = []
+    for example, row, drawn in zip(ids, tests.itertuples(index=False), texts):
+        label = names[int(row.label)]
+        for index, text in enumerate(drawn):
+            code = answer_to_label(text, prompt, getattr(row, "choices", None))
+            prediction = INVALID if code is None else names[code]
+            rows.append((example, index, prediction, label, float(prediction == label), text))
+    table = pd.DataFrame(rows, columns=[EXAMPLE_ID, SAMPLE, PREDICTION, LABEL, CORRECT, TEXT])
+    table.insert(0, RUN, run_id)
+    table.insert(5, SAMPLE_SEED, np.asarray(sampler.seeds(ids), dtype=np.int64))
+    return table
 
 
 def with_uncalibrated(table: pd.DataFrame, uncalibrated: pd.DataFrame) -> pd.DataFrame:
