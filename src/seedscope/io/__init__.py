@@ -28,6 +28,7 @@ from seedscope.io.checks import merge_sources
 from seedscope.io.columnar import read_aligned
 from seedscope.io.common import ReadOptions, Source, pick_column, require_readable
 from seedscope.io.detect import (
+    all_of_one_kind,
     FORMATS,
     common_format,
     detect_format,
@@ -227,14 +228,7 @@ def holds_run_scores(paths: Iterable[str | os.PathLike], format: str | None = No
     # a framework's log is recognised by its content first: an inspect_ai .json log is no table of scores
     found = {path: (fmt or _format_or_none(path)) in TABLE_FORMATS and looks_like_run_scores(path, fmt)
              for path in paths}
-    if all(found.values()):
-        return True
-    if any(found.values()):
-        scores = next(p for p, is_scores in found.items() if is_scores)
-        other = next(p for p, is_scores in found.items() if not is_scores)
-        raise SeedscopeError(f"mixed inputs: {scores} holds per-run scores, {other} per-example predictions; "
-                             "read each kind separately")
-    return False
+    return all_of_one_kind(found, "per-run scores", "per-example predictions")
 
 
 def _format_or_none(path: Path) -> str | None:

@@ -87,3 +87,15 @@ def common_format(paths: list[Path], given: str | None) -> str:
         examples = "; ".join(f"{path} is {fmt}" for fmt in kinds for path in [next(p for p in found if found[p] == fmt)])
         raise SeedscopeError(f"mixed formats in one call ({examples}); read each format separately")
     return kinds[0]
+
+
+def all_of_one_kind(found: dict, kind: str, other: str) -> bool:
+    """True when every input (a path → is-of-the-kind mapping) is of ``kind``, False when none is; a mix is one
+    error naming an input of each, since one call reads one kind."""
+    if all(found.values()):
+        return True
+    if any(found.values()):
+        one = next(path for path, is_kind in found.items() if is_kind)
+        another = next(path for path, is_kind in found.items() if not is_kind)
+        raise SeedscopeError(f"mixed inputs: {one} holds {kind}, {another} {other}; read each kind separately")
+    return False

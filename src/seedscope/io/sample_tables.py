@@ -13,7 +13,7 @@ import pandas as pd
 
 from seedscope.errors import SeedscopeError
 from seedscope.io.common import LINE, ReadOptions, require_readable, run_names
-from seedscope.io.detect import common_format
+from seedscope.io.detect import all_of_one_kind, common_format
 from seedscope.io.run_scores import read_head
 from seedscope.io.tabular import load_table
 from seedscope.predictions import RUN
@@ -39,14 +39,7 @@ def holds_sample_tables(paths: list[Path], format: str | None = None) -> bool:
     for path in paths:
         require_readable(path)
     found = {path: not path.is_dir() and looks_like_samples(path, common_format([path], format)) for path in paths}
-    if all(found.values()):
-        return True
-    if any(found.values()):
-        samples = next(p for p, is_samples in found.items() if is_samples)
-        other = next(p for p, is_samples in found.items() if not is_samples)
-        raise SeedscopeError(f"mixed inputs: {samples} holds sampled answers (sample, correct), {other} does not; "
-                             "read each kind separately")
-    return False
+    return all_of_one_kind(found, "sampled answers (sample, correct)", "does not")
 
 
 def read_sample_tables(paths: list[Path], format: str | None = None) -> pd.DataFrame:
