@@ -138,7 +138,7 @@ def test_help_lists_every_shipped_preset_with_its_description(command, capsys, m
     assert run_cli([*command, "--help"]) == 0
     out = " ".join(capsys.readouterr().out.split())
     files = sorted(PRESET_DIR.glob("*.yaml"))
-    assert len(files) == 6
+    assert len(files) == 7
     for path in files:
         description = " ".join(yaml.safe_load(path.read_text())["description"].split())
         assert f"{path.stem}: {description[:60]}" in out, path.stem

@@ -118,7 +118,14 @@ def test_eight_runs_at_four_go_in_two_waves_and_predict_as_one_after_another(tmp
     assert runs["status"].tolist() == ["done"] * 8 and runs["attempts"].tolist() == [1] * 8
     assert all(t["packing_retries"] == 0 for t in runs["timings"])
     estimate = estimated_peak(specs)  # the tiny BERT's own bytes; the rest of a worker's peak is its libraries
-    assert all(PROCESS_BYTES / 4 < t[PEAK_RSS] < estimate + 2 * PROCESS_BYTES for t in runs["timings"])
+    peaks = [t[PEAK_RSS] for t in runs["timings"]]
+    # a worker's peak can start at the image of the process that started it (Linux keeps ru_maxrss across the
+    # fork and exec of a spawn), so a large test process raises the bound: the estimate is checked where it is small
+    import resource
+
+    started_from = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    bound = max(estimate + 2 * PROCESS_BYTES, started_from + PROCESS_BYTES)
+    assert all(PROCESS_BYTES / 4 < peak < bound for peak in peaks), (peaks, estimate, started_from)
     assert packed.environment()["torch_threads"].tolist() == [threads] * 8  # the cores split between the workers
     assert alone.environment()["torch_threads"].tolist() == [threads] * 8
     kinds = [event[0] for event in progress.events if event[0] in ("run", "finished")]

@@ -89,6 +89,6 @@ def test_a_task_yaml_that_does_not_load_is_named_with_its_error(tmp_path, data_d
     with pytest.raises(SeedscopeError, match=rf"lm-eval task 'copa_generate': its config {path} could not be loaded "
                                              r"\(.*did not find expected key line 10.*\), so the harness left it out"):
         harness.load_task("lm-eval:copa_generate", (str(folder),))
-    with pytest.raises(SeedscopeError, match=rf"unknown lm-eval task 'no_such_task'.*1 config\(s\) there could not be "
+    with pytest.raises(SeedscopeError, match=rf"unknown lm-eval task 'no_such_task'.*\d config\(s\) there could not be "
                                              rf"loaded, e.g. {path}"):
         harness.load_task("lm-eval:no_such_task", (str(folder),))
