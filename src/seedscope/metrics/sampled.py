@@ -26,7 +26,6 @@ from functools import lru_cache
 from typing import Sequence
 
 import numpy as np
-from scipy.stats import hypergeom
 
 from seedscope.errors import SeedscopeError
 
@@ -94,6 +93,8 @@ def threshold_count(k: int, tau: float) -> int:
 
 def _at_least(n: np.ndarray, c: np.ndarray, k: int, m: int) -> np.ndarray:
     """P(X ≥ m) for X ~ Hypergeometric(population n, c successes, k draws), per item."""
+    from scipy.stats import hypergeom  # here, not at import: scipy.stats costs readers that never need it ~0.6 s
+
     return _per_pair(n, c, lambda total, right: float(hypergeom.sf(m - 1, total, right, k)) if m <= min(right, k) else 0.0)
 
 
