@@ -131,3 +131,22 @@ def test_one_seed_flags_a_significant_shift_only():
 
 def test_no_tags_no_study():
     assert compare_implementations(runs({1: ["pos"]}, ["pos"], model="lm")) is None
+
+
+def test_sweeps_are_paired_seed_by_seed_or_run_to_run():
+    """Two sweeps of seeds 1 and 2 pair by seed; two single-run files pair with each other whatever their names."""
+    import pandas as pd
+
+    from seedscope.analysis.implementation import compare_implementations, sweeps_as_implementations
+
+    def sweep(runs, flip=False):
+        return pd.DataFrame({"run": [r for r in runs for _ in range(4)], "example_id": list(range(4)) * len(runs),
+                             "prediction": [1, 0, 1, 1] * len(runs) if not flip else [0, 0, 1, 1] * len(runs),
+                             "label": [1, 0, 1, 0] * len(runs)})
+
+    seeded = compare_implementations(sweeps_as_implementations({"b1": sweep(["1", "2"]), "b128": sweep(["1", "2"], True)}),
+                                     n_boot=50).pairs.iloc[0]
+    assert seeded["n_seeds"] == 2 and seeded["flip_rate"] == 0.25
+    files = compare_implementations(sweeps_as_implementations({"b1": sweep(["out_b1"]), "b128": sweep(["out_b128"], True)}),
+                                    n_boot=50).pairs.iloc[0]
+    assert files["n_seeds"] == 1 and files["flip_rate"] == 0.25 and files["metric_diff"] == 0.25

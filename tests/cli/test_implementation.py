@@ -75,9 +75,9 @@ def test_factors_plan_only_counts_the_implementation_factor(tiny_llama, data_dir
     assert "implementation" in printed and "12 runs" in printed  # 2 golden + 2 × (2 + 3)
 
 
-def test_lm_eval_files_of_two_implementations(tmp_path, cli):
+def _two_implementations(tmp_path):
     """One real lm-eval samples file as written at 'batch 1', and a copy whose first three documents' answers are
-    swapped, as a defective 'batch 128' would write them."""
+    swapped, as a defective 'batch 128' would write them: (the two run folders, the lines, the documents flipped)."""
     from pathlib import Path
 
     source = next((Path(__file__).parents[1] / "io/fixtures/lm_eval_0.4.13/seed1").glob("samples_*.jsonl"))
@@ -92,12 +92,30 @@ def test_lm_eval_files_of_two_implementations(tmp_path, cli):
     for run, text in (("b1", lines), ("b128", swapped)):  # the layout lm-eval writes: one folder per run
         (tmp_path / "out" / run).mkdir(parents=True)
         (tmp_path / "out" / run / source.name).write_text("\n".join(text) + "\n")
-    code, printed, err = cli(["analyze", str(tmp_path / "out" / "b1"), str(tmp_path / "out" / "b128"),
+    flipped = sum(json.loads(line)["filtered_resps"][0][0] != json.loads(line)["filtered_resps"][1][0]
+                  for line in lines[:3])
+    return [str(tmp_path / "out" / "b1"), str(tmp_path / "out" / "b128")], lines, flipped
+
+
+def test_lm_eval_files_of_two_implementations(tmp_path, cli):
+    (b1, b128), lines, flipped = _two_implementations(tmp_path)
+    code, printed, err = cli(["analyze", b1, b128,
                               "--runs-are-implementations", "--json", str(tmp_path / "a.json"), "--n-boot", "200"])
     assert code == 0, err
     pair = json.loads((tmp_path / "a.json").read_text())["implementation"][0]
     assert {pair["a"], pair["b"]} == {"impl-b1", "impl-b128"} and pair["setting"] == "batch_size"
-    flipped = sum(json.loads(line)["filtered_resps"][0][0] != json.loads(line)["filtered_resps"][1][0]
-                  for line in lines[:3])
     assert pair["flip_rate"] == pytest.approx(flipped / len(lines)) and pair["n_examples"] == len(lines)
     assert "Implementations: pairs" in printed
+
+
+def test_compare_takes_two_sweeps_as_implementations(tmp_path, cli):
+    """The same two folders through compare: the seed-level comparison, and the implementation pair beside it."""
+    (b1, b128), lines, flipped = _two_implementations(tmp_path)
+    code, printed, err = cli(["compare", b1, b128, "--names", "b1", "--names", "b128", "--implementations",
+                              "--json", str(tmp_path / "c.json"), "--n-boot", "200", "--n-permutations", "99"])
+    assert code == 0, err
+    document = json.loads((tmp_path / "c.json").read_text())
+    (pair,) = document["implementation"]
+    assert {pair["a"], pair["b"]} == {"impl-b1", "impl-b128"}
+    assert pair["flip_rate"] == pytest.approx(flipped / len(lines)) and pair["n_examples"] == len(lines)
+    assert "Implementations: pairs" in printed and "needs two runs (seeds) per sweep" in printed + err

@@ -165,6 +165,19 @@ def as_implementations(table: pd.DataFrame) -> pd.DataFrame:
     return table.assign(model=model + TAG_PREFIX + names, **{RUN: "1"})
 
 
+def sweeps_as_implementations(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """Sweeps of one system under different implementations (name → prediction table; its runs are seeds) as one
+    table whose model labels name each sweep as an implementation, so that :func:`compare_implementations` pairs
+    them seed by seed (``seedscope compare A B --implementations``); sweeps of one run each are paired run to run,
+    whatever their runs are called (files named after their implementation)."""
+    one_run_each = all(table[RUN].nunique() == 1 for table in tables.values())
+    frames = []
+    for name, table in tables.items():
+        tag = TAG_PREFIX + "".join(ch if ch.isalnum() or ch == "." else "_" for ch in str(name))
+        frames.append(table.assign(model=f"system-{tag}", **({RUN: "1"} if one_run_each else {})))
+    return pd.concat(frames, ignore_index=True)
+
+
 def compare_implementations(table: pd.DataFrame, *, confidence: float = 0.95, n_boot: int = 2000,
                             seed: int = 0) -> ImplementationStudy | None:
     """The implementation study of a long prediction table whose ``model`` labels carry ``impl-`` tags; None if none do.

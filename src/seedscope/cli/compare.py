@@ -80,12 +80,13 @@ seedscope compare samples_a.parquet samples_b.parquet --metric pass@4
 
 #: options a per-run score table cannot use, and options per-example predictions cannot use
 UNUSED_BY_SCORE_TABLES = {name: SCORE_TABLES for name in (
-    "id_column", "prediction_column", "label_column", "lm_eval_filter", "runs_by")}
+    "id_column", "prediction_column", "label_column", "lm_eval_filter", "runs_by", "implementations")}
 UNUSED_BY_PREDICTIONS = {"system_column": PREDICTIONS, "scale": PREDICTIONS}
 #: options sample tables do not use: their columns are named by contract, and their comparison resamples nothing
 UNUSED_BY_SAMPLES = {name: "sample tables (their columns are named by contract; the paired comparison is analytic)"
                      for name in ("run_column", "id_column", "prediction_column", "label_column", "system_column", "scale",
-                                  "lm_eval_filter", "runs_by", "task", "n_boot", "n_permutations", "seed")}
+                                  "lm_eval_filter", "runs_by", "task", "n_boot", "n_permutations", "seed",
+                                  "implementations")}
 
 
 def compare_command(
@@ -103,6 +104,10 @@ def compare_command(
     scale: Scale = None,
     lm_eval_filter: LmEvalFilter = None,
     runs_by: RunsBy = None,
+    implementations: bool = typer.Option(
+        False, "--implementations", help="The sweeps are one system under different implementations (lm-eval output "
+        "at batch 1 and at batch 128, say): add the measures between them, seed by seed — flip rate, |Δ log p|, the "
+        "rerun and seed floors, the bug rule (docs/implementation.md)."),
     n_boot: Boot = 10_000,
     n_permutations: Permutations = 9999,
     confidence: Confidence = 0.95,
@@ -131,9 +136,37 @@ def compare_command(
         print_notes(console, ignored_options(ctx, UNUSED_BY_PREDICTIONS))
         with console.status("reading sweeps…"):
             tables_by_name = read_systems(sweeps, reading, names)
+        if implementations:
+            emit_with_implementations(console, outputs, tables_by_name, metric, settings)
+            return
         with console.status("comparing…"):
             comparison = compare_sweeps(tables_by_name, metric=metric, **settings)
     outputs.emit(console, comparison_sections(comparison), comparison.to_dict(), notes=comparison.notes)
+
+
+def emit_with_implementations(console: Console, outputs: OutputFiles, tables_by_name: dict, metric: str | None,
+                              settings: dict) -> None:
+    """The measures between the sweeps taken as implementations of one system, seed by seed, and the seed-level
+    comparison beside them where every sweep has two runs or more."""
+    from seedscope.analysis.compare import compare_sweeps
+    from seedscope.analysis.implementation import compare_implementations, sweeps_as_implementations
+    from seedscope.report.implementation import bug_notes, implementation_sections
+    from seedscope.report.tables import comparison_sections
+
+    with console.status("comparing…"):
+        study = compare_implementations(sweeps_as_implementations(tables_by_name), confidence=settings["confidence"],
+                                        n_boot=settings["n_boot"], seed=settings["seed"])
+        if study is None:
+            raise SeedscopeError("--implementations compares sweeps of one task and system: these share no task")
+        sections, document, notes = implementation_sections(study), {"implementation": study.to_dict()}, bug_notes(study)
+        if min(table["run"].nunique() for table in tables_by_name.values()) >= 2:
+            comparison = compare_sweeps(tables_by_name, metric=metric, **settings)
+            sections, notes = {**comparison_sections(comparison), **sections}, list(comparison.notes) + notes
+            document = {**comparison.to_dict(), **document}
+        else:
+            notes = ["the seed-level comparison needs two runs (seeds) per sweep; the implementations are compared "
+                     "run by run"] + notes
+    outputs.emit(console, sections, document, notes=notes)
 
 
 def compare_sample_tables(console: Console, paths: list[Path], reading: Reading, outputs: OutputFiles,
