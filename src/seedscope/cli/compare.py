@@ -75,6 +75,7 @@ seedscope compare base.csv lora.csv --metric mcc --json compare.json
 seedscope compare a/ b/ c/ --names A --names B --names C --markdown compare.md
 seedscope compare paper_seeds.csv --metric acc --seed-column seed
 seedscope compare samples_a.parquet samples_b.parquet --metric pass@4
+seedscope compare lm-eval-out/b1 lm-eval-out/b128 --implementations
 ```
 """
 
