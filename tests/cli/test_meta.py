@@ -27,10 +27,11 @@ def test_a_meta_sweep_stores_every_prediction_and_analyses(tmp_path, tiny_bert, 
 
 
 def test_a_meta_factor_study_runs_and_is_analysed(tmp_path, tiny_bert, data_dir, cli):
+    """Four golden runs: with two, the tiny model's 24-example F1 can tie, and importance (÷ σ_GM) is undefined."""
     out = tmp_path / "study"
     code, stdout, err = cli(["factors", "run", "--runner", "meta", "--method", "reptile", "--task", "sst2",
                              "--model", str(tiny_bert), "--factor", "sample_choice", "--factor", "model_init",
-                             "-N", "2", "-M", "2", "-L", "2", "--num-labelled", "40", "--metric", "f1_macro",
+                             "-N", "2", "-M", "2", "-L", "4", "--num-labelled", "40", "--metric", "f1_macro",
                              "--data-dir", str(data_dir), "--out", str(out), "--bootstrap", "200", *SMALL])
     assert code == 0, err
     assert "sample_choice" in stdout and "model_init" in stdout and "Ranking" in stdout
