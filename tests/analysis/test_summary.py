@@ -82,3 +82,18 @@ def test_several_models_are_labelled():
 def test_needs_a_task_column():
     with pytest.raises(seedscope.SeedscopeError, match="task"):
         seedscope.summarize_tasks(TABLE.drop(columns="task"))
+
+
+def test_groups_of_two_tasks_under_many_implementations_give_no_size_correlation():
+    """32 groups of SST-2 and RTE (16 implementations each) are two training-set sizes, not 32 tasks: no r."""
+    import numpy as np
+    import pandas as pd
+
+    from seedscope.analysis.summary import _size_correlation
+
+    groups = [f"{task} (impl-{i})" for task in ("sst2", "rte") for i in range(16)]
+    table1 = pd.DataFrame({g: {"VAR": 0.01 * (k % 5 + 1), "CON": 0.9 - 0.01 * (k % 3), "CCON": 0.5 + 0.01 * (k % 4)}
+                           for k, g in enumerate(groups)})
+    sizes = {g: 67349.0 if g.startswith("sst2") else 2490.0 for g in groups}
+    correlation = _size_correlation(table1, sizes, log_size=False)
+    assert correlation["r"].isna().all() and (correlation["n_tasks"] == 32).all()

@@ -29,7 +29,8 @@ TABLE7_COLUMNS = {
     "F1": "f1_macro",
     "Accuracy": "accuracy",
 }
-#: fewest tasks for which a correlation across tasks is reported
+#: fewest tasks — distinct training-set sizes: groups of one task under several models or implementations count
+#: once — for which a correlation across tasks is reported
 MIN_TASKS_FOR_CORRELATION = 3
 
 
@@ -181,7 +182,7 @@ def _size_correlation(table1: pd.DataFrame, sizes: dict[str, float], log_size: b
         values = table1.loc[quantity]
         usable = size.notna() & values.notna()
         n = int(usable.sum())
-        if n >= MIN_TASKS_FOR_CORRELATION and size[usable].nunique() > 1 and values[usable].nunique() > 1:
+        if size[usable].nunique() >= MIN_TASKS_FOR_CORRELATION and values[usable].nunique() > 1:
             from scipy import stats
 
             result = stats.pearsonr(size[usable], values[usable])
