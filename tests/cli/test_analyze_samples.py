@@ -101,11 +101,8 @@ def test_framework_logs_get_the_sample_analysis_when_asked(tmp_path):
     (system,) = json.loads(out.read_text())["systems"].values()  # one system: the log's model
     assert list(system["pass@k"]) == ["1", "2", "4"]
     assert system["pass@k"]["1"] <= system["pass@k"]["2"] <= system["pass@k"]["4"] <= 1.0
-    errors = system["errors"] if "errors" in system else None
-    if errors is not None:
-        low = [row["ci_low"] for row in errors] if isinstance(errors, list) else list(errors["ci_low"].values())
-        high = [row["ci_high"] for row in errors] if isinstance(errors, list) else list(errors["ci_high"].values())
-        assert min(low) >= 0.0 and max(high) <= 1.0
+    errors = system["standard_errors"]  # estimator → mean, se, ci_low, ci_high
+    assert errors and all(0.0 <= row["ci_low"] <= row["mean"] <= row["ci_high"] <= 1.0 for row in errors.values())
     seeds = tmp_path / "seeds.json"
     assert run_cli(["analyze", str(log), "--json", str(seeds)]) == 0
     assert "systems" not in json.loads(seeds.read_text())
