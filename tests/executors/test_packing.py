@@ -166,7 +166,7 @@ def test_a_worker_killed_while_sending_blocks_no_other_worker(tmp_path, tiny_ber
 def test_a_run_that_raises_is_recorded_with_its_traceback_and_not_retried(tmp_path, tiny_bert, data_dir):
     specs, store = _store(tmp_path / "exp", tiny_bert, (1, 2))
     summary = packing.execute(specs, store, data_dir=data_dir, parallel=2, gpus=[], runner=raising_runner)
-    assert list(summary.failed) == [s.run_id for s in specs]
+    assert sorted(summary.failed) == sorted(s.run_id for s in specs)  # both start at once: either may end first
     runs = store.runs()
     assert runs["attempts"].tolist() == [1, 1]
     assert all("Traceback" in e and "ValueError: no luck with" in e for e in runs["error"])
