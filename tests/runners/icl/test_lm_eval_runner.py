@@ -14,7 +14,7 @@ from seedscope.runners.icl import lm_eval_runner
 
 FIXTURES = Path(__file__).parent / "fixtures" / "lm_eval_tasks"
 sys.path.insert(0, str(FIXTURES))
-from write_tasks import write_tasks  # noqa: E402
+from write_tasks import write_tasks
 
 #: the tasks make_fixture.sh ran: (name, kind)
 TASKS = [("sst2_local", "multiple_choice"), ("rte_local", "multiple_choice"), ("boolq_local", "multiple_choice"),
@@ -128,3 +128,18 @@ def test_a_greedy_task_fills_its_repeats_with_its_one_answer(smollm2_folder, tas
     sampler = lm_eval_runner.task_sampler({"do_sample": True, "top_k": 5}, 4, 1)
     assert (sampler.samples, sampler.temperature, sampler.top_k, sampler.top_p) == (4, 1.0, 5, None)
     assert lm_eval_runner.run(spec_of("copa_generate", smollm2_folder, task_dir)).samples is None
+
+
+def test_a_sampled_task_takes_unset_top_k_and_top_p_as_generate_does():
+    from types import SimpleNamespace
+
+    from transformers import GenerationConfig
+
+    unset = SimpleNamespace(generation_config=GenerationConfig())
+    assert lm_eval_runner.generation_defaults(unset) == {"top_k": 50, "top_p": 1.0}  # transformers' defaults
+    own = SimpleNamespace(generation_config=GenerationConfig(top_k=20, top_p=0.9))
+    assert lm_eval_runner.generation_defaults(own) == {"top_k": 20, "top_p": 0.9}  # the model's generation config
+    task = {"do_sample": True, "temperature": 1.0, "top_p": 0.95}
+    sampler = lm_eval_runner.task_sampler({**lm_eval_runner.generation_defaults(unset), **task}, 4, 1)
+    assert (sampler.top_k, sampler.top_p) == (50, 0.95)  # the task's top-p, generate's top-k 50, as lm_eval samples
+    assert lm_eval_runner.task_sampler({"do_sample": True, "top_p": 1.0}, 4, 1).top_p is None

@@ -40,6 +40,8 @@ from seedscope.samples import CORRECT, SAMPLE, SAMPLE_SEED, TEXT
 from seedscope.tasks import lm_eval_tasks as harness
 
 LOGLIKELIHOODS = "loglikelihoods"
+#: the top-k transformers' ``generate`` samples from when neither the call nor the model's generation config sets one
+TRANSFORMERS_TOP_K = 50
 
 
 @functools.lru_cache(maxsize=1)
@@ -190,7 +192,7 @@ def answer(task, docs, model, tokenizer, settings: ICLSettings, on_step: StepHoo
         until = _stop_strings(gen_kwargs, tokenizer)
         limit = int(gen_kwargs.get("max_gen_toks", 256))
         repeats = docs[0].instances[0].repeats or 1
-        chosen = task_sampler(gen_kwargs, repeats, seed)
+        chosen = task_sampler({**generation_defaults(model), **gen_kwargs}, repeats, seed)
         texts = generate(model, tokenizer, prompts, "causal", batch_size=settings.batch_size, max_new_tokens=limit,
                          on_step=on_step, sampler=chosen, stop=until, example_ids=_row_ids(docs, rows))
         for (d, _, ks), drawn in zip(rows, texts):
@@ -213,13 +215,21 @@ def task_sampler(gen_kwargs: dict, repeats: int, seed: int) -> Sampler | None:
     """The sampler a task's ``generation_kwargs`` ask for, or None for greedy decoding.
 
     As lm-eval's ``hf`` model: it samples when ``do_sample`` is true and the temperature (default
-    1 there) is not 0; otherwise every repeat is the greedy answer.
+    1 there) is not 0; otherwise every repeat is the greedy answer. A top-p of 1 keeps every token.
     """
     temperature = float(gen_kwargs.get("temperature", 1.0))
     if not gen_kwargs.get("do_sample") or temperature == 0:
         return None
-    top_k = gen_kwargs.get("top_k")
-    return Sampler(repeats, seed, temperature, gen_kwargs.get("top_p"), int(top_k) if top_k else None)
+    top_k, top_p = gen_kwargs.get("top_k"), gen_kwargs.get("top_p")
+    return Sampler(repeats, seed, temperature, top_p if top_p and top_p < 1 else None, int(top_k) if top_k else None)
+
+
+def generation_defaults(model) -> dict:
+    """The ``top_k`` and ``top_p`` that ``generate`` applies where a task leaves them unset, as under lm-eval's ``hf``
+    model: the model's generation config, else transformers' own (top-k 50, top-p 1)."""
+    config = getattr(model, "generation_config", None)
+    top_k, top_p = getattr(config, "top_k", None), getattr(config, "top_p", None)
+    return {"top_k": TRANSFORMERS_TOP_K if top_k is None else top_k, "top_p": 1.0 if top_p is None else top_p}
 
 
 def sample_table(task, docs, run_id: str, seed: int) -> pd.DataFrame | None:

@@ -21,8 +21,8 @@ import torch
 
 from seedscope.errors import SeedscopeError
 from seedscope.prompts import Prompts
-from seedscope.runners.icl.sampling import Sampler
 from seedscope.runners.icl.lm_tokens import encode_requests, encode_texts
+from seedscope.runners.icl.sampling import Sampler
 from seedscope.runners.result import StepHook
 
 
@@ -234,9 +234,13 @@ def _generate_causal(model, tokenizer, ids, batch_size, max_new_tokens, prefix_c
     """Decoding from the shared prefix's cache, stopping once every row of a batch has ended.
 
     Greedy: one text per prompt. Sampled: ``sampler.samples`` texts per prompt, prompt by prompt;
-    each batch's prompts are read once, then their cache is repeated for the samples.
+    each batch's prompts are read once, then their cache is repeated for the samples and given room
+    for the new tokens (:mod:`~seedscope.runners.icl.kv_buffer`). A row that has ended leaves the
+    batch, so each step computes only the rows still decoding.
     """
     from transformers import DynamicCache
+
+    from seedscope.runners.icl.kv_buffer import with_room
 
     device = _device(model)
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
@@ -264,20 +268,26 @@ def _generate_causal(model, tokenizer, ids, batch_size, max_new_tokens, prefix_c
         if n > 1:
             cache.batch_repeat_interleave(n)
             mask, positions, logits = (t.repeat_interleave(n, dim=0) for t in (mask, positions, logits))
+        cache = with_room(cache, max_new_tokens)
         uniforms = sampler.uniforms([names[i] for i in examples], max_new_tokens) if sampler else None
         new = [[] for _ in range(rows * n)]
         ended = [False] * (rows * n)
+        active = torch.arange(rows * n)  # the rows still decoding: an ended row leaves the batch and its cache
         for step in range(max_new_tokens):
-            chosen = sampler.draw(logits, uniforms[:, step]) if sampler else logits.argmax(dim=-1)
-            for r, token in enumerate(chosen.tolist()):
+            chosen = sampler.draw(logits, uniforms[active, step]) if sampler else logits.argmax(dim=-1)
+            for r, token in zip(active.tolist(), chosen.tolist()):
+                ended[r] = token in ends
                 if not ended[r]:
-                    ended[r] = token in ends
-                    if not ended[r]:
-                        new[r].append(token)
-                        ended[r] = bool(stop) and any(term in tokenizer.decode(new[r]) for term in stop)
+                    new[r].append(token)
+                    ended[r] = bool(stop) and any(term in tokenizer.decode(new[r]) for term in stop)
             if all(ended) or step == max_new_tokens - 1:
                 break
-            mask = torch.cat([mask, torch.ones((rows * n, 1), dtype=torch.long, device=device)], dim=1)
+            going = torch.tensor([not ended[r] for r in active.tolist()])
+            if not going.all():
+                index = going.nonzero().squeeze(1)
+                cache.batch_select_indices(index.to(device))
+                active, chosen, mask, positions = active[index], *(t[index.to(device)] for t in (chosen, mask, positions))
+            mask = torch.cat([mask, torch.ones((len(active), 1), dtype=torch.long, device=device)], dim=1)
             positions = positions[:, -1:] + 1
             output = model(input_ids=chosen.unsqueeze(1), attention_mask=mask, position_ids=positions, use_cache=True,
                            **{cache_argument: cache}, **keep_last)
