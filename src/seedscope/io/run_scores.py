@@ -80,7 +80,7 @@ def looks_like_run_scores(path: Path, fmt: str | None = None) -> bool:
     fmt = fmt or TABLE_SUFFIXES.get(path.suffix.lower())
     if path.is_dir() or fmt is None:
         return False
-    if fmt == "parquet" and {c.lower() for c in _parquet_names(path)} & PREDICTION_COLUMNS:
+    if fmt == "parquet" and {c.lower() for c in parquet_column_names(path)} & PREDICTION_COLUMNS:
         return False  # the schema says so: no rows decoded (a million of them, in a large prediction file)
     try:
         head = read_head(path, fmt)
@@ -95,7 +95,7 @@ def looks_like_run_scores(path: Path, fmt: str | None = None) -> bool:
     )
 
 
-def _parquet_names(path: Path) -> list[str]:
+def parquet_column_names(path: Path) -> list[str]:
     """A Parquet file's column names from its footer; none when it cannot be read (its head says why)."""
     import pyarrow.parquet as pq
 

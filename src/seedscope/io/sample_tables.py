@@ -14,7 +14,7 @@ import pandas as pd
 from seedscope.errors import SeedscopeError
 from seedscope.io.common import LINE, ReadOptions, require_readable, run_names
 from seedscope.io.detect import all_of_one_kind, common_format
-from seedscope.io.run_scores import read_head
+from seedscope.io.run_scores import parquet_column_names, read_head
 from seedscope.io.tabular import load_table
 from seedscope.predictions import RUN
 from seedscope.samples import CORRECT, SAMPLE, check_sample_table
@@ -27,6 +27,8 @@ def looks_like_samples(path: Path, fmt: str) -> bool:
     left to the reader of its format, which names what is wrong with it."""
     if path.is_dir() or fmt not in PLAIN:
         return False
+    if fmt == "parquet":  # the footer names them: no row group is decoded
+        return {SAMPLE, CORRECT} <= set(parquet_column_names(path))
     try:
         columns = {str(column) for column in read_head(path, fmt).columns}
     except (SeedscopeError, ValueError, OSError):
