@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Optional
 
 import typer
 
+from seedscope import parquet_ahead
 from seedscope.cli.inputs import (
     PREDICTIONS,
     SCORE_TABLES,
@@ -150,39 +151,41 @@ def analyze_command(
     csv_file: CsvFile = None,
 ) -> None:
     outputs = OutputFiles.of(ctx.params)  # checked, with the confidence level and power, before any input is read
-    reading = Reading.of(ctx.params)
-    console = output_console()
-    plain_samples = reading.holds_sample_tables(paths)
-    if plain_samples or reading.asks_for_samples(paths, k):
-        settings = dict(k=parse_int_list(k, "--k", "1,4,16"), n_boot=n_boot, confidence=confidence, seed=seed)
-        unused = UNUSED_BY_SAMPLES if plain_samples else UNUSED_BY_LOGGED_SAMPLES
-        analyze_sample_tables(console, paths, reading, outputs, settings, top, ignored_options(ctx, unused))
-        return
-    print_notes(console, ignored_options(ctx, {"k": SAMPLE_TABLES_ONLY}))
-    if reading.holds_run_scores(paths):
-        settings = dict(n_boot=n_boot, confidence=confidence, seed=seed)
-        analyze_scores(console, paths, reading, outputs, settings, ignored_options(ctx, UNUSED_BY_SCORE_TABLES))
-        return
-    print_notes(console, ignored_options(ctx, UNUSED_BY_PREDICTIONS))
-    settings = dict(task_type=reading.options.task_type, intersect=intersect, primary_metric=primary_metric,
-                    n_boot=n_boot, confidence=confidence, seed=seed, power=power)
-    with console.status("reading predictions…"), _importing("scipy.special"):
-        inputs = read_inputs(paths, reading, console, aligned=not intersect and not implementations)
-    with console.status("analysing…"):
-        results, summary, notes = analyze_inputs(inputs, paths, settings)
-        study = implementation_study(inputs, settings, runs_are_implementations=implementations)
-    sections = analysis_sections(results, summary, top)
-    document = _json(results, summary, top)
-    if study is not None:
-        from seedscope.report.implementation import bug_notes, implementation_sections
+    with parquet_ahead.decoding_ahead(paths):  # Parquet inputs decode on another core while the readers import
+        reading = Reading.of(ctx.params)
+        console = output_console()
+        plain_samples = reading.holds_sample_tables(paths)
+        if plain_samples or reading.asks_for_samples(paths, k):
+            settings = dict(k=parse_int_list(k, "--k", "1,4,16"), n_boot=n_boot, confidence=confidence, seed=seed)
+            unused = UNUSED_BY_SAMPLES if plain_samples else UNUSED_BY_LOGGED_SAMPLES
+            analyze_sample_tables(console, paths, reading, outputs, settings, top, ignored_options(ctx, unused))
+            return
+        print_notes(console, ignored_options(ctx, {"k": SAMPLE_TABLES_ONLY}))
+        if reading.holds_run_scores(paths):
+            settings = dict(n_boot=n_boot, confidence=confidence, seed=seed)
+            analyze_scores(console, paths, reading, outputs, settings, ignored_options(ctx, UNUSED_BY_SCORE_TABLES))
+            return
+        print_notes(console, ignored_options(ctx, UNUSED_BY_PREDICTIONS))
+        settings = dict(task_type=reading.options.task_type, intersect=intersect, primary_metric=primary_metric,
+                        n_boot=n_boot, confidence=confidence, seed=seed, power=power)
+        with console.status("reading predictions…"), _importing("scipy.special"):
+            inputs = read_inputs(paths, reading, console, aligned=not intersect and not implementations)
+        parquet_ahead.stop()  # what the reader passed over is not kept through the analysis
+        with console.status("analysing…"):
+            results, summary, notes = analyze_inputs(inputs, paths, settings)
+            study = implementation_study(inputs, settings, runs_are_implementations=implementations)
+        sections = analysis_sections(results, summary, top)
+        document = _json(results, summary, top)
+        if study is not None:
+            from seedscope.report.implementation import bug_notes, implementation_sections
 
-        sections.update(implementation_sections(study))
-        document["implementation"] = study.to_dict()
-        notes = notes + bug_notes(study)
-    long = _long(results) if outputs.csv else None
-    outputs.emit(console, sections, document, long, max_rows=None, notes=notes + [
-        f"--intersect dropped {result.aligned.n_dropped} example(s) not covered by every run"
-        for result in results.values() if result.aligned.n_dropped])
+            sections.update(implementation_sections(study))
+            document["implementation"] = study.to_dict()
+            notes = notes + bug_notes(study)
+        long = _long(results) if outputs.csv else None
+        outputs.emit(console, sections, document, long, max_rows=None, notes=notes + [
+            f"--intersect dropped {result.aligned.n_dropped} example(s) not covered by every run"
+            for result in results.values() if result.aligned.n_dropped])
 
 
 @contextmanager

@@ -27,6 +27,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from seedscope import parquet_ahead
 from seedscope.errors import SeedscopeError
 from seedscope.io.common import LINE, PASSTHROUGH_COLUMNS, ReadOptions, pick_column, run_names
 from seedscope.io.tabular import (
@@ -126,6 +127,9 @@ def _read(path: Path, fmt: str, columns: tuple[str, str, str | None]) -> pa.Tabl
     wanted = [c for c in columns if c is not None]
     try:
         if fmt == "parquet":
+            ahead = parquet_ahead.take(path)  # decoded while the command was importing, if it asked for that
+            if ahead is not None and set(wanted) <= set(ahead.column_names):
+                return ahead.select(wanted)
             return pq.read_table(path, columns=wanted)
         table = pacsv.read_csv(path, parse_options=pacsv.ParseOptions(delimiter=SEPARATORS[fmt]),
                                convert_options=pacsv.ConvertOptions(
