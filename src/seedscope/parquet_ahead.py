@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 #: bytes of decoded tables held for the reader (beyond the file it waits for)
-BUDGET = 256 * 2**20
+BUDGET = 512 * 2**20
 
 _current: _Ahead | None = None
 
