@@ -43,13 +43,13 @@ def mix(x: torch.Tensor) -> torch.Tensor:
     return x ^ (x >> 16)
 
 
-def uniform(key: torch.Tensor, shape: torch.Size) -> torch.Tensor:
-    """Values in [0, 1) of ``shape``, a hash of ``key`` (an int64 scalar) and each value's coordinates."""
-    field = mix(key & _WORD)
+def field(key: torch.Tensor, shape: torch.Size) -> torch.Tensor:
+    """32-bit values of ``shape`` (as int64), a hash of ``key`` (an int64 scalar) and each value's coordinates."""
+    hashed = mix(key & _WORD)
     for dim, size in enumerate(shape):
         index = torch.arange(size, device=key.device, dtype=torch.int64).view([size] + [1] * (len(shape) - dim - 1))
-        field = mix(field ^ index)
-    return field.to(torch.float64).mul(2.0 ** -32).to(torch.float32)
+        hashed = mix(hashed ^ index)
+    return hashed
 
 
 def member_key(seed: torch.Tensor, step: int) -> torch.Tensor:
@@ -87,8 +87,8 @@ class MemberDropout(TorchFunctionMode):
         self.calls += 1
         if p >= 1:
             return values * 0.0
-        keep = uniform(mix(self.key ^ self.calls), values.shape) >= p
-        return values * keep.to(values.dtype) / (1.0 - p)
+        keep = field(mix(self.key ^ self.calls), values.shape) >= round(p * 2**32)  # kept with probability 1 − p
+        return torch.where(keep, values / (1.0 - p), 0.0)
 
     def _attention(self, query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa):
         """Scaled-dot-product attention computed plainly (the math kernel's steps): vmap batches it over the members
