@@ -131,18 +131,23 @@ def test_what_fusing_cannot_match_is_refused(tiny_bert, data_dir):
         fused.run_group(_specs(tiny_bert, {"max_train_examples": 8, "max_steps": 1}, task="copa")[:2], data_dir)
 
 
-def test_with_dropout_ten_fused_seeds_and_ten_sequential_ones_are_statistically_indistinguishable(tiny_bert, data_dir):
-    """Dropout masks differ (fused members draw their own), so the check is seedscope's own comparison of the two."""
-    from seedscope.analysis.compare import compare_sweeps
+@pytest.mark.slow
+def test_with_dropout_ten_fused_seeds_and_ten_sequential_ones_are_statistically_indistinguishable(data_dir):
+    """Dropout masks differ (fused members draw their own), so the check is seedscope's own comparison of the two.
 
-    hparams = {"max_train_examples": 128, "max_eval_examples": 200, "num_train_epochs": 2,
-               "per_device_train_batch_size": 16, "max_seq_length": 48, "learning_rate": 2e-3}
-    specs = _specs(tiny_bert, hparams, seeds=[FactorSeeds.tied(seed) for seed in range(1, 11)])
+    The tiny random BERT learns nothing of SST-2 in a few steps (every run scores the majority class), so this runs
+    the real MiniLM, which does: 10 seeds each way, paired by seed (docs/gpu.md gives the figures).
+    """
+    from seedscope.analysis.compare import compare_sweeps
+    from seedscope.config import resolve_model
+
+    hparams = {"max_train_examples": 160, "max_eval_examples": 200, "num_train_epochs": 2,
+               "per_device_train_batch_size": 16, "max_seq_length": 48, "learning_rate": 1e-4}
+    specs = _specs(resolve_model("all-minilm-l6-v2"), hparams, seeds=[FactorSeeds.tied(seed) for seed in range(1, 11)])
     sequential = pd.concat([finetune.run(spec, data_dir).predictions for spec in specs])
-    members = fused.run_group(specs, data_dir)
-    fused_table = pd.concat([member.predictions for member in members])
+    fused_table = pd.concat([member.predictions for member in fused.run_group(specs, data_dir)])
     assert not np.allclose(fused_table["prob_positive"], sequential["prob_positive"])  # other dropout masks
     comparison = compare_sweeps({"sequential": sequential, "fused": fused_table}, n_boot=2000, n_permutations=1999)
     pair = comparison.pairs.iloc[0]
     assert pair["paired"] and pair["n_matched"] == 10
-    assert pair["ci_low"] <= 0 <= pair["ci_high"] and pair["p_permutation"] > 0.05
+    assert pair["p_permutation"] > 0.05 and pair["p_wilcoxon"] > 0.05
