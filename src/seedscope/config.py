@@ -77,6 +77,17 @@ class SweepConfig(BaseModel):
     implementation: dict[str, list[Any]] = Field(default_factory=dict)
     data_dir: Path | None = None
     out: Path | None = None
+    #: how the runs train: each alone (``sequential``), or ``fused``: up to ``fuse`` runs that differ only in their
+    #: seeds as one stacked model (default: every seed of a task and model at once)
+    execution: Literal["sequential", "fused"] = "sequential"
+    fuse: int | None = Field(None, ge=2)
+
+    @field_validator("fuse")
+    @classmethod
+    def _fuse_needs_fused(cls, fuse: int | None, info: ValidationInfo) -> int | None:
+        if fuse is not None and info.data.get("execution") != "fused":
+            raise ValueError("fuse is the size of a fused group; set execution: fused with it")
+        return fuse
 
     @field_validator("tasks")
     @classmethod

@@ -249,7 +249,7 @@ def test_run_executor_mistake_writes_nothing(tmp_path, capsys, monkeypatch):
     import seedscope.cli.factors as factors_cli
     import seedscope.workflows.sweeping as sweep_module
 
-    monkeypatch.setattr(sweep_module, "preflight", lambda specs, data_dir: None)  # no model loading here
+    monkeypatch.setattr(sweep_module, "preflight", lambda specs, data_dir, execution=None: None)  # no model loading here
     monkeypatch.setattr(factors_cli, "quiet_libraries", lambda: None)
     out = tmp_path / "out"
     argv = ["factors", "run", "--task", "sst2", "--model", "m", "--factor", "data_order", "-N", "2", "-M", "2",

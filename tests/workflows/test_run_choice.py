@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from seedscope.plan import seed_sweep
 from seedscope.workflows import run_choice
 from seedscope.workflows.costing import packed_wall
 
@@ -47,12 +48,30 @@ def test_ways_and_the_pick(monkeypatch):
 
     monkeypatch.setattr(run_choice, "run_seconds", timed)
     monkeypatch.setattr(run_choice, "_cores", lambda: 4)
-    found = run_choice.ways([], None, [1, 4], gpus=0, parameters=None)
+    specs = seed_sweep(["rte"], ["m"], range(1, 9))
+    found = run_choice.ways(specs, None, [1, 4], gpus=0, parameters=None)
     assert [way.name for way in found] == ["one after another", "packed, --parallel 4", "fused, --fuse 4"]
     assert found[0].seconds == 80.0 and found[1].seconds == 40.0  # two waves of runs taking 20 s at one thread
-    assert found[1].note == "2 wave(s) of up to 4, 1 threads each" and found[2].seconds is None
-    assert "not built yet" in found[2].note
+    assert found[1].note == "2 wave(s) of up to 4, 1 threads each"
+    assert found[2].seconds == pytest.approx(100.0) and "measured on a CPU" in found[2].note  # 80 s at 0.80×
     assert run_choice.pick(found).parallel == 4
-    on_gpu = run_choice.ways([], None, [1, 2], gpus=1, parameters=355_000_000)  # no gain: the tie goes to fewer
-    assert on_gpu[0].seconds == on_gpu[1].seconds and run_choice.pick(on_gpu).parallel == 1
+    on_gpu = run_choice.ways(specs, None, [1, 2], gpus=1, parameters=355_000_000)  # no gain: the tie goes to fewer
+    assert on_gpu[0].seconds == on_gpu[1].seconds == on_gpu[2].seconds and run_choice.pick(on_gpu).parallel == 1
+    assert run_choice.pick(on_gpu).fuse == 1
     assert run_choice.candidates(cores=16, gpus=1) == [1, 2, 4, 8] and run_choice.candidates(2, 0) == [1, 2]
+
+
+def test_fused_speedup_is_measured_on_a_cpu_and_assumed_on_a_gpu(monkeypatch):
+    assert run_choice.fused_speedup(8, 0, 22_713_216) == run_choice.FUSED_CPU_SPEEDUP == 0.80
+    assert run_choice.fused_speedup(8, 1, 22_713_216) == run_choice.FUSED_GPU_GOAL == 5.0  # the goal, assumed
+    assert run_choice.fused_speedup(2, 1, 22_713_216) == 2.0  # never more than K
+    assert run_choice.fused_speedup(8, 1, 355_000_000) == 1.0 and run_choice.fused_speedup(8, 1, None) == 1.0
+    monkeypatch.setattr(run_choice, "run_seconds", lambda specs, data_dir, **_: pd.DataFrame(
+        {"task": "rte", "to_do": [1] * 8, "example_epochs": 1.0, "seconds": 10.0, "source": "short timed run"}))
+    specs = seed_sweep(["rte"], ["m"], range(1, 9))
+    found = run_choice.ways(specs, None, [1, 4], gpus=1, parameters=100_000_000)  # packing shares a GPU badly here
+    packed, fused = found[1], found[2]
+    assert fused.seconds < packed.seconds and run_choice.pick(found) == fused and (fused.parallel, fused.fuse) == (1, 4)
+    lora = seed_sweep(["rte"], ["m"], range(1, 9), method="lora")
+    unfusable = run_choice.ways(lora, None, [1, 4], gpus=1, parameters=100_000_000)[2]
+    assert unfusable.seconds is None and "not LoRA runs" in unfusable.note

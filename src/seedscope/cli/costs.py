@@ -12,13 +12,14 @@ from seedscope.cli.run_options import AUTO, parallel_number
 
 
 def print_cost(specs: Sequence, data_dir: Optional[Path], console: Console, *, parallel: int | str = 1,
-               out: Optional[Path] = None) -> int:
-    """Runs and training example-epochs per task, the wall time of each way to run them, and the pick; return its K.
+               out: Optional[Path] = None, fuse: int = 1):
+    """Runs and training example-epochs per task, the wall time of each way to run them, and the pick; return it
+    (a :class:`~seedscope.workflows.run_choice.Way`: its ``parallel`` and ``fuse``).
 
     Each profile is timed by one short run (a directory ``out`` holding finished runs of the
     plan lends their durations instead, and only the runs not done are counted). The ways are
-    one run after another, packed at ``parallel`` and fused at ``parallel`` (with ``auto``:
-    every K that :func:`~seedscope.workflows.run_choice.candidates` weighs).
+    one run after another, packed at ``parallel`` and fused at ``fuse`` (by default at ``parallel``;
+    with ``auto``: every K that :func:`~seedscope.workflows.run_choice.candidates` weighs).
     """
     from seedscope.report.tables import to_rich
     from seedscope.store import ExperimentStore
@@ -26,7 +27,7 @@ def print_cost(specs: Sequence, data_dir: Optional[Path], console: Console, *, p
     from seedscope.workflows.run_choice import pick, timed_as
 
     store = ExperimentStore.open(out) if out is not None and ExperimentStore.is_store(out) else None
-    found, timed, gpus, shown_k = _ways(specs, data_dir, console, parallel, store)
+    found, timed, gpus, shown_k = _ways(specs, data_dir, console, parallel, store, fuse)
     table = task_table(timed[timed_as(shown_k, gpus)], shown_k)
     shown = table.assign(example_epochs=table["example_epochs"].map(lambda n: f"{n:,.0f}"),
                          seconds=table["seconds"].map(duration_text),
@@ -41,10 +42,10 @@ def print_cost(specs: Sequence, data_dir: Optional[Path], console: Console, *, p
         console.print(f"  {way.name}: {figure} ({way.note})", highlight=False, markup=False)
     chosen = pick(found)
     console.print(f"would pick: {chosen.name}{' (--parallel auto)' if parallel == AUTO else ''}", highlight=False)
-    return chosen.parallel
+    return chosen
 
 
-def _ways(specs, data_dir, console: Console, parallel: int | str, store):
+def _ways(specs, data_dir, console: Console, parallel: int | str, store, fuse: int):
     """(the ways, the timed rows per K, the number of GPUs, the K the task table shows)."""
     from seedscope.executors.packing import cpu_cores, visible_gpus
     from seedscope.workflows.run_choice import candidates, largest_model, ways
@@ -54,6 +55,7 @@ def _ways(specs, data_dir, console: Console, parallel: int | str, store):
     parallels = candidates(cpu_cores(), gpus) if asked is None else sorted({1, asked})
     timed: dict = {}
     found = ways(specs, data_dir, parallels, gpus=gpus, parameters=largest_model(specs), store=store, timed=timed,
+                 fuse=fuse if fuse > 1 else None,
                  on_calibrate=lambda spec: console.print(f"timing a short run of {spec.task} ({spec.model_name}, "
                                                          f"{spec.method}) …", highlight=False))
     return found, timed, gpus, max(parallels) if asked is None else asked

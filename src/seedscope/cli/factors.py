@@ -27,6 +27,7 @@ from seedscope.cli.run_options import (
     Executor,
     ExecutorOption,
     FailFast,
+    Fuse,
     GpusPerRun,
     ImplementationAxes,
     LmEvalInclude,
@@ -282,6 +283,7 @@ def run_command(
     fail_fast: FailFast = False,
     executor: ExecutorOption = Executor.local,
     parallel: Parallel = "1",
+    fuse: Fuse = 1,
     ray_address: RayAddress = None,
     gpus_per_run: GpusPerRun = 0.0,
     cpus_per_run: CpusPerRun = 1.0,
@@ -315,16 +317,14 @@ def run_command(
         raise SeedscopeError("no output directory: pass --out DIR (or --plan-only for a dry run)")
     quiet_libraries()
     if plan_only:
-        preflight(list(plan.specs), data_dir)
-        _plan_only(plan, data_dir, parallel)
+        preflight(list(plan.specs), data_dir, execution)
+        _plan_only(plan, data_dir, parallel, execution.fuse)
         return
     if parallel == AUTO:  # the way that costs least, shown first
-        from dataclasses import replace
-
         from seedscope.cli.costs import print_cost
 
-        preflight(list(plan.specs), data_dir)
-        execution = replace(execution, parallel=print_cost(plan.specs, data_dir, console, parallel=parallel, out=out))
+        preflight(list(plan.specs), data_dir, execution)
+        execution = print_cost(plan.specs, data_dir, console, parallel=parallel, out=out).applied(execution)
     from seedscope.progress import RunProgress
 
     with resumable(out):
@@ -376,7 +376,7 @@ would pick; --parallel auto picks it.
 factors_app.command("run", help=RUN_HELP.format(presets=presets_text()))(run_command)
 
 
-def _plan_only(plan, data_dir: Optional[Path], parallel: str) -> None:
+def _plan_only(plan, data_dir: Optional[Path], parallel: str, fuse: int) -> None:
     """Plan size per experiment, then runs, example-epochs and the estimated wall time (nothing stored)."""
     import pandas as pd
 
@@ -389,7 +389,7 @@ def _plan_only(plan, data_dir: Optional[Path], parallel: str) -> None:
         + [{"experiment": f, "runs": plan.configurations(f) * m} for f in plan.factors]
     ).set_index("experiment")
     console.print(to_rich(sizes, f"Plan: N = {n}, M = {m}, L = {plan.n_golden}; {len(plan.specs)} runs"))
-    print_cost(plan.specs, data_dir, console, parallel=parallel)
+    print_cost(plan.specs, data_dir, console, parallel=parallel, fuse=fuse)
     console.print("(--tolerance stops adding mitigation runs once the estimate settles: fewer runs, less time)")
 
 

@@ -139,6 +139,10 @@ PARALLEL_OPTION = typer.Option(
     "between them, on a GPU they share it (K per GPU when there are several); auto: the K with the lowest estimated "
     "wall time (one short timed run per K, as --plan-only shows); at most 256. Check the fit with --plan-only.")
 Parallel = Annotated[str, PARALLEL_OPTION]
+Fuse = Annotated[int, typer.Option(
+    "--fuse", help="Train up to K fine-tuning runs that differ only in their seeds as one stacked model in this process "
+    "(each its own head, data order and dropout; each stored as its own run). For a GPU; on a CPU it is no faster. "
+    "Full fine-tuning only; not with --parallel. See docs/gpu.md.")]
 #: ``--parallel``'s word for "pick K from the estimates"
 AUTO = "auto"
 RayAddress = Annotated[Optional[str], typer.Option(
@@ -167,6 +171,9 @@ def execution_options(params: Mapping[str, Any]) -> ExecutionOptions:
     from seedscope.executors.options import ExecutionOptions
 
     values = {field.name: params[field.name] for field in fields(ExecutionOptions) if field.name in params}
+    if values.get("parallel") == AUTO and values.get("fuse", 1) > 1:
+        raise SeedscopeError("--parallel auto chooses between one run at a time, packing and fusing; leave --fuse out "
+                             "with it")
     if "parallel" in values:
         values["parallel"] = 1 if values["parallel"] == AUTO else parallel_number(values["parallel"])
     return ExecutionOptions(**values)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Annotated, Optional
 
 import typer
@@ -18,6 +17,7 @@ from seedscope.cli.run_options import (
     Executor,
     ExecutorOption,
     FailFast,
+    Fuse,
     GpusPerRun,
     ImplementationAxes,
     LmEvalInclude,
@@ -60,7 +60,8 @@ The shipped presets:
 
 A run that fails is recorded with its error and the sweep goes on (--fail-fast to stop);
 --resume continues a killed sweep, keeping finished runs and redoing unfinished ones.
---parallel K runs K at once on this machine; --plan-only prints what the sweep will cost first.
+--parallel K runs K at once on this machine; --fuse K trains K seeds as one stacked model (a GPU's
+way); --plan-only prints what the sweep will cost first.
 
 Examples:
 
@@ -102,16 +103,17 @@ def run_sweep(config, console: Console, *, resume_hint: str = "rerun the same co
     return store
 
 
-def plan_cost(config, console: Console, execution, specs=None, parallel: str | None = None) -> int:
+def plan_cost(config, console: Console, execution, specs=None, parallel: str | None = None):
     """``--plan-only`` (and ``--parallel auto``): check the plan as a sweep would, then print its size, its cost
-    and the way to run it that costs least; store nothing; return that way's K."""
+    and the way to run it that costs least; store nothing; return that way (its ``parallel`` and ``fuse``)."""
     from seedscope.cli.costs import print_cost
     from seedscope.workflows.sweeping import preflight
 
     specs = list(specs) if specs is not None else config.run_specs()
-    preflight(specs, config.data_dir)
+    preflight(specs, config.data_dir, execution)
     quiet_libraries()
-    return print_cost(specs, config.data_dir, console, parallel=parallel or execution.parallel, out=config.out)
+    return print_cost(specs, config.data_dir, console, parallel=parallel or execution.parallel, out=config.out,
+                      fuse=execution.fuse)
 
 
 def print_analysis(store, console: Console) -> None:
@@ -209,6 +211,7 @@ def sweep_command(
     fail_fast: FailFast = False,
     executor: ExecutorOption = Executor.local,
     parallel: Parallel = "1",
+    fuse: Fuse = 1,
     ray_address: RayAddress = None,
     gpus_per_run: GpusPerRun = 0.0,
     cpus_per_run: CpusPerRun = 1.0,
@@ -219,6 +222,7 @@ def sweep_command(
 ) -> None:
     from seedscope.config import build_config
     from seedscope.plan.implementation import parse_axes
+    from seedscope.workflows.sweeping import execution_of
 
     execution = execution_options(ctx.params)
     choice = RunChoice.of(ctx.params)
@@ -226,11 +230,12 @@ def sweep_command(
                  "seeds": parse_int_list(seeds, "--seeds", "42,52,62"), "method": choice.method,
                  "hparams": choice.hparams or None, "implementation": parse_axes(implementation or []) or None}
     config = build_config(preset=choice.preset, path=choice.config, overrides=overrides)
+    execution = execution_of(config, execution)
     if plan_only:
         plan_cost(config, output_console(), execution, parallel=parallel)
         return
     if parallel == AUTO:
-        execution = replace(execution, parallel=plan_cost(config, output_console(), execution, parallel=parallel))
+        execution = plan_cost(config, output_console(), execution, parallel=parallel).applied(execution)
     run_sweep(config, output_console(), resume=resume, execution=execution)
 
 

@@ -1,7 +1,7 @@
 """How runs are executed, as one checked object: where (here or on Ray), how many at once, retries, resources.
 
 ``sweep()`` and ``run_factor_study()`` take an :class:`ExecutionOptions`; the command line
-builds one from ``--executor``, ``--parallel``, ``--ray-address``, ``--gpus-per-run``,
+builds one from ``--executor``, ``--parallel``, ``--fuse``, ``--ray-address``, ``--gpus-per-run``,
 ``--cpus-per-run``, ``--max-retries`` and ``--fail-fast``. It is checked when it is made, so a
 wrong combination is refused before anything is written.
 """
@@ -20,6 +20,8 @@ EXECUTORS = ("local", "ray")
 #: the most runs ``--parallel`` packs (per GPU): each is a worker process that imports torch (about half a GiB before
 #: any model), so 256 of them already need 128 GiB; a larger number is a typo, and the memory fit lowers it anyway
 MAX_PARALLEL = 256
+#: the most runs ``--fuse`` trains as one model: each adds a copy of the model, its gradients and AdamW's moments
+MAX_FUSE = 64
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,9 @@ class ExecutionOptions:
     parallel : int, default 1
         Runs at once on this machine (local only, per GPU when there are GPUs), each in a worker process; at most
         :data:`MAX_PARALLEL` (256).
+    fuse : int, default 1
+        Fine-tuning runs that differ only in their seeds trained as one stacked model in this process, this many at
+        a time (1: each alone; at most :data:`MAX_FUSE`, 64). Local only, one process: not with ``parallel`` > 1.
     ray_address : str, optional
         A Ray cluster to join (``auto``); default: start a local one.
     gpus_per_run, cpus_per_run : float
@@ -66,6 +71,7 @@ class ExecutionOptions:
 
     executor: Literal["local", "ray"] = "local"
     parallel: int = 1
+    fuse: int = 1
     ray_address: str | None = None
     gpus_per_run: float = 0.0
     cpus_per_run: float = 1.0
@@ -80,6 +86,12 @@ class ExecutionOptions:
         if isinstance(self.parallel, bool) or not isinstance(self.parallel, int) or not 1 <= self.parallel <= MAX_PARALLEL:
             raise SeedscopeError(f"--parallel must be a whole number of runs from 1 to {MAX_PARALLEL} (each is a worker "
                                  f"process of its own), not {self.parallel!r}")
+        if isinstance(self.fuse, bool) or not isinstance(self.fuse, int) or not 1 <= self.fuse <= MAX_FUSE:
+            raise SeedscopeError(f"--fuse must be a whole number of runs from 1 (each alone) to {MAX_FUSE}, not "
+                                 f"{self.fuse!r}")
+        if self.fuse > 1 and (executor == "ray" or self.parallel > 1):
+            raise SeedscopeError("--fuse trains its runs as one model in this process; it does not combine with "
+                                 f"{'--executor ray' if executor == 'ray' else '--parallel'}: choose one")
         if executor == "local" and (self.ray_address or self.gpus_per_run):
             raise SeedscopeError("--ray-address and --gpus-per-run need --executor ray")
         if executor == "ray" and self.parallel > 1:

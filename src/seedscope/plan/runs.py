@@ -120,6 +120,14 @@ def check_unique(specs: Sequence[RunSpec]) -> list[RunSpec]:
     return list(seen.values())
 
 
+def profile(spec: RunSpec) -> str:
+    """What sets a run apart but its seeds and its tag: task, model, method, hyper-parameters.
+
+    Runs of one profile take about the same time (``--plan-only``) and may be fused (``--fuse``).
+    """
+    return json.dumps([spec.task, spec.model, spec.method, spec.hparams], sort_keys=True, default=str)
+
+
 def plan_to_dict(specs: Sequence[RunSpec]) -> dict[str, Any]:
     """The plan as stored in an experiment directory: every run spec, in plan order."""
     return {"runs": [spec.to_dict() for spec in specs]}

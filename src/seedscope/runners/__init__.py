@@ -9,7 +9,8 @@ loading a checkpoint, the cache), :mod:`.data` (a run's examples), :mod:`.enviro
 (devices, precision, determinism, the environment record) and :mod:`.result` (the
 :class:`RunResult`, its prediction table and metrics, the progress hook) — never another
 family's. Every run's timings get the peak memory it reached (what a packing executor needs
-to know how many runs fit side by side).
+to know how many runs fit side by side). :func:`run_fused` trains fine-tuning runs that differ
+only in their seeds as one stacked model (:mod:`.finetune.fused`).
 """
 
 from __future__ import annotations
@@ -34,6 +35,25 @@ def run(spec, data_dir: str | os.PathLike | None = None, *, on_step=None):
     result = importlib.import_module(f"seedscope.runners.{runner_of(spec.method)}.runner").run(spec, data_dir, on_step=on_step)
     result.timings.update(peak_memory())
     return result
+
+
+def run_fused(specs, data_dir: str | os.PathLike | None = None, *, on_step=None) -> list:
+    """Train fine-tuning ``specs`` that differ only in their seeds as one fused group: a
+    :class:`~seedscope.runners.result.RunResult` (with the group's peak memory) or the member's error, per spec."""
+    import torch
+
+    from seedscope.runners.environment import prepare_process
+    from seedscope.runners.finetune.fused import run_group
+
+    prepare_process()
+    if torch.cuda.is_available():
+        torch.cuda.reset_peak_memory_stats()
+    outcomes = run_group(specs, data_dir, on_step=on_step)
+    peaks = peak_memory()
+    for outcome in outcomes:
+        if not isinstance(outcome, Exception):
+            outcome.timings.update(peaks)
+    return outcomes
 
 
 def peak_memory() -> dict:

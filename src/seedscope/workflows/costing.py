@@ -11,7 +11,6 @@ spread over K workers. :func:`remaining_seconds` reads finished runs only (``see
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from contextlib import contextmanager
@@ -22,16 +21,11 @@ import pandas as pd
 
 from seedscope.plan import RunSpec
 from seedscope.plan.hparams import FinetuneSettings
-from seedscope.plan.runs import runner_of
+from seedscope.plan.runs import profile, runner_of
 from seedscope.store import ExperimentStore
 
 #: the share of its optimiser steps a calibration run trains (at least MIN_STEPS)
 SHORT_SHARE, MIN_STEPS = 0.25, 4
-
-
-def profile(spec: RunSpec) -> str:
-    """What a run's duration depends on: everything but its seeds and its tag (a factor study's group label)."""
-    return json.dumps([spec.task, spec.model, spec.method, spec.hparams], sort_keys=True, default=str)
 
 
 def training_size(spec: RunSpec, data_dir: str | os.PathLike | None) -> tuple[int, int, int]:

@@ -248,7 +248,7 @@ def run_factor_study(
         ExperimentStore.check_resumable(out)
     plan = config.plan
     schedule = config.schedule()
-    preflight(list(plan.specs), data_dir)
+    preflight(list(plan.specs), data_dir, execution)
     store = ExperimentStore.create(out, plan.to_dict(), resume=resume)
 
     def run_specs(specs: Sequence[RunSpec]) -> None:

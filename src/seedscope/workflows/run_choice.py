@@ -10,7 +10,15 @@ Each way's wall time comes from the same per-run estimates as ``--plan-only``'s 
   measured (docs/gpu.md): four MiniLM-sized runs (23 M parameters) kept their speed on an H100
   (4.0×), two RoBERTa-large-sized ones (355 M) gained nothing on an H200; between the two the
   slowdown is interpolated in the logarithm of the parameter count.
-- **fused K** — K seeds trained as one stacked model; not built yet, so never picked.
+- **fused K** — up to K runs that differ only in their seeds trained as one stacked model in one
+  process (``--fuse K``, :mod:`seedscope.executors.fused`); offered when every run to do can be
+  fused (full fine-tuning, see :func:`seedscope.executors.fused.check_fusable`). Each group takes
+  its members' summed time divided by a speed-up. On a CPU that speed-up was *measured*: 0.80
+  (four MiniLM copies by vmap at one thread ran at 0.80× the throughput of the same four one after
+  another), so on a CPU fusing is never cheaper and never picked. On a GPU it is *assumed*
+  (unmeasured): :data:`FUSED_GPU_GOAL` (5×, the goal set for 8 MiniLM-sized seeds) for models up
+  to 25 M parameters, no gain (1×) from 300 M on, interpolated between like the packing slowdown,
+  and never more than K.
 
 ``--parallel auto`` takes the way with the lowest estimate (ties: fewer at once).
 """
@@ -18,7 +26,7 @@ Each way's wall time comes from the same per-run estimates as ``--plan-only``'s 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
 import pandas as pd
@@ -29,7 +37,10 @@ from seedscope.workflows.costing import packed_wall, run_seconds
 
 #: parameter counts at which runs sharing a GPU were measured to keep their speed, and to gain nothing
 SHARES_FREELY, SHARES_NOTHING = 25e6, 300e6
-FUSED_MISSING = "not available for this plan: fused seeds (--fuse K) are not built yet"
+#: fused K against K runs one after another on a CPU: measured (4 MiniLM copies by vmap, one thread)
+FUSED_CPU_SPEEDUP = 0.80
+#: fused K against K runs one after another on a GPU for a small model: ASSUMED, the goal for 8 MiniLM-sized seeds
+FUSED_GPU_GOAL = 5.0
 
 
 @dataclass(frozen=True)
@@ -40,6 +51,22 @@ class Way:
     parallel: int
     seconds: float | None
     note: str
+    fuse: int = 1
+
+    @property
+    def at_once(self) -> int:
+        """Runs trained at once this way."""
+        return self.parallel * self.fuse
+
+    def applied(self, execution):
+        """``execution`` (an :class:`~seedscope.executors.options.ExecutionOptions`) set to run this way."""
+        return replace(execution, parallel=self.parallel, fuse=self.fuse)
+
+
+def _crowding(parameters: int) -> float:
+    """0 for a model that shares a GPU freely (25 M parameters or fewer), 1 from 300 M on, log-interpolated."""
+    span = math.log(SHARES_NOTHING) - math.log(SHARES_FREELY)
+    return min(1.0, max(0.0, (math.log(parameters) - math.log(SHARES_FREELY)) / span))
 
 
 def gpu_slowdown(parallel: int, parameters: int | None) -> float:
@@ -48,9 +75,36 @@ def gpu_slowdown(parallel: int, parameters: int | None) -> float:
         return 1.0
     if parameters is None:
         return float(parallel)  # nothing known: assume no gain
-    span = math.log(SHARES_NOTHING) - math.log(SHARES_FREELY)
-    share = min(1.0, max(0.0, (math.log(parameters) - math.log(SHARES_FREELY)) / span))
-    return 1.0 + share * (parallel - 1)
+    return 1.0 + _crowding(parameters) * (parallel - 1)
+
+
+def fused_speedup(fuse: int, gpus: int, parameters: int | None) -> float:
+    """Fused ``fuse`` against the same runs one after another: measured on a CPU, assumed on a GPU (see the module)."""
+    if not gpus:
+        return FUSED_CPU_SPEEDUP
+    if parameters is None:
+        return 1.0  # nothing known: assume no gain
+    return 1.0 + (1.0 - _crowding(parameters)) * (min(float(fuse), FUSED_GPU_GOAL) - 1.0)
+
+
+def fused_way(specs: Sequence[RunSpec], timed: pd.DataFrame, fuse: int, gpus: int, parameters: int | None) -> Way:
+    """The wall time of the runs to do fused ``fuse`` at a time (``timed``: their seconds alone, in plan order)."""
+    from seedscope.errors import SeedscopeError
+    from seedscope.executors.fused import check_fusable, fused_groups
+
+    name = f"fused, --fuse {fuse}"
+    todo = [spec for spec, to_do in zip(specs, timed["to_do"]) if to_do == 1]
+    try:
+        check_fusable(todo)
+    except SeedscopeError as error:
+        return Way(name, 1, None, f"not available for this plan: {error}", fuse)
+    seconds = dict(zip((spec.run_id for spec in specs), timed["seconds"]))
+    speedup = fused_speedup(fuse, gpus, parameters)
+    groups = fused_groups(todo, fuse)
+    wall = sum(sum(seconds[spec.run_id] for spec in group) / min(speedup, len(group)) for group in groups)
+    how = ("measured on a CPU" if not gpus else "assumed on a GPU, unmeasured")
+    return Way(name, 1, wall, f"{len(groups)} group(s) of up to {fuse}, {speedup:.2f}× the throughput of one after "
+               f"another ({how})", fuse)
 
 
 def candidates(cores: int, gpus: int) -> list[int]:
@@ -65,8 +119,9 @@ def timed_as(parallel: int, gpus: int) -> int:
 
 def ways(specs: Sequence[RunSpec], data_dir, parallels: Sequence[int], *, gpus: int, parameters: int | None,
          store: ExperimentStore | None = None, on_calibrate: Callable[[RunSpec], None] | None = None,
-         timed: dict[int, pd.DataFrame] | None = None) -> list[Way]:
-    """The estimated wall time of each K in ``parallels`` (1: one after another), then fused at the largest K (> 1).
+         timed: dict[int, pd.DataFrame] | None = None, fuse: int | None = None) -> list[Way]:
+    """The estimated wall time of each K in ``parallels`` (1: one after another), then fused at ``fuse`` (default:
+    the largest K, when it is more than 1).
 
     ``timed`` keeps :func:`~seedscope.workflows.costing.run_seconds`' rows per :func:`timed_as` K for the caller.
     """
@@ -89,14 +144,18 @@ def ways(specs: Sequence[RunSpec], data_dir, parallels: Sequence[int], *, gpus: 
                      else f"{max(1, _cores() // parallel)} threads each")
             found.append(Way(f"packed, --parallel {parallel}", parallel, packed_wall(todo, workers, slowdown),
                              f"{waves} wave(s) of up to {workers}, {where}"))
-    if max(parallels) > 1:
-        found.append(Way(f"fused, --fuse {max(parallels)}", max(parallels), None, FUSED_MISSING))
+    fuse = fuse or max(parallels)
+    if fuse > 1:
+        if 1 not in timed:
+            timed[1] = run_seconds(specs, data_dir, parallel=1, store=store, on_calibrate=on_calibrate)
+        found.append(fused_way(specs, timed[1], fuse, gpus, parameters))
     return found
 
 
 def pick(found: Sequence[Way]) -> Way:
-    """The available way with the lowest estimate (ties: the fewest runs at once)."""
-    return min((way for way in found if way.seconds is not None), key=lambda way: (round(way.seconds, 6), way.parallel))
+    """The available way with the lowest estimate (ties: the fewest runs at once, then not fused)."""
+    return min((way for way in found if way.seconds is not None),
+               key=lambda way: (round(way.seconds, 6), way.at_once, way.fuse))
 
 
 def largest_model(specs: Sequence[RunSpec]) -> int | None:

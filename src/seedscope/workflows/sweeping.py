@@ -35,8 +35,21 @@ def as_config(config: SweepConfig | Mapping[str, Any] | str | os.PathLike) -> Sw
     return load_config(config)
 
 
-def preflight(specs: list[RunSpec], data_dir: str | os.PathLike | None) -> None:
-    """Fail before anything is written: the cache writable, data files readable, models found, methods supported."""
+def execution_of(config: SweepConfig, execution: ExecutionOptions) -> ExecutionOptions:
+    """``execution`` with the config's ``execution: fused`` applied (``fuse``, else every seed at once) when the
+    options do not fuse already; a combination that cannot run is refused as the options refuse it."""
+    from dataclasses import replace
+
+    from seedscope.executors.options import MAX_FUSE
+
+    if config.execution != "fused" or execution.fuse > 1:
+        return execution
+    return replace(execution, fuse=config.fuse or min(len(config.seeds), MAX_FUSE))
+
+
+def preflight(specs: list[RunSpec], data_dir: str | os.PathLike | None, execution: ExecutionOptions | None = None) -> None:
+    """Fail before anything is written: the cache writable, data files readable, models found, methods supported,
+    and under ``execution``'s ``--fuse`` every run one that can be fused."""
     from seedscope.runners.checkpoints import load_model_config, model_folder
     from seedscope.runners.environment import check_implementation
     from seedscope.runners.finetune.models import check_method, model_kind
@@ -44,6 +57,10 @@ def preflight(specs: list[RunSpec], data_dir: str | os.PathLike | None) -> None:
     from seedscope.runners.meta import runner as meta
 
     check_cache(specs)
+    if execution is not None and execution.fuse > 1:
+        from seedscope.executors.fused import check_fusable
+
+        check_fusable(specs)
     for spec in specs:  # what a runner cannot do at all, before any data is read
         check_implementation(settings_class(spec.method).from_hparams(spec.hparams))  # fp16 on a CPU, flash …
         if runner_of(spec.method) == "meta":
@@ -122,8 +139,8 @@ def sweep(
     >>> store.runs()["status"].unique()  # needs the sweep above  # doctest: +SKIP
     array(['done'], dtype=object)
     """
-    execution = ExecutionOptions.from_keywords(execution, deprecated, "sweep")
     config = as_config(config)
+    execution = execution_of(config, ExecutionOptions.from_keywords(execution, deprecated, "sweep"))
     out = out or config.out
     if out is None:
         raise SeedscopeError("no output directory: pass --out DIR (or set out: in the config)")
@@ -132,7 +149,7 @@ def sweep(
     if resume:
         ExperimentStore.check_resumable(out)
     specs = list(specs) if specs is not None else config.run_specs()
-    preflight(specs, data_dir)
+    preflight(specs, data_dir, execution)
     store = ExperimentStore.create(out, plan_to_dict(specs), resume=resume)
     execute(specs, store, execution, data_dir=data_dir, progress=progress, runner=runner)
     return store
@@ -158,6 +175,10 @@ def executor_for(execution: ExecutionOptions) -> Callable[..., ExecutionSummary]
 
         return partial(ray_executor.execute, address=execution.ray_address, num_gpus=execution.gpus_per_run,
                        num_cpus=execution.cpus_per_run, max_retries=execution.max_retries)
+    if execution.fuse > 1:
+        from seedscope.executors import fused
+
+        return partial(fused.execute, fuse=execution.fuse)
     if execution.parallel > 1:
         from seedscope.executors import packing
 

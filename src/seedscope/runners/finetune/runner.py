@@ -14,7 +14,10 @@ import gc
 import os
 import tempfile
 import time
+from dataclasses import dataclass
+from typing import Any
 
+import pandas as pd
 import torch
 from transformers import PrinterCallback, TrainingArguments
 
@@ -34,7 +37,7 @@ from seedscope.runners.finetune.models import load_model, model_kind
 from seedscope.runners.finetune.process_cache import features_of, tokenizer_of
 from seedscope.runners.finetune.trainer import SeededTrainer, StepProgress
 from seedscope.runners.result import RunResult, StepHook, prediction_table, run_metrics
-from seedscope.tasks import get_task
+from seedscope.tasks import TaskSpec, get_task
 
 
 def training_arguments(settings: FinetuneSettings, spec: RunSpec, precision: str, output_dir: str) -> TrainingArguments:
@@ -65,9 +68,23 @@ def training_arguments(settings: FinetuneSettings, spec: RunSpec, precision: str
     )
 
 
-def run(spec: RunSpec, data_dir: str | os.PathLike | None = None, *, on_step: StepHook | None = None) -> RunResult:
-    """Fine-tune ``spec`` and evaluate it on the dev split (or the held-out part of a re-split)."""
-    started = time.perf_counter()
+@dataclass(frozen=True)
+class Prepared:
+    """What one spec's training and evaluation need: its settings, task, model folder and kind, examples, features."""
+
+    settings: FinetuneSettings
+    task: TaskSpec
+    precision: str
+    folder: str
+    kind: str
+    dev: pd.DataFrame
+    tokenizer: Any
+    train_features: list
+    eval_features: list
+
+
+def prepare(spec: RunSpec, data_dir: str | os.PathLike | None) -> Prepared:
+    """Settings, the model's folder and head kind, the run's examples and their features (kept per process)."""
     settings = FinetuneSettings.from_hparams(spec.hparams)
     task = get_task(spec.task)
     precision = resolve_precision(settings.precision, settings.device)
@@ -76,57 +93,93 @@ def run(spec: RunSpec, data_dir: str | os.PathLike | None = None, *, on_step: St
     train, dev = run_examples(task, settings, spec.seeds, data_dir)
     tokenizer = tokenizer_of(folder, settings.trust_remote_code)  # kept, with the features, for the next run
     regression = task.task_type == "regression"
-    train_features = features_of(train, kind, tokenizer, settings.max_seq_length, regression)
-    eval_features = features_of(dev, kind, tokenizer, settings.max_seq_length, regression)
-    with implementation(settings) as determinism, tempfile.TemporaryDirectory(prefix="seedscope-") as scratch:
-        spec.seeds.seed_global("model_init")
-        model = load_model(folder, kind, task, settings, spec.method, tokenizer)
-        trainer = SeededTrainer(
-            model=model,
-            args=training_arguments(settings, spec, precision, scratch),
-            train_dataset=train_features,
-            data_collator=collator(kind, tokenizer, settings),
-            processing_class=tokenizer,
-            callbacks=[StepProgress(on_step)] if on_step else None,
-            data_order_seed=spec.seeds.data_order,
-            lengths=[feature_length(f) for f in train_features] if settings.group_by_length else None,
-        )
-        trainer.remove_callback(PrinterCallback)  # the run's metrics are returned, not printed
+    return Prepared(settings, task, precision, folder, kind, dev, tokenizer,
+                    features_of(train, kind, tokenizer, settings.max_seq_length, regression),
+                    features_of(dev, kind, tokenizer, settings.max_seq_length, regression))
+
+
+def fresh_model(spec: RunSpec, prepared: Prepared):
+    """The spec's model, its new head drawn from the ``model_init`` seed."""
+    spec.seeds.seed_global("model_init")
+    return load_model(prepared.folder, prepared.kind, prepared.task, prepared.settings, spec.method, prepared.tokenizer)
+
+
+def seeded_trainer(model, spec: RunSpec, prepared: Prepared, scratch: str, on_step: StepHook | None = None) -> SeededTrainer:
+    """The Trainer of one run: its settings, its ``data_order`` seed's batches, our own evaluation."""
+    settings = prepared.settings
+    trainer = SeededTrainer(
+        model=model,
+        args=training_arguments(settings, spec, prepared.precision, scratch),
+        train_dataset=prepared.train_features,
+        data_collator=collator(prepared.kind, prepared.tokenizer, settings),
+        processing_class=prepared.tokenizer,
+        callbacks=[StepProgress(on_step)] if on_step else None,
+        data_order_seed=spec.seeds.data_order,
+        lengths=[feature_length(f) for f in prepared.train_features] if settings.group_by_length else None,
+    )
+    trainer.remove_callback(PrinterCallback)  # the run's metrics are returned, not printed
+    return trainer
+
+
+def run_environment(spec: RunSpec, prepared: Prepared, model, execution: dict) -> dict:
+    """The environment record of a run: libraries, device, seeds, implementation, and how it was executed."""
+    return {
+        **describe_environment(),
+        "precision": prepared.precision,
+        "model_kind": prepared.kind,
+        "method": spec.method,
+        "model_folder": prepared.folder,
+        "seeds": spec.seeds.to_dict(),
+        **execution,
+        **implementation_record(prepared.settings, prepared.precision, prepared.settings.per_device_eval_batch_size, model),
+    }
+
+
+def run_result(spec: RunSpec, prepared: Prepared, logits, losses: tuple[float, float], timings: dict,
+               environment: dict) -> RunResult:
+    """The run's prediction table, metrics (with its training and evaluation loss), timings and environment."""
+    table = prediction_table(spec.run_id, prepared.dev, logits, prepared.task)
+    metrics = run_metrics(table, prepared.task)
+    metrics.update(train_loss=float(losses[0]), eval_loss=float(losses[1]))
+    return RunResult(spec.run_id, table, metrics, timings, environment)
+
+
+def free_gpu_memory() -> None:
+    """Free a run's GPU memory before the next run of the sweep."""
+    if torch.cuda.is_available():
+        gc.collect()
+        torch.cuda.empty_cache()
+
+
+def run(spec: RunSpec, data_dir: str | os.PathLike | None = None, *, on_step: StepHook | None = None) -> RunResult:
+    """Fine-tune ``spec`` and evaluate it on the dev split (or the held-out part of a re-split)."""
+    started = time.perf_counter()
+    prepared = prepare(spec, data_dir)
+    with implementation(prepared.settings) as determinism, tempfile.TemporaryDirectory(prefix="seedscope-") as scratch:
+        model = fresh_model(spec, prepared)
+        trainer = seeded_trainer(model, spec, prepared, scratch, on_step)
         spec.seeds.seed_global("optimisation")
         trained_at = time.perf_counter()
         train_output = trainer.train()
         evaluated_at = time.perf_counter()
-        output = trainer.predict(eval_features)
+        output = trainer.predict(prepared.eval_features)
         finished = time.perf_counter()
-        environment = {
-            **describe_environment(),
-            "precision": precision,
-            "model_kind": kind,
-            "method": spec.method,
-            "model_folder": folder,
-            "seeds": spec.seeds.to_dict(),
-            **implementation_record(settings, precision, settings.per_device_eval_batch_size, model),
-        }
+        environment = run_environment(spec, prepared, model, {"execution": "sequential"})
         steps = trainer.state.global_step
     environment.update(determinism.to_dict())  # complete once the block has ended
     del trainer, model
-    if torch.cuda.is_available():  # free this run's GPU memory before the next run of the sweep
-        gc.collect()
-        torch.cuda.empty_cache()
-
-    table = prediction_table(spec.run_id, dev, output.predictions, task)
-    metrics = run_metrics(table, task)
-    metrics.update(train_loss=float(train_output.training_loss), eval_loss=float(output.metrics["test_loss"]))
+    free_gpu_memory()
     train_seconds, eval_seconds = evaluated_at - trained_at, finished - evaluated_at
     timings = {
         "setup_seconds": trained_at - started,
         "train_seconds": train_seconds,
         "eval_seconds": eval_seconds,
         "total_seconds": finished - started,
-        "train_examples": len(train_features),
-        "eval_examples": len(eval_features),
+        "train_examples": len(prepared.train_features),
+        "eval_examples": len(prepared.eval_features),
         "optimizer_steps": steps,
         "train_examples_per_second": float(train_output.metrics["train_samples_per_second"]),
-        "eval_examples_per_second": len(eval_features) / eval_seconds if eval_seconds > 0 else float("nan"),
+        "eval_examples_per_second": len(prepared.eval_features) / eval_seconds if eval_seconds > 0 else float("nan"),
     }
-    return RunResult(spec.run_id, table, metrics, timings, environment)
+    losses = (train_output.training_loss, output.metrics["test_loss"])
+    return run_result(spec, prepared, output.predictions, losses, timings, environment)

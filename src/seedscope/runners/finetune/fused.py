@@ -1,0 +1,139 @@
+"""Fused seeds: K fine-tuning runs that differ only in their seeds, trained as one stacked model in one process.
+
+:func:`run_group` gives each member what its sequential run (:mod:`.runner`) gets — its own head
+from its ``model_init`` seed, its own batch order from ``data_order``, its own dropout stream from
+``optimisation`` — trains them together (:mod:`.fused_training`), then predicts each member's
+evaluation examples with the sequential run's own ``Trainer.predict`` and builds its
+:class:`~seedscope.runners.result.RunResult` exactly as a sequential run does. Each run's
+environment records ``execution: fused`` with the group's size and the member's place in it.
+
+What cannot be matched is refused before anything runs (:func:`check`): LoRA (its batching is a
+separate mode), length-grouped batches, fp16 (its loss scaler), multiple-choice heads, remote code.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from collections.abc import Sequence
+
+import torch
+
+from seedscope.errors import SeedscopeError
+from seedscope.plan import RunSpec
+from seedscope.plan.hparams import FinetuneSettings
+from seedscope.plan.runs import profile
+from seedscope.runners.environment import compute_device, implementation, resolve_precision
+from seedscope.runners.finetune.features import collator
+from seedscope.runners.finetune.fused_training import Member, Trained, train_members
+from seedscope.runners.finetune.runner import (
+    Prepared,
+    free_gpu_memory,
+    fresh_model,
+    prepare,
+    run_environment,
+    run_result,
+    seeded_trainer,
+    training_arguments,
+)
+from seedscope.runners.result import RunResult
+
+#: a member's outcome: its result, or why it failed (a diverged member) — the others' go on
+Outcome = RunResult | SeedscopeError
+
+
+def check(spec: RunSpec) -> None:
+    """Refuse, in one sentence, a spec that fused seeds cannot train as its sequential run would."""
+    if spec.method != "full":
+        what = "LoRA runs (their batching is another mode)" if spec.method == "lora" else f"{spec.method} runs"
+        raise SeedscopeError(f"--fuse trains full fine-tuning runs only, not {what}; leave --fuse out")
+    settings = FinetuneSettings.from_hparams(spec.hparams)
+    refused = {"group_by_length": settings.group_by_length, "trust_remote_code": settings.trust_remote_code,
+               "precision fp16": resolve_precision(settings.precision, settings.device) == "fp16"}
+    named = [name for name, on in refused.items() if on]
+    if named:
+        raise SeedscopeError(f"--fuse cannot run {named[0]} (a sequential run would not be matched); leave --fuse out "
+                             "or change the setting")
+
+
+def check_group(specs: Sequence[RunSpec], prepared: Sequence[Prepared]) -> None:
+    """The members of one group must share everything but their seeds, a sequence head, and a training-set size."""
+    first = specs[0]
+    for spec in specs[1:]:
+        if profile(spec) != profile(first):
+            raise SeedscopeError(f"runs {first.run_id} and {spec.run_id} differ in more than their seeds, so they "
+                                 "cannot be fused")
+    if prepared[0].kind != "sequence":
+        raise SeedscopeError(f"--fuse trains classification and regression heads only, not {prepared[0].task.name}'s "
+                             "multiple-choice head; leave --fuse out")
+    sizes = {len(p.train_features) for p in prepared}
+    if len(sizes) > 1:
+        raise SeedscopeError(f"the fused runs {', '.join(s.run_id for s in specs)} draw training sets of different "
+                             f"sizes ({', '.join(map(str, sorted(sizes)))}), so they cannot take the same steps")
+
+
+def run_group(specs: Sequence[RunSpec], data_dir: str | os.PathLike | None = None, *,
+              on_step=None) -> list[Outcome]:
+    """Train ``specs`` (runs that differ only in their seeds) fused; one outcome per spec, in order.
+
+    ``on_step(spec, done, total)`` reports each member's optimiser steps. A member that diverges is
+    a :class:`SeedscopeError` in its place; an error that stops the whole group is raised.
+    """
+    started = time.perf_counter()
+    for spec in specs:
+        check(spec)
+    prepared = [prepare(spec, data_dir) for spec in specs]
+    check_group(specs, prepared)
+    head = prepared[0]
+    settings = head.settings
+    device = compute_device(settings.device)
+    with implementation(settings) as determinism, tempfile.TemporaryDirectory(prefix="seedscope-") as scratch:
+        models = [fresh_model(spec, p) for spec, p in zip(specs, prepared)]
+        members = [Member(p.train_features, spec.seeds.data_order, spec.seeds.optimisation)
+                   for spec, p in zip(specs, prepared)]
+        hook = (lambda done, total: [on_step(spec, done, total) for spec in specs]) if on_step else None
+        trained_at = time.perf_counter()
+        trained = train_members(models, members, training_arguments(settings, specs[0], head.precision, scratch),
+                                collator(head.kind, head.tokenizer, settings), head.tokenizer, device, head.precision,
+                                hook)
+        train_seconds = time.perf_counter() - trained_at
+        outcomes = [_evaluate(k, specs, prepared, models, trained, scratch) for k in range(len(specs))]
+    for outcome in outcomes:
+        if isinstance(outcome, RunResult):
+            outcome.environment.update(determinism.to_dict())
+            outcome.timings.update(setup_seconds=trained_at - started, train_seconds=train_seconds,
+                                   total_seconds=trained_at - started + train_seconds + outcome.timings["eval_seconds"],
+                                   train_examples_per_second=_examples_seen(outcome, settings) / train_seconds)
+    del models, trained
+    free_gpu_memory()
+    return outcomes
+
+
+def _evaluate(k: int, specs, prepared, models, trained: Trained, scratch: str) -> Outcome:
+    """Member ``k``'s trained weights in its own model, predicted by the sequential run's ``Trainer``."""
+    spec, mine, model = specs[k], prepared[k], models[k]
+    if k in trained.diverged:
+        step, value = trained.diverged[k]
+        return SeedscopeError(f"training diverged: the loss became {value} at optimiser step {step} (fused with "
+                              f"{len(specs) - 1} other run(s), which went on)")
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            parameter.copy_(trained.params[name][k])
+    trainer = seeded_trainer(model, spec, mine, scratch)
+    evaluated_at = time.perf_counter()
+    output = trainer.predict(mine.eval_features)
+    eval_seconds = time.perf_counter() - evaluated_at
+    execution = {"execution": "fused", "fused_members": len(specs), "fused_member": k}
+    timings = {"eval_seconds": eval_seconds, "train_examples": len(mine.train_features),
+               "eval_examples": len(mine.eval_features), "optimizer_steps": trained.steps,
+               "eval_examples_per_second": len(mine.eval_features) / eval_seconds if eval_seconds > 0 else float("nan")}
+    return run_result(spec, mine, output.predictions, (trained.losses[k], output.metrics["test_loss"]), timings,
+                      run_environment(spec, mine, model, execution))
+
+
+def _examples_seen(result: RunResult, settings: FinetuneSettings) -> float:
+    """Training examples a run went through, as the ``Trainer`` counts them for its examples per second."""
+    if settings.max_steps > 0:
+        return float(settings.max_steps * settings.per_device_train_batch_size * settings.gradient_accumulation_steps)
+    return float(result.timings["train_examples"] * settings.num_train_epochs)

@@ -1,0 +1,220 @@
+"""The training loop of K fused members: one stacked model, one vmapped forward pass, each member's own run.
+
+:func:`train_members` follows the ``Trainer`` loop of a sequential run step by step, per member:
+the same batches (each member's ``data_order`` sampler, the same collator), the same optimiser
+(the ``Trainer``'s own AdamW class and settings, weight decay on the ``Trainer``'s decay
+parameters), the same learning-rate schedule and warm-up, gradient accumulation with the
+``Trainer``'s loss scaling, and gradient clipping at ``max_grad_norm`` on each member's own
+global norm. The members' weights are stacked (``torch.func.stack_module_state``) and one
+``vmap`` of ``functional_call`` computes every member's loss; AdamW is element-wise, so one
+optimiser over the stacked weights updates each member as its own would. A member's batch is
+padded to the longest of the group's batches (padding is masked, as in any batch). Dropout
+draws from each member's ``optimisation`` seed (:mod:`.fused_dropout`). A member whose loss
+becomes NaN or infinite is stopped (its gradients zeroed from then on) and reported diverged;
+the others go on.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+from torch.func import functional_call, stack_module_state, vmap
+
+from seedscope.runners.finetune.fused_dropout import MemberDropout, member_key
+from seedscope.runners.finetune.trainer import EpochSeededSampler
+
+
+@dataclass(frozen=True)
+class Member:
+    """One member's training data: its features and its ``data_order`` and ``optimisation`` seeds."""
+
+    features: list
+    data_order: int
+    optimisation: int
+
+
+@dataclass
+class Trained:
+    """What the training of a group left: the stacked weights, each member's mean loss, the diverged members."""
+
+    params: dict[str, torch.Tensor]
+    buffers: dict[str, torch.Tensor]
+    losses: list[float]
+    steps: int
+    #: member index → the optimiser step at which its loss stopped being finite, and the value it took
+    diverged: dict[int, tuple[int, float]] = field(default_factory=dict)
+
+
+def accepts_loss_kwargs(model) -> bool:
+    """Whether the ``Trainer`` passes ``num_items_in_batch`` to the model (and then does not scale the loss itself)."""
+    if hasattr(model, "accepts_loss_kwargs"):
+        return bool(model.accepts_loss_kwargs)
+    return any(p.kind == inspect.Parameter.VAR_KEYWORD for p in inspect.signature(model.forward).parameters.values())
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """Optimiser steps in all, epochs, batches and optimiser steps per epoch, as the ``Trainer`` counts them."""
+
+    total: int
+    epochs: int
+    batches: int
+    per_epoch: int
+
+    @classmethod
+    def of(cls, examples: int, args) -> Schedule:
+        batches = math.ceil(examples / args.per_device_train_batch_size)
+        accumulation = args.gradient_accumulation_steps
+        per_epoch = max(batches // accumulation + int(batches % accumulation > 0), 1)
+        if args.max_steps > 0:
+            epochs = args.max_steps // per_epoch + int(args.max_steps % per_epoch > 0)
+            return cls(args.max_steps, epochs, batches, per_epoch)
+        return cls(math.ceil(args.num_train_epochs * per_epoch), math.ceil(args.num_train_epochs), batches, per_epoch)
+
+    def micro_batches(self, update: int, accumulation: int) -> int:
+        """Batches of an epoch's optimiser step ``update``: all but the epoch's last have ``accumulation``."""
+        return accumulation if update != self.per_epoch - 1 else (self.batches % accumulation or accumulation)
+
+
+def epoch_batches(member: Member, epoch: int, batch_size: int, collate: Callable):
+    """A member's batches of one epoch, in its ``data_order`` seed's order (the sequential run's data loader)."""
+    sampler = EpochSeededSampler(len(member.features), member.data_order)
+    sampler.set_epoch(epoch)
+    order = list(sampler)
+    for start in range(0, len(order), batch_size):
+        yield collate([member.features[i] for i in order[start:start + batch_size]])
+
+
+def stacked(batches: Sequence[dict], pad_id: int, side: str, device) -> dict[str, torch.Tensor]:
+    """The members' batches as one, ``[K, batch, …]``: token rows padded to the longest (masked, as in any batch)."""
+    length = max(batch["input_ids"].shape[-1] for batch in batches)
+    out = {}
+    for key in batches[0]:
+        parts = [torch.as_tensor(batch[key]) for batch in batches]
+        if parts[0].dim() == 2:
+            fill = pad_id if key == "input_ids" else 0
+            parts = [F.pad(part, (length - part.shape[-1], 0) if side == "left" else (0, length - part.shape[-1]),
+                           value=fill) for part in parts]
+        out[key] = torch.stack(parts).to(device)
+    return out
+
+
+def attention_masks(config, mask: torch.Tensor) -> torch.Tensor | None:
+    """The 4-D attention masks of ``[K, batch, length]`` padding masks, made as the model makes them, outside vmap
+    (the model's own check for padding reads the mask's values, which vmap forbids); None where nothing is padded."""
+    from transformers.masking_utils import create_bidirectional_mask
+
+    members, batch, length = mask.shape
+    embeds = torch.empty(members * batch, length, 1, device=mask.device)
+    made = create_bidirectional_mask(config=config, inputs_embeds=embeds, attention_mask=mask.reshape(members * batch, length))
+    return None if made is None else made.reshape(members, batch, *made.shape[1:])
+
+
+def clip_each(grads: list[torch.Tensor], max_norm: float) -> None:
+    """Clip each member's gradients to ``max_norm`` by its own global norm (``clip_grad_norm_`` per member)."""
+    norms = torch.stack([torch.linalg.vector_norm(g.flatten(1), 2, dim=1) for g in grads])
+    total = torch.linalg.vector_norm(norms, 2, dim=0)
+    scale = (max_norm / (total + 1e-6)).clamp(max=1.0)
+    for grad in grads:
+        grad.mul_(scale.view(-1, *[1] * (grad.dim() - 1)).to(grad.dtype))
+
+
+def optimiser(models: Sequence, params: dict[str, torch.Tensor], args):
+    """The ``Trainer``'s optimiser over the stacked weights: its class and settings, its weight-decay groups."""
+    from transformers import Trainer
+
+    decay = set(Trainer.get_decay_parameter_names(None, models[0]))
+    trained = {name: p for name, p in params.items() if p.requires_grad}
+    groups = [{"params": [p for name, p in trained.items() if name in decay], "weight_decay": args.weight_decay},
+              {"params": [p for name, p in trained.items() if name not in decay], "weight_decay": 0.0}]
+    cls, kwargs = Trainer.get_optimizer_cls_and_kwargs(args, models[0])
+    return cls(groups, **kwargs)
+
+
+class FusedModel:
+    """The members' stacked weights and one vmapped forward pass that gives each member's loss."""
+
+    def __init__(self, models: Sequence, device):
+        self.base = copy.deepcopy(models[0]).to("meta")
+        self.base.train()
+        params, buffers = stack_module_state(list(models))
+        trainable = {name: p.requires_grad for name, p in models[0].named_parameters()}
+        self.params = {name: p.detach().to(device).requires_grad_(trainable[name]) for name, p in params.items()}
+        self.buffers = {name: b.to(device) for name, b in buffers.items()}
+        self.pass_items = accepts_loss_kwargs(models[0])
+
+    def losses(self, batch: dict[str, torch.Tensor], masks, seeds: torch.Tensor, items: torch.Tensor, index: int):
+        """Each member's loss on its part of ``batch`` (``[K]``); dropout from ``seeds`` at micro-batch ``index``."""
+
+        def member_loss(params, buffers, inputs, mask, seed, count):
+            extra = {"num_items_in_batch": count} if self.pass_items else {}
+            with MemberDropout(member_key(seed, index)):
+                output = functional_call(self.base, (params, buffers), (), {**inputs, "attention_mask": mask, **extra})
+            return output.loss
+
+        dims = (0, 0, 0, None if masks is None else 0, 0, 0)
+        return vmap(member_loss, in_dims=dims, randomness="error")(self.params, self.buffers, batch, masks, seeds, items)
+
+
+def train_members(models: Sequence, members: Sequence[Member], args, collate: Callable, tokenizer, device,
+                  precision: str, on_step: Callable[[int, int], None] | None = None) -> Trained:
+    """Train the members together; see the module. ``on_step(done, total)`` after every optimiser step."""
+    from transformers import get_scheduler
+
+    fused = FusedModel(models, device)
+    optimizer = optimiser(models, fused.params, args)
+    plan = Schedule.of(len(members[0].features), args)
+    total = plan.total
+    scheduler = get_scheduler(args.lr_scheduler_type, optimizer=optimizer, num_warmup_steps=args.get_warmup_steps(total),
+                              num_training_steps=total, scheduler_specific_kwargs=args.lr_scheduler_kwargs)
+    seeds = torch.tensor([member.optimisation for member in members], dtype=torch.int64, device=device)
+    summed = torch.zeros(len(members), dtype=torch.float64)
+    alive = torch.ones(len(members), dtype=torch.bool)
+    trained = Trained(fused.params, fused.buffers, [], 0)
+    micro = 0
+    if on_step:
+        on_step(0, total)
+    for epoch in range(plan.epochs):
+        streams = [epoch_batches(member, epoch, args.per_device_train_batch_size, collate) for member in members]
+        for update in range(plan.per_epoch):
+            count = plan.micro_batches(update, args.gradient_accumulation_steps)
+            parts = [[next(stream) for _ in range(count)] for stream in streams]
+            items = torch.tensor([sum(int((b["labels"] != -100).sum()) for b in part) for part in parts], device=device)
+            for i in range(count):
+                batch = stacked([part[i] for part in parts], tokenizer.pad_token_id, tokenizer.padding_side, device)
+                masks = attention_masks(fused.base.config, batch.pop("attention_mask"))
+                with torch.autocast(torch.device(device).type, dtype=torch.bfloat16, enabled=precision == "bf16"):
+                    losses = fused.losses(batch, masks, seeds, items, micro)
+                micro += 1
+                if not fused.pass_items:
+                    losses = losses / count
+                losses.sum().backward()
+                values = losses.detach().double().cpu()
+                for k in torch.nonzero(alive & ~torch.isfinite(values)).flatten().tolist():
+                    alive[k] = False
+                    trained.diverged[k] = (trained.steps + 1, float(values[k]))
+                summed += torch.where(alive, values, 0.0)
+            grads = [p.grad for p in fused.params.values() if p.grad is not None]
+            if not alive.all():
+                for grad in grads:
+                    grad[~alive.to(grad.device)] = 0.0
+            if args.max_grad_norm > 0:
+                clip_each(grads, args.max_grad_norm)
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad(set_to_none=True)
+            trained.steps += 1
+            if on_step:
+                on_step(trained.steps, total)
+            if trained.steps >= total or not alive.any():
+                break
+        if trained.steps >= total or not alive.any():
+            break
+    trained.losses = (summed / max(1, trained.steps)).tolist()
+    return trained

@@ -1,0 +1,153 @@
+"""Fused seeds on a tiny random BERT: each member trains as its sequential run does, and fails alone."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from seedscope.errors import SeedscopeError
+from seedscope.plan import RunSpec
+from seedscope.plan.seeds import FactorSeeds
+from seedscope.runners.finetune import fused, fused_training
+from seedscope.runners.finetune import runner as finetune
+from seedscope.runners.finetune.trainer import SeededTrainer
+
+#: 64 training sentences in batches of 8: 8 batches an epoch, so 20 steps cross two epochs' reshuffles
+FIDELITY = {"max_train_examples": 64, "max_eval_examples": 200, "max_steps": 20, "per_device_train_batch_size": 8,
+            "max_seq_length": 64, "learning_rate": 1e-3, "weight_decay": 0.01, "warmup_ratio": 0.1}
+#: three members with their own seeds, one of them with every factor on a different seed
+SEEDS = (FactorSeeds.tied(1), FactorSeeds.tied(2), FactorSeeds.tied(3).replace(data_order=7, model_init=11))
+
+
+@pytest.fixture(scope="module")
+def still_bert(tiny_bert, tmp_path_factory):
+    """The tiny BERT without dropout: fused and sequential runs then compute the same thing."""
+    folder = tmp_path_factory.mktemp("still-bert")
+    shutil.copytree(tiny_bert, folder, dirs_exist_ok=True)
+    config = json.loads((folder / "config.json").read_text())
+    config.update(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    (folder / "config.json").write_text(json.dumps(config))
+    return folder
+
+
+def _specs(model, hparams, seeds=SEEDS, task="sst2"):
+    return [RunSpec(task, str(model), s, hparams=hparams) for s in seeds]
+
+
+def _sequential_losses(monkeypatch, spec, data_dir):
+    """A sequential run and the loss of each of its training batches."""
+    losses = []
+    original = SeededTrainer.training_step
+
+    def recording(self, *args, **kwargs):
+        loss = original(self, *args, **kwargs)
+        losses.append(float(loss))
+        return loss
+
+    monkeypatch.setattr(SeededTrainer, "training_step", recording)
+    result = finetune.run(spec, data_dir)
+    monkeypatch.setattr(SeededTrainer, "training_step", original)
+    return result, losses
+
+
+def _fused_losses(monkeypatch, specs, data_dir):
+    """A fused group and each member's loss on each of its training batches."""
+    losses = []
+    original = fused_training.FusedModel.losses
+
+    def recording(self, *args, **kwargs):
+        values = original(self, *args, **kwargs)
+        losses.append(values.detach().double().tolist())
+        return values
+
+    monkeypatch.setattr(fused_training.FusedModel, "losses", recording)
+    outcomes = fused.run_group(specs, data_dir)
+    monkeypatch.setattr(fused_training.FusedModel, "losses", original)
+    return outcomes, np.array(losses)
+
+
+@pytest.mark.parametrize("hparams, batches", [
+    (FIDELITY, 20),
+    ({**FIDELITY, "max_steps": 8, "gradient_accumulation_steps": 3}, 22),  # steps of 3, 3, 2 batches an epoch: 8 + 8 + 6
+], ids=["20 steps", "accumulation of 3"])
+def test_each_member_trains_and_predicts_as_its_sequential_run(still_bert, data_dir, monkeypatch, hparams, batches):
+    specs = _specs(still_bert, hparams)
+    outcomes, fused_losses = _fused_losses(monkeypatch, specs, data_dir)
+    for k, spec in enumerate(specs):
+        alone, losses = _sequential_losses(monkeypatch, spec, data_dir)
+        member = outcomes[k]
+        assert len(losses) == len(fused_losses) == batches
+        assert np.abs(fused_losses[:, k] - losses).max() < 1e-4
+        agree = (member.predictions["prediction"] == alone.predictions["prediction"]).mean()
+        assert agree >= 0.99
+        assert member.metrics["train_loss"] == pytest.approx(alone.metrics["train_loss"], abs=1e-4)
+        assert member.metrics["eval_loss"] == pytest.approx(alone.metrics["eval_loss"], abs=1e-3)
+        assert member.timings["optimizer_steps"] == alone.timings["optimizer_steps"]
+        # the store gets the same table: columns, dtypes, example order
+        assert list(member.predictions.columns) == list(alone.predictions.columns)
+        assert (member.predictions.dtypes == alone.predictions.dtypes).all()
+        assert member.predictions["example_id"].tolist() == alone.predictions["example_id"].tolist()
+        assert set(member.metrics) == set(alone.metrics)
+        assert member.environment["execution"] == "fused" and alone.environment["execution"] == "sequential"
+        assert (member.environment["fused_members"], member.environment["fused_member"]) == (len(specs), k)
+        assert member.environment["seeds"] == spec.seeds.to_dict()
+
+
+def test_a_diverging_member_fails_alone_and_the_others_are_unchanged(still_bert, data_dir, monkeypatch):
+    hparams = {**FIDELITY, "max_steps": 6, "max_eval_examples": 40}
+    specs = _specs(still_bert, hparams)
+    calm = fused.run_group(specs, data_dir)
+    original, calls = fused_training.FusedModel.losses, []
+
+    def diverging(self, *args, **kwargs):  # member 1's loss turns NaN on its third batch
+        values = original(self, *args, **kwargs)
+        calls.append(1)
+        if len(calls) >= 3:
+            values = values * torch.tensor([1.0, float("nan"), 1.0])
+        return values
+
+    monkeypatch.setattr(fused_training.FusedModel, "losses", diverging)
+    outcomes = fused.run_group(specs, data_dir)
+    assert isinstance(outcomes[1], SeedscopeError)
+    assert "training diverged" in str(outcomes[1]) and "optimiser step 3" in str(outcomes[1])
+    for k in (0, 2):
+        pd.testing.assert_frame_equal(outcomes[k].predictions, calm[k].predictions, check_exact=True)
+
+
+def test_what_fusing_cannot_match_is_refused(tiny_bert, data_dir):
+    for hparams, method, words in [({}, "lora", "LoRA"), ({"group_by_length": True}, "full", "group_by_length")]:
+        with pytest.raises(SeedscopeError, match=words):
+            fused.run_group([RunSpec("sst2", str(tiny_bert), FactorSeeds.tied(1), method, hparams)], data_dir)
+    with pytest.raises(SeedscopeError, match="differ in more than their seeds"):
+        fused.run_group([RunSpec("sst2", str(tiny_bert), FactorSeeds.tied(1), hparams={"learning_rate": 1e-3}),
+                         RunSpec("sst2", str(tiny_bert), FactorSeeds.tied(2), hparams={"learning_rate": 1e-4})],
+                        data_dir)
+    with pytest.raises(SeedscopeError, match="multiple-choice"):
+        fused.run_group(_specs(tiny_bert, {"max_train_examples": 8, "max_steps": 1}, task="copa")[:2], data_dir)
+
+
+@pytest.mark.slow
+def test_with_dropout_ten_fused_seeds_and_ten_sequential_ones_are_statistically_indistinguishable(data_dir):
+    """Dropout masks differ (fused members draw their own), so the check is seedscope's own comparison of the two.
+
+    The tiny random BERT learns nothing of SST-2 in a few steps (every run scores the majority class), so this runs
+    the real MiniLM, which does: 10 seeds each way, paired by seed (docs/gpu.md gives the figures).
+    """
+    from seedscope.analysis.compare import compare_sweeps
+    from seedscope.config import resolve_model
+
+    hparams = {"max_train_examples": 160, "max_eval_examples": 200, "num_train_epochs": 2,
+               "per_device_train_batch_size": 16, "max_seq_length": 48, "learning_rate": 1e-4}
+    specs = _specs(resolve_model("all-minilm-l6-v2"), hparams, seeds=[FactorSeeds.tied(seed) for seed in range(1, 11)])
+    sequential = pd.concat([finetune.run(spec, data_dir).predictions for spec in specs])
+    fused_table = pd.concat([member.predictions for member in fused.run_group(specs, data_dir)])
+    assert not np.allclose(fused_table["prob_positive"], sequential["prob_positive"])  # other dropout masks
+    comparison = compare_sweeps({"sequential": sequential, "fused": fused_table}, n_boot=2000, n_permutations=1999)
+    pair = comparison.pairs.iloc[0]
+    assert pair["paired"] and pair["n_matched"] == 10
+    assert pair["p_permutation"] > 0.05 and pair["p_wilcoxon"] > 0.05
