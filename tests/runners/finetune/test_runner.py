@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
 import torch
 
+import seedscope
 from seedscope.errors import SeedscopeError
 from seedscope.plan import RunSpec
 from seedscope.plan.seeds import FactorSeeds
@@ -78,6 +84,41 @@ def test_same_seeds_give_bit_identical_predictions(tiny_bert, data_dir, baseline
     assert baseline.environment["deterministic_algorithms"] is True
     assert baseline.environment["seeds"] == FactorSeeds.tied(42).to_dict()
     assert not torch.are_deterministic_algorithms_enabled()  # restored after the run
+
+
+#: run in a fresh process (arguments: model folder, data folder, output file): STS-B first, then SST-2 on one thread
+#: (setting and restoring the thread count changes the process's thread state), then STS-B again
+_FIRST_AND_AFTER_ANOTHER = """
+import pickle, sys
+from seedscope.plan import RunSpec
+from seedscope.plan.seeds import FactorSeeds
+from seedscope.runners.finetune import runner
+model, data_dir, out = sys.argv[1:]
+hparams = {"max_train_examples": 48, "max_eval_examples": 24, "max_steps": 4, "per_device_train_batch_size": 8,
+           "max_seq_length": 64, "learning_rate": 1e-3}
+def run(task, **settings):
+    result = runner.run(RunSpec(task, model, FactorSeeds.tied(42), hparams={**hparams, **settings}), data_dir)
+    return result.predictions, {name: result.metrics[name] for name in ("train_loss", "eval_loss")}
+first = run("stsb")
+run("sst2", threads=1)
+with open(out, "wb") as file:
+    pickle.dump((first, run("stsb")), file)
+"""
+
+
+def test_a_run_predicts_the_same_first_in_its_process_and_after_another_run(tiny_bert, data_dir, tmp_path):
+    """What a process ran before a run changes nothing in it (packed workers run many runs each): a fresh process —
+    this one has run other tests — runs STS-B first and again after an SST-2 run, bit-identically (the same
+    predictions from the same seeds at the same thread count; see docs/sweep.md#determinism)."""
+    source = str(Path(seedscope.__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [source, os.environ.get("PYTHONPATH")]))}
+    out = tmp_path / "runs.pkl"
+    done = subprocess.run([sys.executable, "-c", _FIRST_AND_AFTER_ANOTHER, str(tiny_bert), str(data_dir), str(out)],
+                          check=False, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (first, first_losses), (after, after_losses) = pd.read_pickle(out)
+    pd.testing.assert_frame_equal(first, after, check_exact=True)
+    assert first_losses == after_losses
 
 
 def test_result_is_a_valid_prediction_table_over_the_dev_ids(baseline, data_dir):
