@@ -38,32 +38,10 @@ def test_options_refuse_what_does_not_combine():
             ExecutionOptions(**options)
 
 
-class Recording:
-    """A progress display that remembers what it was told."""
-
-    def __init__(self):
-        self.events = []
-
-    def start(self, total_runs):
-        self.events.append(("start", total_runs))
-
-    def run_started(self, spec):
-        self.events.append(("run", spec.run_id))
-
-    def step(self, spec, done, total):
-        self.events.append(("step", spec.run_id, done, total))
-
-    def run_finished(self, spec, ok):
-        self.events.append(("finished", spec.run_id, ok))
-
-    def stop(self):
-        self.events.append(("stop",))
-
-
-def test_a_fused_sweep_stores_each_member_as_its_own_run(tmp_path, tiny_bert, data_dir):
+def test_a_fused_sweep_stores_each_member_as_its_own_run(tmp_path, tiny_bert, data_dir, recording):
     specs = _plan(tiny_bert)
     store = ExperimentStore.create(tmp_path / "exp", plan_to_dict(specs))
-    progress = Recording()
+    progress = recording
     summary = fused.execute(specs, store, data_dir=data_dir, progress=progress, fuse=2)
     assert summary.done == [s.run_id for s in specs] and not summary.failed
     environment = store.environment().set_index("run_id")

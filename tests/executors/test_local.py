@@ -23,32 +23,10 @@ def _broken(seed: int = 3) -> RunSpec:
     return RunSpec("rte", "/nonexistent/checkpoint", FactorSeeds.tied(seed), hparams=TINY)
 
 
-class Recording:
-    """A progress display that remembers what it was told."""
-
-    def __init__(self):
-        self.events = []
-
-    def start(self, total_runs):
-        self.events.append(("start", total_runs))
-
-    def run_started(self, spec):
-        self.events.append(("run", spec.run_id))
-
-    def step(self, spec, done, total):
-        self.events.append(("step", spec.run_id, done, total))
-
-    def run_finished(self, spec, ok):
-        self.events.append(("finished", spec.run_id, ok))
-
-    def stop(self):
-        self.events.append(("stop",))
-
-
-def test_a_failed_run_is_recorded_and_the_sweep_goes_on(tmp_path, tiny_bert, data_dir):
+def test_a_failed_run_is_recorded_and_the_sweep_goes_on(tmp_path, tiny_bert, data_dir, recording):
     specs = [_plan(tiny_bert)[0], _broken(), _plan(tiny_bert)[1]]
     store = ExperimentStore.create(tmp_path / "exp", plan_to_dict(specs))
-    progress = Recording()
+    progress = recording
     summary = local.execute(specs, store, data_dir=data_dir, progress=progress)
     assert summary.done == [specs[0].run_id, specs[2].run_id]
     assert list(summary.failed) == [specs[1].run_id] and "not found" in summary.failed[specs[1].run_id]

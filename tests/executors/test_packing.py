@@ -69,37 +69,12 @@ def raising_runner(spec, data_dir, on_step=None):
     raise ValueError(f"no luck with {spec.run_id}")
 
 
-class Recording:
-    """A progress display that remembers what it was told."""
-
-    def __init__(self):
-        self.events, self.active, self.most_active = [], set(), 0
-
-    def start(self, total_runs):
-        self.events.append(("start", total_runs))
-
-    def run_started(self, spec):
-        self.active.add(spec.run_id)
-        self.most_active = max(self.most_active, len(self.active))
-        self.events.append(("run", spec.run_id))
-
-    def step(self, spec, done, total):
-        self.events.append(("step", spec.run_id, done, total))
-
-    def run_finished(self, spec, ok):
-        self.active.discard(spec.run_id)
-        self.events.append(("finished", spec.run_id, ok))
-
-    def stop(self):
-        self.events.append(("stop",))
-
-
 def _store(path, model, seeds):
     specs = seed_sweep(["rte"], [str(model)], list(seeds), hparams=TINY)
     return specs, ExperimentStore.create(path, plan_to_dict(specs))
 
 
-def test_eight_runs_at_four_go_in_two_waves_and_predict_as_one_after_another(tmp_path, tiny_bert, data_dir):
+def test_eight_runs_at_four_go_in_two_waves_and_predict_as_one_after_another(tmp_path, tiny_bert, data_dir, recording):
     seeds = range(1, 9)
     specs, alone = _store(tmp_path / "alone", tiny_bert, seeds)
     threads = max(1, packing.cpu_cores() // 4)  # each packed worker's share of the cores
@@ -110,7 +85,7 @@ def test_eight_runs_at_four_go_in_two_waves_and_predict_as_one_after_another(tmp
     finally:
         torch.set_num_threads(previous)
     _, packed = _store(tmp_path / "packed", tiny_bert, seeds)
-    progress = Recording()
+    progress = recording
     summary = packing.execute(specs, packed, data_dir=data_dir, parallel=4, gpus=[], progress=progress)
     assert summary.ok and sorted(summary.done) == sorted(s.run_id for s in specs)
     assert packed.predictions().equals(alone.predictions())  # bit-identical, deterministic mode on a CPU
@@ -172,9 +147,9 @@ def test_a_run_that_raises_is_recorded_with_its_traceback_and_not_retried(tmp_pa
     assert all("Traceback" in e and "ValueError: no luck with" in e for e in runs["error"])
 
 
-def test_runs_that_will_not_fit_in_memory_are_not_packed(tmp_path, tiny_bert, data_dir):
+def test_runs_that_will_not_fit_in_memory_are_not_packed(tmp_path, tiny_bert, data_dir, recording):
     specs, store = _store(tmp_path / "exp", tiny_bert, (1, 2, 3, 4))
-    progress = Recording()
+    progress = recording
     with pytest.warns(packing.PackingWarning, match=r"2 runs at once will not fit in memory.*running 1 at once"):
         summary = packing.execute(specs, store, data_dir=data_dir, parallel=2, gpus=[], runner=huge_peak_runner,
                                   progress=progress)

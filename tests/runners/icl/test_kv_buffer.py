@@ -20,7 +20,7 @@ def states(rows: int, length: int, seed: int) -> tuple[torch.Tensor, torch.Tenso
 
 
 def test_a_growing_layer_holds_what_a_concatenating_layer_holds():
-    plain, growing = DynamicLayer(), None
+    plain = DynamicLayer()
     plain.update(*states(3, 5, 0))
     growing = GrowingLayer(plain.keys.clone(), plain.values.clone(), room=4)
     buffer = growing.key_buffer.data_ptr()
