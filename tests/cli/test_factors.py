@@ -278,3 +278,18 @@ def test_run_executor_mistake_writes_nothing(tmp_path, capsys, monkeypatch):
 def test_run_bad_input(extra, message, tmp_path, capsys):
     argv = ["factors", "run", "--task", "sst2", "--model", "all-minilm-l6-v2", *extra]
     assert message in fail(argv, capsys)
+
+
+def test_run_fuses_as_its_config_says_and_needs_the_group_size(tmp_path, tiny_bert, data_dir, capsys):
+    from seedscope.store import ExperimentStore
+
+    config, out = tmp_path / "study.yaml", tmp_path / "study"
+    config.write_text("execution: fused\n")
+    argv = run_args(tiny_bert, data_dir, "--factor", "data_order", "-N", "2", "-M", "2", "-L", "2", "--bootstrap", "50",
+                    "--config", str(config))
+    assert "needs fuse: K" in " ".join(fail([*argv, "--out", str(out)], capsys).split()) and not out.exists()
+    config.write_text("execution: fused\nfuse: 3\n")
+    main([*argv, "--out", str(out)])
+    capsys.readouterr()
+    environment = ExperimentStore.open(out).environment()
+    assert set(environment["execution"]) == {"fused"} and set(environment["fused_members"]) <= {1, 2, 3}

@@ -27,6 +27,16 @@ def test_a_fused_sweep_stores_every_seed_as_its_own_run(tmp_path, tiny_bert, dat
     assert code == 0
 
 
+def test_a_fused_lora_sweep_shares_one_base_and_stores_every_seed(tmp_path, tiny_llama, data_dir, cli):
+    out = tmp_path / "exp"
+    code, printed, err = cli(_sweep(tiny_llama, out, data_dir, "--method", "lora", "--fuse", "3"))
+    assert code == 0, err
+    store = ExperimentStore.open(out)
+    environment = store.environment()
+    assert store.runs()["status"].tolist() == ["done"] * 3 and store.check() == []
+    assert environment["execution"].tolist() == ["fused"] * 3 and environment["method"].tolist() == ["lora"] * 3
+
+
 def test_execution_fused_in_a_config_fuses_every_seed(tmp_path, tiny_bert, data_dir, cli):
     config = tmp_path / "sweep.yaml"
     config.write_text(f"tasks: [rte]\nmodels: ['{tiny_bert}']\nseeds: [1, 2]\nexecution: fused\n"
@@ -45,7 +55,7 @@ def test_execution_fused_in_a_config_fuses_every_seed(tmp_path, tiny_bert, data_
     (["--fuse", "2", "--parallel", "2"], "does not combine with --parallel"),
     (["--fuse", "2", "--parallel", "auto"], "leave --fuse out with it"),
     (["--fuse", "2", "--executor", "ray"], "does not combine with --executor ray"),
-    (["--fuse", "2", "--method", "lora"], "full fine-tuning runs only, not LoRA runs"),
+    (["--fuse", "2", "--method", "lora", "--set", "group_by_length=true"], "cannot run group_by_length"),
     (["--fuse", "2", "--set", "group_by_length=true"], "cannot run group_by_length"),
 ])
 def test_what_cannot_be_fused_is_refused_with_one_sentence_and_nothing_written(tmp_path, tiny_bert, data_dir, cli,
@@ -61,7 +71,7 @@ def test_plan_only_prices_fusing_and_never_picks_it_on_a_cpu(tmp_path, tiny_bert
     printed = " ".join(printed.split())
     assert code == 0 and "fused, --fuse 3:" in printed and "1 group(s) of up to 3" in printed
     assert "would pick: one after another" in printed and not (tmp_path / "exp").exists()
-    code, printed, _ = cli(_sweep(tiny_bert, tmp_path / "exp", data_dir, "--method", "lora", "--plan-only",
-                                  "--parallel", "2"))
-    assert code == 0 and "fused, --fuse 2: — (not available for this plan: --fuse trains full fine-tuning" in (
+    code, printed, _ = cli(_sweep(tiny_bert, tmp_path / "exp", data_dir, "--set", "group_by_length=true",
+                                  "--plan-only", "--parallel", "2"))
+    assert code == 0 and "fused, --fuse 2: — (not available for this plan: --fuse cannot run group_by_length" in (
         " ".join(printed.split()))

@@ -98,8 +98,9 @@ def test_resume_after_a_kill_fuses_only_the_unfinished_runs(tmp_path, tiny_bert,
 
 
 def test_what_cannot_be_fused_is_refused_before_anything_runs(tiny_bert, tmp_path):
-    with pytest.raises(SeedscopeError, match="LoRA"):
-        fused.check_fusable(seed_sweep(["rte"], [str(tiny_bert)], [1, 2], method="lora"))
+    with pytest.raises(SeedscopeError, match="group_by_length"):
+        fused.check_fusable(seed_sweep(["rte"], [str(tiny_bert)], [1, 2], method="lora",
+                                       hparams={"group_by_length": True}))
     with pytest.raises(SeedscopeError, match="not icl runs"):
         fused.check_fusable([RunSpec("sst2", str(tiny_bert), FactorSeeds.tied(1), "icl")])
     store = ExperimentStore.create(tmp_path / "exp", plan_to_dict(_plan(tiny_bert)))

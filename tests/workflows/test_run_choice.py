@@ -72,6 +72,10 @@ def test_fused_speedup_is_measured_on_a_cpu_and_assumed_on_a_gpu(monkeypatch):
     found = run_choice.ways(specs, None, [1, 4], gpus=1, parameters=100_000_000)  # packing shares a GPU badly here
     packed, fused = found[1], found[2]
     assert fused.seconds < packed.seconds and run_choice.pick(found) == fused and (fused.parallel, fused.fuse) == (1, 4)
-    lora = seed_sweep(["rte"], ["m"], range(1, 9), method="lora")
-    unfusable = run_choice.ways(lora, None, [1, 4], gpus=1, parameters=100_000_000)[2]
-    assert unfusable.seconds is None and "not LoRA runs" in unfusable.note
+    lora = run_choice.ways(seed_sweep(["rte"], ["m"], range(1, 9), method="lora"), None, [1, 4], gpus=1,
+                           parameters=100_000_000)[2]
+    assert lora.seconds == pytest.approx(80 / run_choice.FUSED_LORA_GPU_GOAL) and "2.00× the throughput" in lora.note
+    assert run_choice.fused_speedup(4, 0, None, lora=True) == run_choice.FUSED_LORA_CPU_SPEEDUP
+    grouped = seed_sweep(["rte"], ["m"], range(1, 9), hparams={"group_by_length": True})
+    unfusable = run_choice.ways(grouped, None, [1, 4], gpus=1, parameters=100_000_000)[2]
+    assert unfusable.seconds is None and "group_by_length" in unfusable.note

@@ -312,6 +312,7 @@ def run_command(
         implementation=parse_axes(implementation or []),
     )
     plan = study.plan  # validated here, before anything is written; run_factor_study reuses it
+    execution = study.execution_with(execution)  # the config file's execution: fused
     study.schedule()
     if not plan_only and out is None:
         raise SeedscopeError("no output directory: pass --out DIR (or --plan-only for a dry run)")

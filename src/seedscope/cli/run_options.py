@@ -141,8 +141,8 @@ PARALLEL_OPTION = typer.Option(
 Parallel = Annotated[str, PARALLEL_OPTION]
 Fuse = Annotated[int, typer.Option(
     "--fuse", help="Train up to K fine-tuning runs that differ only in their seeds as one stacked model in this process "
-    "(each its own head, data order and dropout; each stored as its own run). For a GPU; on a CPU it is no faster. "
-    "Full fine-tuning only; not with --parallel. See docs/gpu.md.")]
+    "(each its own head, data order and dropout; each stored as its own run); LoRA runs share one frozen base, each "
+    "with its own adapter. For a GPU; on a CPU it is no faster. Not with --parallel. See docs/gpu.md.")]
 #: ``--parallel``'s word for "pick K from the estimates"
 AUTO = "auto"
 RayAddress = Annotated[Optional[str], typer.Option(

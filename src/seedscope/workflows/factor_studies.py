@@ -20,7 +20,7 @@ from typing import Any, Callable, Literal, Mapping, Sequence
 
 import pandas as pd
 
-from seedscope.config import build_config, resolve_model
+from seedscope.config import SweepConfig, build_config, resolve_model
 from seedscope.executors.base import Progress, Runner
 from seedscope.executors.options import ExecutionOptions
 from seedscope.factor_study.adaptive import REFERENCE_M, REFERENCE_N, AdaptiveSchedule
@@ -35,7 +35,7 @@ from seedscope.plan import RunSpec, model_short_name
 from seedscope.plan.runs import runner_of
 from seedscope.store import ExperimentStore
 from seedscope.store.views import factor_score_table
-from seedscope.workflows.sweeping import execute, executor_for, preflight
+from seedscope.workflows.sweeping import execute, execution_of, executor_for, preflight
 
 #: runs the given specs into the store (an executor bound to its options)
 Execute = Callable[[Sequence[RunSpec]], None]
@@ -155,21 +155,36 @@ class FactorStudyConfig:
     implementation: Mapping[str, Sequence[Any]] = field(default_factory=dict)
 
     @cached_property
-    def plan(self) -> FactorStudyPlan:
-        """The study's runs (seeds drawn as the reference does, without replacement); built once."""
-        factors = [f for name in self.factors for f in (INVESTIGABLE_FACTORS[self.runner] if name == "all" else [name])]
+    def sweep_config(self) -> SweepConfig:
+        """The preset, the YAML config and the study's own settings merged: its hyper-parameters and execution."""
         method = "icl" if self.runner == "icl" else self.method
         if runner_of(method) != self.runner:
             raise SeedscopeError(f"method {method!r} is not a {self.runner} method")
         overrides = {"tasks": [self.task], "models": [self.model], "method": method,
                      "hparams": dict(self.hparams) or None}
-        hparams = {**build_config(self.preset, self.config, overrides).hparams_for(self.task),
+        return build_config(self.preset, self.config, overrides)
+
+    @cached_property
+    def plan(self) -> FactorStudyPlan:
+        """The study's runs (seeds drawn as the reference does, without replacement); built once."""
+        factors = [f for name in self.factors for f in (INVESTIGABLE_FACTORS[self.runner] if name == "all" else [name])]
+        method = self.sweep_config.method
+        hparams = {**self.sweep_config.hparams_for(self.task),
                    "resplit": True, "test_fraction": self.test_fraction, "num_labelled": self.num_labelled}
         golden = self.n_golden if self.n_golden is not None else self.n_investigation * self.n_mitigation
         return factor_study_plan(self.task, resolve_model(self.model), factors, self.n_investigation,
                                  self.n_mitigation, golden, method, hparams,
                                  model_name=model_short_name(self.model), runner=self.runner,
                                  implementations=combinations(check_axes(self.implementation, method)))
+
+    def execution_with(self, execution: ExecutionOptions) -> ExecutionOptions:
+        """``execution`` with the config file's ``execution: fused`` applied, ``fuse: K`` runs at a time (a study's
+        runs are no seed list, so K is not guessed); a combination that cannot run is refused as the options refuse
+        it."""
+        if self.sweep_config.execution == "fused" and execution.fuse == 1 and self.sweep_config.fuse is None:
+            raise SeedscopeError("execution: fused in a factor study's config needs fuse: K (the runs per fused group) "
+                                 "beside it")
+        return execution_of(self.sweep_config, execution)
 
     def schedule(self) -> AdaptiveSchedule | None:
         """The adaptive run count, or None for the full N × M plan."""
@@ -242,7 +257,7 @@ def run_factor_study(
     >>> config = FactorStudyConfig(task="sst2", model="bert-tiny", factors=["data_order"])
     >>> store = run_factor_study(config, out="study-out")  # trains N × M + L models  # doctest: +SKIP
     """
-    execution = ExecutionOptions.from_keywords(execution, deprecated, "run_factor_study")
+    execution = config.execution_with(ExecutionOptions.from_keywords(execution, deprecated, "run_factor_study"))
     executor_for(execution)  # an executor that cannot run is refused before anything is written
     if resume:
         ExperimentStore.check_resumable(out)

@@ -11,14 +11,16 @@ Each way's wall time comes from the same per-run estimates as ``--plan-only``'s 
   (4.0×), two RoBERTa-large-sized ones (355 M) gained nothing on an H200; between the two the
   slowdown is interpolated in the logarithm of the parameter count.
 - **fused K** — up to K runs that differ only in their seeds trained as one stacked model in one
-  process (``--fuse K``, :mod:`seedscope.executors.fused`); offered when every run to do can be
-  fused (full fine-tuning, see :func:`seedscope.executors.fused.check_fusable`). Each group takes
-  its members' summed time divided by a speed-up. On a CPU that speed-up was *measured*: 0.80
-  (four MiniLM copies by vmap at one thread ran at 0.80× the throughput of the same four one after
-  another), so on a CPU fusing is never cheaper and never picked. On a GPU it is *assumed*
-  (unmeasured): :data:`FUSED_GPU_GOAL` (5×, the goal set for 8 MiniLM-sized seeds) for models up
-  to 25 M parameters, no gain (1×) from 300 M on, interpolated between like the packing slowdown,
-  and never more than K.
+  process (``--fuse K``, :mod:`seedscope.executors.fused`; LoRA runs as K adapters over one
+  shared base); offered when every run to do can be fused (see
+  :func:`seedscope.executors.fused.check_fusable`). Each group takes its members' summed time
+  divided by a speed-up, never more than K. On a CPU that speed-up was *measured*: 0.80 for full
+  fine-tuning (four MiniLM copies by vmap at one thread ran at 0.80× the throughput of the same
+  four one after another), :data:`FUSED_LORA_CPU_SPEEDUP` for LoRA (``bench_lora.py --fuse 4``,
+  SmolLM2). On a GPU it is *assumed* (unmeasured): for full fine-tuning :data:`FUSED_GPU_GOAL`
+  (5×, the goal set for 8 MiniLM-sized seeds) for models up to 25 M parameters, no gain (1×) from
+  300 M on, interpolated between like the packing slowdown; for LoRA :data:`FUSED_LORA_GPU_GOAL`
+  (2×, the goal set for 4 adapters over a 3B base).
 
 ``--parallel auto`` takes the way with the lowest estimate (ties: fewer at once).
 """
@@ -41,6 +43,10 @@ SHARES_FREELY, SHARES_NOTHING = 25e6, 300e6
 FUSED_CPU_SPEEDUP = 0.80
 #: fused K against K runs one after another on a GPU for a small model: ASSUMED, the goal for 8 MiniLM-sized seeds
 FUSED_GPU_GOAL = 5.0
+#: K LoRA adapters over one base against K LoRA runs one after another on a CPU: measured (SmolLM2, 4 adapters)
+FUSED_LORA_CPU_SPEEDUP = 0.84
+#: the same on a GPU: ASSUMED, the goal for 4 adapters over a Llama-3B-sized base
+FUSED_LORA_GPU_GOAL = 2.0
 
 
 @dataclass(frozen=True)
@@ -78,10 +84,12 @@ def gpu_slowdown(parallel: int, parameters: int | None) -> float:
     return 1.0 + _crowding(parameters) * (parallel - 1)
 
 
-def fused_speedup(fuse: int, gpus: int, parameters: int | None) -> float:
+def fused_speedup(fuse: int, gpus: int, parameters: int | None, lora: bool = False) -> float:
     """Fused ``fuse`` against the same runs one after another: measured on a CPU, assumed on a GPU (see the module)."""
     if not gpus:
-        return FUSED_CPU_SPEEDUP
+        return FUSED_LORA_CPU_SPEEDUP if lora else FUSED_CPU_SPEEDUP
+    if lora:
+        return min(float(fuse), FUSED_LORA_GPU_GOAL)
     if parameters is None:
         return 1.0  # nothing known: assume no gain
     return 1.0 + (1.0 - _crowding(parameters)) * (min(float(fuse), FUSED_GPU_GOAL) - 1.0)
@@ -99,11 +107,13 @@ def fused_way(specs: Sequence[RunSpec], timed: pd.DataFrame, fuse: int, gpus: in
     except SeedscopeError as error:
         return Way(name, 1, None, f"not available for this plan: {error}", fuse)
     seconds = dict(zip((spec.run_id for spec in specs), timed["seconds"]))
-    speedup = fused_speedup(fuse, gpus, parameters)
     groups = fused_groups(todo, fuse)
-    wall = sum(sum(seconds[spec.run_id] for spec in group) / min(speedup, len(group)) for group in groups)
+    speedups = [fused_speedup(fuse, gpus, parameters, group[0].method == "lora") for group in groups]
+    wall = sum(sum(seconds[spec.run_id] for spec in group) / min(speedup, len(group))
+               for group, speedup in zip(groups, speedups))
     how = ("measured on a CPU" if not gpus else "assumed on a GPU, unmeasured")
-    return Way(name, 1, wall, f"{len(groups)} group(s) of up to {fuse}, {speedup:.2f}× the throughput of one after "
+    rates = " or ".join(f"{speedup:.2f}×" for speedup in sorted(set(speedups)))
+    return Way(name, 1, wall, f"{len(groups)} group(s) of up to {fuse}, {rates} the throughput of one after "
                f"another ({how})", fuse)
 
 

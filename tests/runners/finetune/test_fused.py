@@ -119,8 +119,81 @@ def test_a_diverging_member_fails_alone_and_the_others_are_unchanged(still_bert,
         pd.testing.assert_frame_equal(outcomes[k].predictions, calm[k].predictions, check_exact=True)
 
 
+def test_with_dropout_each_member_trains_as_its_sequential_run_given_the_same_masks(tiny_bert, data_dir, monkeypatch):
+    """Dropout on: the sequential runs drop what their members drop (each batch under the member's own masks), so
+    fused and sequential training must agree as closely as without dropout — whatever differs between the two with
+    torch's own masks is then the masks' draw alone."""
+    from seedscope.runners.finetune.fused_dropout import MemberDropout, member_key
+
+    specs = _specs(tiny_bert, FIDELITY)
+    outcomes, fused_losses = _fused_losses(monkeypatch, specs, data_dir)
+    original = SeededTrainer.compute_loss
+    for k, spec in enumerate(specs):
+        batches = []
+
+        def masked(self, *args, seed=spec.seeds.optimisation, **kwargs):
+            with MemberDropout(member_key(torch.tensor(seed), len(batches))):
+                batches.append(1)
+                return original(self, *args, **kwargs)
+
+        monkeypatch.setattr(SeededTrainer, "compute_loss", masked)
+        alone, losses = _sequential_losses(monkeypatch, spec, data_dir)
+        assert np.abs(fused_losses[:, k] - losses).max() < 1e-4
+        assert (outcomes[k].predictions["prediction"] == alone.predictions["prediction"]).mean() >= 0.99
+    monkeypatch.setattr(SeededTrainer, "compute_loss", original)
+
+
+#: LoRA without dropout on every projection of a decoder; its head (``score``) trains in full
+STILL_LORA = {**FIDELITY, "lora_r": 4, "lora_dropout": 0.0, "learning_rate": 5e-3,
+              "lora_target_modules": ["q_proj", "k_proj", "v_proj", "o_proj"]}
+
+
+def _lora_fidelity(model, hparams, data_dir, monkeypatch, seeds=SEEDS):
+    specs = [RunSpec("sst2", str(model), s, "lora", hparams) for s in seeds]
+    outcomes, fused_losses = _fused_losses(monkeypatch, specs, data_dir)
+    for k, spec in enumerate(specs):
+        alone, losses = _sequential_losses(monkeypatch, spec, data_dir)
+        member = outcomes[k]
+        assert len(losses) == len(fused_losses) == hparams["max_steps"]
+        assert np.abs(fused_losses[:, k] - losses).max() < 1e-4
+        assert (member.predictions["prediction"] == alone.predictions["prediction"]).mean() >= 0.99
+        assert member.metrics["eval_loss"] == pytest.approx(alone.metrics["eval_loss"], abs=1e-3)
+        assert (member.environment["execution"], member.environment["method"]) == ("fused", "lora")
+    return outcomes
+
+
+def test_each_lora_member_trains_and_predicts_as_its_sequential_run(tiny_llama, data_dir, monkeypatch):
+    outcomes = _lora_fidelity(tiny_llama, STILL_LORA, data_dir, monkeypatch)
+    assert len({tuple(o.predictions["prob_positive"].round(6)) for o in outcomes}) == 3  # three different members
+
+
+def test_lora_members_share_one_frozen_base(tiny_llama, data_dir):
+    """K adapters over one base: the fused model holds the base once, and K adapters and heads."""
+    specs = [RunSpec("sst2", str(tiny_llama), s, "lora", STILL_LORA) for s in SEEDS]
+    prepared = [finetune.prepare(spec, data_dir) for spec in specs]
+    models = [finetune.fresh_model(spec, p) for spec, p in zip(specs, prepared)]
+    model = fused_training.FusedModel(models, "cpu")
+    size = lambda tensors: sum(t.numel() for t in tensors)  # noqa: E731
+    own = {name: p for name, p in models[0].named_parameters() if name in model.params}
+    base = size(p for name, p in models[0].named_parameters() if name not in own)
+    assert all("base_layer" in name or "lora_" not in name for name in model.shared)
+    assert size(model.shared.values()) >= base  # the frozen base, once (and the shared buffers)
+    assert size(model.params.values()) == len(models) * size(own.values())  # one adapter and head per member
+    assert all(name.split(".")[-3] in ("lora_A", "lora_B") or "score" in name for name in model.params)
+    first = dict(models[0].named_parameters())
+    assert all(t.data_ptr() == first[name].data_ptr() for name, t in model.shared.items() if name in first)
+
+
+@pytest.mark.slow
+def test_each_lora_member_of_the_real_smollm2_trains_and_predicts_as_its_sequential_run(smollm2_folder, data_dir,
+                                                                                     monkeypatch):
+    hparams = {**STILL_LORA, "learning_rate": 1e-4, "max_eval_examples": 100}  # a usual LoRA rate (see docs/gpu.md)
+    _lora_fidelity(smollm2_folder, hparams, data_dir, monkeypatch)
+
+
 def test_what_fusing_cannot_match_is_refused(tiny_bert, data_dir):
-    for hparams, method, words in [({}, "lora", "LoRA"), ({"group_by_length": True}, "full", "group_by_length")]:
+    for hparams, method, words in [({"group_by_length": True}, "full", "group_by_length"),
+                                   ({"group_by_length": True}, "lora", "group_by_length")]:
         with pytest.raises(SeedscopeError, match=words):
             fused.run_group([RunSpec("sst2", str(tiny_bert), FactorSeeds.tied(1), method, hparams)], data_dir)
     with pytest.raises(SeedscopeError, match="differ in more than their seeds"):

@@ -7,8 +7,10 @@ evaluation examples with the sequential run's own ``Trainer.predict`` and builds
 :class:`~seedscope.runners.result.RunResult` exactly as a sequential run does. Each run's
 environment records ``execution: fused`` with the group's size and the member's place in it.
 
-What cannot be matched is refused before anything runs (:func:`check`): LoRA (its batching is a
-separate mode), length-grouped batches, fp16 (its loss scaler), multiple-choice heads, remote code.
+LoRA members share one frozen base in memory (the base weights every LoRA run of a process
+shares, :mod:`.base_weights`): each step passes the K sub-batches through it together, each
+with its own adapter and head. What cannot be matched is refused before anything runs
+(:func:`check`): length-grouped batches, fp16 (its loss scaler), multiple-choice heads, remote code.
 """
 
 from __future__ import annotations
@@ -45,9 +47,8 @@ Outcome = RunResult | SeedscopeError
 
 def check(spec: RunSpec) -> None:
     """Refuse, in one sentence, a spec that fused seeds cannot train as its sequential run would."""
-    if spec.method != "full":
-        what = "LoRA runs (their batching is another mode)" if spec.method == "lora" else f"{spec.method} runs"
-        raise SeedscopeError(f"--fuse trains full fine-tuning runs only, not {what}; leave --fuse out")
+    if spec.method not in ("full", "lora"):
+        raise SeedscopeError(f"--fuse trains full fine-tuning and LoRA runs, not {spec.method} runs; leave --fuse out")
     settings = FinetuneSettings.from_hparams(spec.hparams)
     refused = {"group_by_length": settings.group_by_length, "trust_remote_code": settings.trust_remote_code,
                "precision fp16": resolve_precision(settings.precision, settings.device) == "fp16"}
@@ -117,9 +118,10 @@ def _evaluate(k: int, specs, prepared, models, trained: Trained, scratch: str) -
         step, value = trained.diverged[k]
         return SeedscopeError(f"training diverged: the loss became {value} at optimiser step {step} (fused with "
                               f"{len(specs) - 1} other run(s), which went on)")
+    parameters = dict(model.named_parameters())
     with torch.no_grad():
-        for name, parameter in model.named_parameters():
-            parameter.copy_(trained.params[name][k])
+        for name, stacked in trained.params.items():  # a LoRA group's shared base never changed
+            parameters[name].copy_(stacked[k])
     trainer = seeded_trainer(model, spec, mine, scratch)
     evaluated_at = time.perf_counter()
     output = trainer.predict(mine.eval_features)

@@ -5,7 +5,7 @@ the same batches (each member's ``data_order`` sampler, the same collator), the 
 (the ``Trainer``'s own AdamW class and settings, weight decay on the ``Trainer``'s decay
 parameters), the same learning-rate schedule and warm-up, gradient accumulation with the
 ``Trainer``'s loss scaling, and gradient clipping at ``max_grad_norm`` on each member's own
-global norm. The members' weights are stacked (``torch.func.stack_module_state``) and one
+global norm. The members' weights are stacked (a LoRA group's frozen base is kept once) and one
 ``vmap`` of ``functional_call`` computes every member's loss; AdamW is element-wise, so one
 optimiser over the stacked weights updates each member as its own would. A member's batch is
 padded to the longest of the group's batches (padding is masked, as in any batch). Dropout
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
-from torch.func import functional_call, stack_module_state, vmap
+from torch.func import functional_call, vmap
 
 from seedscope.runners.finetune.fused_dropout import MemberDropout, member_key
 from seedscope.runners.finetune.trainer import EpochSeededSampler
@@ -52,7 +52,11 @@ class Trained:
 
 
 def accepts_loss_kwargs(model) -> bool:
-    """Whether the ``Trainer`` passes ``num_items_in_batch`` to the model (and then does not scale the loss itself)."""
+    """Whether the ``Trainer`` passes ``num_items_in_batch`` to the model (and then does not scale the loss itself);
+    it asks a LoRA model's base model, as here."""
+    from transformers.trainer_utils import unwrap_peft_model
+
+    model = unwrap_peft_model(model)
     if hasattr(model, "accepts_loss_kwargs"):
         return bool(model.accepts_loss_kwargs)
     return any(p.kind == inspect.Parameter.VAR_KEYWORD for p in inspect.signature(model.forward).parameters.values())
@@ -105,14 +109,19 @@ def stacked(batches: Sequence[dict], pad_id: int, side: str, device) -> dict[str
     return out
 
 
-def attention_masks(config, mask: torch.Tensor) -> torch.Tensor | None:
-    """The 4-D attention masks of ``[K, batch, length]`` padding masks, made as the model makes them, outside vmap
-    (the model's own check for padding reads the mask's values, which vmap forbids); None where nothing is padded."""
-    from transformers.masking_utils import create_bidirectional_mask
+def attention_masks(config, mask: torch.Tensor, causal: bool) -> torch.Tensor | None:
+    """The 4-D attention masks of ``[K, batch, length]`` padding masks, made as the model makes them (a decoder's
+    ``causal`` ones too), outside vmap (the model's own check for padding reads the mask's values, which vmap
+    forbids); None where nothing is padded."""
+    from transformers.masking_utils import create_bidirectional_mask, create_causal_mask
 
     members, batch, length = mask.shape
     embeds = torch.empty(members * batch, length, 1, device=mask.device)
-    made = create_bidirectional_mask(config=config, inputs_embeds=embeds, attention_mask=mask.reshape(members * batch, length))
+    flat = mask.reshape(members * batch, length)
+    if causal:
+        made = create_causal_mask(config=config, inputs_embeds=embeds, attention_mask=flat, cache=None)
+    else:
+        made = create_bidirectional_mask(config=config, inputs_embeds=embeds, attention_mask=flat)
     return None if made is None else made.reshape(members, batch, *made.shape[1:])
 
 
@@ -137,29 +146,54 @@ def optimiser(models: Sequence, params: dict[str, torch.Tensor], args):
     return cls(groups, **kwargs)
 
 
+def meta_copy(model):
+    """``model``'s structure with every tensor on the meta device (no copy of its weights is made)."""
+    memo = {id(p): torch.nn.Parameter(p.detach().to("meta"), requires_grad=p.requires_grad) for p in model.parameters()}
+    memo.update({id(b): b.to("meta") for b in model.buffers()})
+    return copy.deepcopy(model, memo)
+
+
+def split_shared(named: Sequence[dict[str, torch.Tensor]]) -> tuple[dict, dict]:
+    """(stacked, shared): a frozen tensor every member holds in the same memory is kept once (LoRA's base),
+    every other one is stacked ``[K, …]`` (each member's own weights, adapters and head)."""
+    own, shared = {}, {}
+    for name, first in named[0].items():
+        if not first.requires_grad and all(m[name].data_ptr() == first.data_ptr() for m in named[1:]):
+            shared[name] = first.detach()
+        else:
+            own[name] = torch.stack([m[name].detach() for m in named]).requires_grad_(first.requires_grad)
+    return own, shared
+
+
 class FusedModel:
-    """The members' stacked weights and one vmapped forward pass that gives each member's loss."""
+    """The members' stacked weights, the frozen weights they share, and one vmapped forward pass that gives each
+    member's loss. Full fine-tuning stacks every weight; LoRA runs keep one copy of their frozen base, through which
+    the members' sub-batches pass together, each with its own adapter and head."""
 
     def __init__(self, models: Sequence, device):
-        self.base = copy.deepcopy(models[0]).to("meta")
+        self.base = meta_copy(models[0])
         self.base.train()
-        params, buffers = stack_module_state(list(models))
-        trainable = {name: p.requires_grad for name, p in models[0].named_parameters()}
-        self.params = {name: p.detach().to(device).requires_grad_(trainable[name]) for name, p in params.items()}
+        params, shared = split_shared([dict(model.named_parameters()) for model in models])
+        buffers, shared_buffers = split_shared([dict(model.named_buffers()) for model in models])
+        self.params = {name: p.to(device).detach().requires_grad_(p.requires_grad) for name, p in params.items()}
         self.buffers = {name: b.to(device) for name, b in buffers.items()}
+        self.shared = {name: t.to(device) for name, t in {**shared, **shared_buffers}.items()}
         self.pass_items = accepts_loss_kwargs(models[0])
+        self.causal = any(getattr(module, "is_causal", False) is True for module in models[0].modules())
 
     def losses(self, batch: dict[str, torch.Tensor], masks, seeds: torch.Tensor, items: torch.Tensor, index: int):
         """Each member's loss on its part of ``batch`` (``[K]``); dropout from ``seeds`` at micro-batch ``index``."""
 
-        def member_loss(params, buffers, inputs, mask, seed, count):
+        def member_loss(params, buffers, shared, inputs, mask, seed, count):
             extra = {"num_items_in_batch": count} if self.pass_items else {}
             with MemberDropout(member_key(seed, index)):
-                output = functional_call(self.base, (params, buffers), (), {**inputs, "attention_mask": mask, **extra})
+                output = functional_call(self.base, (params, buffers, shared), (),
+                                         {**inputs, "attention_mask": mask, **extra})
             return output.loss
 
-        dims = (0, 0, 0, None if masks is None else 0, 0, 0)
-        return vmap(member_loss, in_dims=dims, randomness="error")(self.params, self.buffers, batch, masks, seeds, items)
+        dims = (0, 0, None, 0, None if masks is None else 0, 0, 0)
+        return vmap(member_loss, in_dims=dims, randomness="error")(self.params, self.buffers, self.shared, batch, masks,
+                                                                  seeds, items)
 
 
 def train_members(models: Sequence, members: Sequence[Member], args, collate: Callable, tokenizer, device,
@@ -188,7 +222,7 @@ def train_members(models: Sequence, members: Sequence[Member], args, collate: Ca
             items = torch.tensor([sum(int((b["labels"] != -100).sum()) for b in part) for part in parts], device=device)
             for i in range(count):
                 batch = stacked([part[i] for part in parts], tokenizer.pad_token_id, tokenizer.padding_side, device)
-                masks = attention_masks(fused.base.config, batch.pop("attention_mask"))
+                masks = attention_masks(fused.base.config, batch.pop("attention_mask"), fused.causal)
                 with torch.autocast(torch.device(device).type, dtype=torch.bfloat16, enabled=precision == "bf16"):
                     losses = fused.losses(batch, masks, seeds, items, micro)
                 micro += 1
