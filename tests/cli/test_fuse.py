@@ -29,7 +29,7 @@ def test_a_fused_sweep_stores_every_seed_as_its_own_run(tmp_path, tiny_bert, dat
 
 def test_a_fused_lora_sweep_shares_one_base_and_stores_every_seed(tmp_path, tiny_llama, data_dir, cli):
     out = tmp_path / "exp"
-    code, printed, err = cli(_sweep(tiny_llama, out, data_dir, "--method", "lora", "--fuse", "3"))
+    code, _, err = cli(_sweep(tiny_llama, out, data_dir, "--method", "lora", "--fuse", "3"))
     assert code == 0, err
     store = ExperimentStore.open(out)
     environment = store.environment()

@@ -21,6 +21,7 @@ from typing import Any, Callable, Literal, Mapping, Sequence
 import pandas as pd
 
 from seedscope.config import SweepConfig, build_config, resolve_model
+from seedscope.errors import DegenerateRunWarning, ReadingChoiceWarning, SeedscopeError, UnstableEstimateWarning
 from seedscope.executors.base import Progress, Runner
 from seedscope.executors.options import ExecutionOptions
 from seedscope.factor_study.adaptive import REFERENCE_M, REFERENCE_N, AdaptiveSchedule
@@ -28,10 +29,9 @@ from seedscope.factor_study.importance import FactorAnalysis, FactorStudy, analy
 from seedscope.factor_study.plan import GOLDEN, INVESTIGABLE_FACTORS, MITIGATION, FactorStudyPlan, factor_study_plan
 from seedscope.factor_study.scores import study_from_table
 from seedscope.io import read_score_table
-from seedscope.plan.implementation import check_axes, combinations
-from seedscope.errors import DegenerateRunWarning, ReadingChoiceWarning, SeedscopeError, UnstableEstimateWarning
 from seedscope.notes import recorded
 from seedscope.plan import RunSpec, model_short_name
+from seedscope.plan.implementation import check_axes, combinations
 from seedscope.plan.runs import runner_of
 from seedscope.store import ExperimentStore
 from seedscope.store.views import factor_score_table

@@ -131,7 +131,7 @@ def test_with_dropout_each_member_trains_as_its_sequential_run_given_the_same_ma
     for k, spec in enumerate(specs):
         batches = []
 
-        def masked(self, *args, seed=spec.seeds.optimisation, **kwargs):
+        def masked(self, *args, seed=spec.seeds.optimisation, batches=batches, **kwargs):
             with MemberDropout(member_key(torch.tensor(seed), len(batches))):
                 batches.append(1)
                 return original(self, *args, **kwargs)
@@ -173,7 +173,10 @@ def test_lora_members_share_one_frozen_base(tiny_llama, data_dir):
     prepared = [finetune.prepare(spec, data_dir) for spec in specs]
     models = [finetune.fresh_model(spec, p) for spec, p in zip(specs, prepared)]
     model = fused_training.FusedModel(models, "cpu")
-    size = lambda tensors: sum(t.numel() for t in tensors)  # noqa: E731
+
+    def size(tensors):
+        return sum(t.numel() for t in tensors)
+
     own = {name: p for name, p in models[0].named_parameters() if name in model.params}
     base = size(p for name, p in models[0].named_parameters() if name not in own)
     assert all("base_layer" in name or "lora_" not in name for name in model.shared)
