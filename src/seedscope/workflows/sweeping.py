@@ -79,8 +79,12 @@ def preflight(specs: list[RunSpec], data_dir: str | os.PathLike | None, executio
             continue
         settings = FinetuneSettings.from_hparams(spec.hparams)
         config = load_model_config(model_folder(spec.model), settings.trust_remote_code)
-        model_kind(config, get_task(spec.task))
+        kind = model_kind(config, get_task(spec.task))
         check_method(config, spec.method, settings)
+        if execution is not None and execution.fuse > 1:
+            from seedscope.runners.finetune.fused import check_kind
+
+            check_kind(kind, spec.task)
 
 
 def check_cache(specs: Sequence[RunSpec]) -> None:

@@ -58,6 +58,13 @@ def check(spec: RunSpec) -> None:
                              "or change the setting")
 
 
+def check_kind(kind: str, task: str) -> None:
+    """Refuse a head that fused seeds cannot train (a multiple-choice head, or a decoder scoring each choice)."""
+    if kind != "sequence":
+        raise SeedscopeError(f"--fuse trains classification and regression heads only, not {task}'s multiple-choice "
+                             "head; leave --fuse out")
+
+
 def check_group(specs: Sequence[RunSpec], prepared: Sequence[Prepared]) -> None:
     """The members of one group must share everything but their seeds, a sequence head, and a training-set size."""
     first = specs[0]
@@ -65,9 +72,7 @@ def check_group(specs: Sequence[RunSpec], prepared: Sequence[Prepared]) -> None:
         if profile(spec) != profile(first):
             raise SeedscopeError(f"runs {first.run_id} and {spec.run_id} differ in more than their seeds, so they "
                                  "cannot be fused")
-    if prepared[0].kind != "sequence":
-        raise SeedscopeError(f"--fuse trains classification and regression heads only, not {prepared[0].task.name}'s "
-                             "multiple-choice head; leave --fuse out")
+    check_kind(prepared[0].kind, prepared[0].task.name)
     sizes = {len(p.train_features) for p in prepared}
     if len(sizes) > 1:
         raise SeedscopeError(f"the fused runs {', '.join(s.run_id for s in specs)} draw training sets of different "
