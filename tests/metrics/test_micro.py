@@ -79,6 +79,20 @@ def test_matrices_are_chunked_correctly(monkeypatch):
     assert micro.pair_values(micro.ccon_matrix(pred, gold)) == pytest.approx(ccon)
 
 
+def test_matrices_count_bits_the_same_without_numpys_bitwise_count(monkeypatch):
+    """numpy before 2.0 has no bitwise_count: the byte table gives the same matrices, and both the pair loop's."""
+    rng = np.random.default_rng(11)
+    gold = rng.integers(-1, 4, 333)
+    pred = np.where(rng.random((6, 333)) < 0.6, np.maximum(gold, 0), rng.integers(0, 4, (6, 333))).astype(np.int8)
+    fast = micro.con_matrix(pred, 4), micro.ccon_matrix(pred, gold)
+    monkeypatch.delattr(np, "bitwise_count", raising=False)
+    table = micro.con_matrix(pred, 4), micro.ccon_matrix(pred, gold)
+    con, ccon = pair_loop(pred, gold)
+    for one, other, loop in zip(fast, table, (con, ccon)):
+        np.testing.assert_array_equal(one, other)
+        assert micro.pair_values(one) == pytest.approx(loop, abs=1e-12)
+
+
 def test_regression_consistency():
     rng = np.random.default_rng(2)
     pred = rng.normal(size=(4, 30))

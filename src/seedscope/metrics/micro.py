@@ -13,7 +13,9 @@ costs O(S·N·C) instead of O(S²·N):
     mean CCON = (1/N) Σ_t n_{t,r_t}(n_{t,r_t} − 1) / (S(S − 1))
 
 The S×S matrices (needed for the spread of the pairwise values) are sums over classes of
-indicator-matrix products, computed in example chunks with one matrix product per chunk.
+indicator-matrix products X Xᵀ: each indicator is packed into bits, 64 examples a word, and a
+pair's count is the popcount of the AND of its two rows (exact integers, a third of the time of
+a float matrix product).
 Regression: CON(A, B) = Pearson(y^A, y^B), CCON(A, B) = ½(ζ(y^A, r) + ζ(y^B, r)).
 Probabilistic: π(A, B) = (1/N) Σ_t Σ_c min(p^A_{t,c}, p^B_{t,c}).
 """
@@ -21,15 +23,17 @@ Probabilistic: π(A, B) = (1/N) Σ_t Σ_c min(p^A_{t,c}, p^B_{t,c}).
 from __future__ import annotations
 
 import warnings
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 import numpy as np
 import pandas as pd
 
 from seedscope.errors import SeedscopeError
 
-#: examples per chunk when building S×S matrices (bounds the one-hot block's memory)
+#: examples per chunk when building S×S matrices (bounds the memory of the 0/1 block packed into bits)
 MATRIX_CHUNK = 1 << 16
+#: set bits of each byte value, for numpy before 2.0 (which has no ``bitwise_count``)
+_BYTE_BITS = np.array([bin(value).count("1") for value in range(256)], dtype=np.uint8)
 #: above this many classes (free-text answers) per-class arrays give way to sorting each example's S predictions
 DENSE_CLASSES = 16
 
@@ -132,19 +136,31 @@ def mean_ccon(predictions: np.ndarray, labels: np.ndarray) -> float:
     return _pair_share(correct, n_runs, int(labelled.sum()))
 
 
-def _gram(blocks, n_runs: int, n_examples: int) -> np.ndarray:
-    """(1/N) Σ X Xᵀ over ``(block, values)`` pairs, X = (block == value) an S × k 0/1 block for each value.
+def _packed(indicator: Callable[[int, int], np.ndarray], n_runs: int, n_examples: int) -> np.ndarray:
+    """S × W words holding the S × N 0/1 matrix ``indicator(start, stop)`` gives chunk by chunk, 64 examples a word
+    (the bits past N are 0)."""
+    step = -(-MATRIX_CHUNK // 8) * 8  # whole bytes per chunk
+    packed = np.zeros((n_runs, -(-n_examples // 64) * 8), dtype=np.uint8)
+    for start in range(0, n_examples, step):
+        stop = min(start + step, n_examples)
+        packed[:, start // 8 : -(-stop // 8)] = np.packbits(indicator(start, stop), axis=1)
+    return packed.view(np.uint64)
 
-    Each X is written into one reused float32 buffer (its Gram counts stay exact: k < 2²⁴), then summed in float64.
-    """
-    total = np.zeros((n_runs, n_runs))
-    buffer = np.empty((n_runs, MATRIX_CHUNK), dtype=np.float32)
-    for block, values in blocks:
-        indicator = buffer[:, : block.shape[1]]
-        for value in values:
-            np.equal(block, value, out=indicator, casting="unsafe")
-            total += indicator @ indicator.T
-    return total / n_examples
+
+def _bit_counts(words: np.ndarray) -> np.ndarray:
+    """The set bits of each row of ``words``."""
+    if hasattr(np, "bitwise_count"):
+        return np.bitwise_count(words).sum(axis=1)
+    return _BYTE_BITS[words.view(np.uint8)].sum(axis=1)
+
+
+def _pair_counts(words: np.ndarray) -> np.ndarray:
+    """S × S: for each pair of runs (and each run with itself) how many examples both mark, from their packed bits."""
+    n_runs = len(words)
+    counts = np.zeros((n_runs, n_runs), dtype=np.int64)
+    for a in range(n_runs):
+        counts[a, a:] = _bit_counts(words[a:] & words[a])
+    return counts + np.triu(counts, 1).T
 
 
 def con_matrix(predictions: np.ndarray, n_classes: int) -> np.ndarray:
@@ -158,19 +174,19 @@ def con_matrix(predictions: np.ndarray, n_classes: int) -> np.ndarray:
         for a in range(n_runs - 1):
             matrix[a, a + 1 :] = matrix[a + 1 :, a] = (predictions[a + 1 :] == predictions[a]).mean(axis=1)
         return matrix
-    blocks = ((predictions[:, start : start + MATRIX_CHUNK], range(n_classes))
-              for start in range(0, n_examples, MATRIX_CHUNK))
-    return _gram(blocks, n_runs, n_examples)
+    counts = sum(_pair_counts(_packed(lambda start, stop, c=c: predictions[:, start:stop] == c, n_runs, n_examples))
+                 for c in range(n_classes))
+    return counts / n_examples
 
 
 def ccon_matrix(predictions: np.ndarray, labels: np.ndarray) -> np.ndarray:
     """S×S matrix of CCON(A, B) = (1/N) K Kᵀ with K the indicator of a correct prediction."""
     labelled = labels >= 0
-    predictions, labels = np.compress(labelled, predictions, axis=1), labels[labelled]  # rows stay contiguous
-    n_runs, n_examples = predictions.shape
-    blocks = ((predictions[:, start : start + MATRIX_CHUNK], [labels[start : start + MATRIX_CHUNK]])
-              for start in range(0, n_examples, MATRIX_CHUNK))
-    return _gram(blocks, n_runs, n_examples)
+
+    def correct(start: int, stop: int) -> np.ndarray:
+        return (predictions[:, start:stop] == labels[start:stop]) & labelled[start:stop]
+
+    return _pair_counts(_packed(correct, *predictions.shape)) / int(labelled.sum())
 
 
 def regression_con_matrix(predictions: np.ndarray) -> np.ndarray:
