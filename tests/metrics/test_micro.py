@@ -159,6 +159,21 @@ def test_many_classes_take_the_sorting_path_and_agree_with_the_dense_counts():
     assert micro.pair_values(micro.con_matrix(pred, n_classes)) == pytest.approx(slow)
 
 
+@pytest.mark.parametrize("case", range(6))
+def test_dense_agreement_is_the_reduction_over_each_examples_class_counts(case):
+    """Few classes are counted class by class; the numbers (ties to the lowest class) and their int64 type are those
+    of reducing each example's row of class counts."""
+    rng = np.random.default_rng(case)
+    n_runs, n_classes = int(rng.integers(2, 25)), int(rng.integers(1, micro.DENSE_CLASSES + 1))
+    pred = rng.integers(0, n_classes, (n_runs, 500)).astype(np.int8)
+    pred[:, :50] = pred[:1, :50]  # examples where every run agrees
+    counts = micro.class_counts(pred, n_classes).astype(np.int64)
+    found = micro.example_agreement(pred, n_classes)
+    expected = ((counts * (counts - 1)).sum(axis=1), counts.argmax(axis=1), counts.max(axis=1), (counts > 0).sum(axis=1))
+    for value, reference in zip(found, expected):
+        assert value.dtype == np.int64 and value.tolist() == reference.tolist()
+
+
 def test_example_agreement_by_hand():
     pred = np.array([[0, 1, 0, 2], [0, 1, 1, 2], [0, 2, 2, 2]]) * 100  # codes far apart: the sorting path
     found = micro.example_agreement(pred, micro.DENSE_CLASSES + 300)

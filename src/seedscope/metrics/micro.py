@@ -52,16 +52,19 @@ def _count_dtype(n_runs: int) -> type:
 
 
 def class_counts(predictions: np.ndarray, n_classes: int) -> np.ndarray:
-    """n_{t,c}: for each example t (rows) how many runs predict class c (columns), N × C.
+    """n_{t,c}: for each example t (rows) how many runs predict class c (columns), N × C."""
+    return _class_rows(predictions, n_classes).T
 
-    Accumulates one run at a time into small integer counts, so no S×N×C array is built.
-    """
+
+def _class_rows(predictions: np.ndarray, n_classes: int) -> np.ndarray:
+    """C × N class counts (one contiguous row per class), accumulated one run at a time into small integers, so no
+    S×N×C array is built."""
     n_runs, n_examples = predictions.shape
     counts = np.zeros((n_classes, n_examples), dtype=_count_dtype(n_runs))
     for row in predictions:
         for c in range(n_classes):
             np.add(counts[c], row == c, out=counts[c], casting="unsafe")
-    return counts.T
+    return counts
 
 
 class ExampleAgreement(NamedTuple):
@@ -79,12 +82,9 @@ def example_agreement(predictions: np.ndarray, n_classes: int) -> ExampleAgreeme
     With thousands of distinct free-text answers an N × C count array would not fit in memory;
     sorting each example's S predictions finds the same counts in O(S log S · N).
     """
-    if n_classes <= DENSE_CLASSES:
-        counts = class_counts(predictions, n_classes).astype(np.int64)
-        return ExampleAgreement(
-            (counts * (counts - 1)).sum(axis=1), counts.argmax(axis=1), counts.max(axis=1), (counts > 0).sum(axis=1)
-        )
     n_runs, n_examples = predictions.shape
+    if n_classes <= DENSE_CLASSES:
+        return _dense_agreement(_class_rows(predictions, n_classes))
     flat = np.sort(predictions, axis=0).T.ravel()  # example-major: each example's S predictions, ascending
     starts = np.ones(flat.size, dtype=bool)
     starts[1:] = flat[1:] != flat[:-1]
@@ -98,6 +98,20 @@ def example_agreement(predictions: np.ndarray, n_classes: int) -> ExampleAgreeme
     top = lengths == majority_count[example]
     _, at = np.unique(example[top], return_index=True)  # first (lowest class) maximal run of each example
     return ExampleAgreement(pair_counts, flat[first[top][at]], majority_count, n_distinct)
+
+
+def _dense_agreement(rows: np.ndarray) -> ExampleAgreement:
+    """The agreement from C × N class counts, one class row at a time in the counts' small type (a reduction over
+    a short class axis per example costs several times more); ties go to the lowest class, as ``argmax`` gives."""
+    n_examples = rows.shape[1]
+    pair_counts, majority = np.zeros(n_examples, dtype=np.int64), np.zeros(n_examples, dtype=np.int64)
+    majority_count, n_distinct = np.zeros(n_examples, dtype=rows.dtype), np.zeros(n_examples, dtype=rows.dtype)
+    for c, count in enumerate(rows):
+        pair_counts += np.multiply(count, count - 1, dtype=np.int64)
+        n_distinct += count > 0
+        np.copyto(majority, c, where=count > majority_count)
+        np.maximum(majority_count, count, out=majority_count)
+    return ExampleAgreement(pair_counts, majority, majority_count.astype(np.int64), n_distinct.astype(np.int64))
 
 
 def correct_counts(predictions: np.ndarray, labels: np.ndarray) -> np.ndarray:
