@@ -63,6 +63,28 @@ def test_random_files_align_exactly_as_the_long_table_path(tmp_path, suffix, cas
     assert_same(read_aligned_runs(paths), align_runs(read_predictions(paths)))
 
 
+@pytest.mark.parametrize("classes", [[0, 2, 5], [-128, -120, 3], [-3, 40, 90], [7]])
+@pytest.mark.parametrize("ids", ["int", "text"])
+def test_chunked_parquet_with_integer_classes_aligns_exactly(tmp_path, classes, ids):
+    """Files read in several chunks, integer classes with gaps (found by comparisons, or by a bincount over a wide
+    span), stored as narrow int8: the same codes as the long-table path."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(len(classes) + abs(classes[0]))
+    n = 700
+    example_ids = rng.permutation(n) * 3 if ids == "int" else np.array([f"e{i}" for i in rng.permutation(n)])
+    frames = random_runs(rng, 4, n, classes=classes, ids=example_ids)
+    paths = []
+    for i, frame in enumerate(frames):
+        paths.append(tmp_path / f"seed{i}.parquet")
+        table = pa.table({"id": frame["id"].to_numpy(), "prediction": frame["prediction"].to_numpy().astype(np.int8),
+                          "label": frame["label"].to_numpy().astype(np.int8)})
+        pq.write_table(table, paths[-1], row_group_size=128)
+    assert pq.read_table(paths[0]).column("prediction").num_chunks > 1
+    assert_same(read_aligned_runs(paths), align_runs(read_predictions(paths)))
+
+
 def test_csv_ids_keep_their_leading_zeros(tmp_path):
     a, b = tmp_path / "a.csv", tmp_path / "b.csv"
     a.write_text("\ufeffid,prediction,label\r007,1,1\r8,0,1\r")

@@ -79,6 +79,20 @@ def test_matrices_are_chunked_correctly(monkeypatch):
     assert micro.pair_values(micro.ccon_matrix(pred, gold)) == pytest.approx(ccon)
 
 
+def test_matrices_count_bits_the_same_without_numpys_bitwise_count(monkeypatch):
+    """numpy before 2.0 has no bitwise_count: the byte table gives the same matrices, and both the pair loop's."""
+    rng = np.random.default_rng(11)
+    gold = rng.integers(-1, 4, 333)
+    pred = np.where(rng.random((6, 333)) < 0.6, np.maximum(gold, 0), rng.integers(0, 4, (6, 333))).astype(np.int8)
+    fast = micro.con_matrix(pred, 4), micro.ccon_matrix(pred, gold)
+    monkeypatch.delattr(np, "bitwise_count", raising=False)
+    table = micro.con_matrix(pred, 4), micro.ccon_matrix(pred, gold)
+    con, ccon = pair_loop(pred, gold)
+    for one, other, loop in zip(fast, table, (con, ccon)):
+        np.testing.assert_array_equal(one, other)
+        assert micro.pair_values(one) == pytest.approx(loop, abs=1e-12)
+
+
 def test_regression_consistency():
     rng = np.random.default_rng(2)
     pred = rng.normal(size=(4, 30))
@@ -143,6 +157,21 @@ def test_many_classes_take_the_sorting_path_and_agree_with_the_dense_counts():
     slow = [np.mean(pred[a] == pred[b]) for a in range(7) for b in range(a + 1, 7)]
     assert micro.mean_con(pred, n_classes) == pytest.approx(np.mean(slow))
     assert micro.pair_values(micro.con_matrix(pred, n_classes)) == pytest.approx(slow)
+
+
+@pytest.mark.parametrize("case", range(6))
+def test_dense_agreement_is_the_reduction_over_each_examples_class_counts(case):
+    """Few classes are counted class by class; the numbers (ties to the lowest class) and their int64 type are those
+    of reducing each example's row of class counts."""
+    rng = np.random.default_rng(case)
+    n_runs, n_classes = int(rng.integers(2, 25)), int(rng.integers(1, micro.DENSE_CLASSES + 1))
+    pred = rng.integers(0, n_classes, (n_runs, 500)).astype(np.int8)
+    pred[:, :50] = pred[:1, :50]  # examples where every run agrees
+    counts = micro.class_counts(pred, n_classes).astype(np.int64)
+    found = micro.example_agreement(pred, n_classes)
+    expected = ((counts * (counts - 1)).sum(axis=1), counts.argmax(axis=1), counts.max(axis=1), (counts > 0).sum(axis=1))
+    for value, reference in zip(found, expected):
+        assert value.dtype == np.int64 and value.tolist() == reference.tolist()
 
 
 def test_example_agreement_by_hand():

@@ -37,6 +37,8 @@ from seedscope.predictions import PROB_PREFIX, AlignedRuns, class_list, code_dty
 
 #: options under which the long-table readers must run (they change what a row means)
 LONG_TABLE_OPTIONS = ("run_column", "prob_columns", "cluster_column", "task", "data_dir", "filter", "runs_by", "metric")
+#: integer classes spanning at most this many values are found by comparisons, more by a bincount
+SCANNED_OFFSETS = 32
 
 
 @dataclass
@@ -77,7 +79,7 @@ def read_aligned(paths: list[Path], fmt: str, options: ReadOptions) -> AlignedRu
         elif ids.equals(reference):
             rows = first_rows
         else:
-            matched = pc.index_in(sorted_ids, value_set=ids)
+            matched = pc.index_in(sorted_ids, value_set=ids.combine_chunks())
             if matched.null_count or pc.count_distinct(ids).as_py() != len(ids):
                 return None
             rows = matched.to_numpy()
@@ -142,9 +144,10 @@ def _read(path: Path, fmt: str, columns: tuple[str, str, str | None]) -> pa.Tabl
     return table
 
 
-def _ids(column: pa.ChunkedArray) -> pa.Array | None:
-    """Ids as int64 (integers, or floats that are all whole numbers) or as text; None for null or other ids."""
-    ids = column.combine_chunks()
+def _ids(ids: pa.ChunkedArray) -> pa.ChunkedArray | None:
+    """Ids as int64 (integers, or floats that are all whole numbers) or as text; None for null or other ids.
+
+    They stay in the file's chunks: compared and sorted as they are, a run's ids are never copied into one array."""
     if ids.null_count:
         return None
     if pa.types.is_floating(ids.type):
@@ -159,23 +162,23 @@ def _ids(column: pa.ChunkedArray) -> pa.Array | None:
     return ids if pa.types.is_string(ids.type) else None
 
 
-def _text_order(ids: pa.Array) -> pa.Array:
+def _text_order(ids: pa.ChunkedArray) -> pa.Array:
     """Sorting indices into the ids' text order (:func:`seedscope.predictions.text_order`): numbers without text."""
     if pa.types.is_int64(ids.type):
         return pa.array(text_order(ids.to_numpy()))
     return pc.array_sort_indices(ids)
 
 
-def _whole_decimals(ids: pa.Array) -> bool:
+def _whole_decimals(ids: pa.ChunkedArray) -> bool:
     """True when some id reads ``7.0``: it is the id 7, which the long-table reader makes of it (checked on the
     first run only: another run's ``7.0`` against a ``7`` does not match it, and sends the files there too)."""
     return pc.any(pc.match_substring(ids, ".")).as_py() and \
         pc.any(pc.match_substring_regex(ids, r"^\s*[+-]?\d+\.0*\s*$")).as_py()
 
 
-def _classes(column: pa.ChunkedArray, allow_null: bool) -> pa.Array | None:
-    """A class column with whole floats made integers; None for fractions (regression) or unusable values."""
-    values = column.combine_chunks()
+def _classes(values: pa.ChunkedArray, allow_null: bool) -> pa.ChunkedArray | None:
+    """A class column (in its chunks) with whole floats made integers; None for fractions (regression) or unusable
+    values."""
     if values.null_count and not allow_null:
         return None
     if pa.types.is_large_string(values.type):  # pandas writes its string columns this way
@@ -217,24 +220,37 @@ def _encode(table: pa.Table, columns: tuple, rows: np.ndarray | None, gold_seen:
     return _Run(_in_order(_small(indices), rows), values, labels, label_values or [])
 
 
-def _dictionary(values: pa.Array) -> tuple[np.ndarray, list]:
+def _dictionary(values: pa.ChunkedArray) -> tuple[np.ndarray, list]:
     """(indices into the distinct values, those values), a null pointing one past them ("missing").
 
     Integer classes in a short range are indexed by their offset from the smallest, without hashing (a
-    third of the time of a dictionary encoding, per run); anything else is dictionary-encoded.
+    third of the time of a dictionary encoding, per run), written chunk by chunk straight into int8;
+    anything else is dictionary-encoded.
     """
     if pa.types.is_integer(values.type) and not pa.types.is_uint64(values.type) and len(values) \
             and not values.null_count:
         bounds = pc.min_max(values)
         low, high = bounds["min"].as_py(), bounds["max"].as_py()
         if high - low < np.iinfo(np.int8).max:
-            offsets = np.subtract(values.to_numpy(), low, dtype=np.int64).astype(np.int8)
-            seen = np.bincount(offsets, minlength=high - low + 1) > 0
+            offsets, start = np.empty(len(values), dtype=np.int8), 0
+            for chunk in values.chunks:
+                stop = start + len(chunk)
+                np.subtract(chunk.to_numpy(), low, out=offsets[start:stop], dtype=np.int64, casting="unsafe")
+                start = stop
+            seen = _seen(offsets, high - low + 1)
             index = offsets if seen.all() else (np.cumsum(seen, dtype=np.int8) - 1)[offsets]
             return index, (np.flatnonzero(seen) + low).tolist()
-    encoded = pc.dictionary_encode(values)
+    encoded = pc.dictionary_encode(values.combine_chunks())
     distinct = encoded.dictionary.to_pylist()
     return pc.fill_null(encoded.indices, len(distinct)).to_numpy(), distinct
+
+
+def _seen(offsets: np.ndarray, size: int) -> np.ndarray:
+    """Which offsets 0 … size − 1 occur, the smallest and largest known to: a byte comparison for each one
+    between (a bincount casts every offset to 64 bits first, the cost of some forty comparisons)."""
+    if size > SCANNED_OFFSETS:
+        return np.bincount(offsets, minlength=size) > 0
+    return np.array([value in (0, size - 1) or bool((offsets == value).any()) for value in range(size)])
 
 
 def _in_order(values: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
@@ -242,23 +258,26 @@ def _in_order(values: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
 
 
 def _small(indices: np.ndarray) -> np.ndarray:
-    return indices.astype(code_dtype(int(indices.max(initial=0)) + 1))
+    return indices.astype(code_dtype(int(indices.max(initial=0)) + 1), copy=False)
 
 
-def _aligned(names: list[str], sorted_ids: pa.Array, runs: list[_Run]) -> AlignedRuns | None:
+def _aligned(names: list[str], sorted_ids: pa.ChunkedArray, runs: list[_Run]) -> AlignedRuns | None:
     seen = [v for run in runs for v in run.prediction_values + run.label_values]
     classes = class_list(pd.Series(seen, dtype=object), [])
     codes = {label_key(c): i for i, c in enumerate(classes)}
     dtype = code_dtype(len(classes))
 
-    def recode(indices: np.ndarray, values: list) -> np.ndarray:
-        lookup = np.array([codes[label_key(v)] for v in values] + [-1], dtype=dtype)
-        return lookup[indices]
+    def recode(indices: np.ndarray, values: list, *, may_miss: bool = True) -> np.ndarray:
+        """The codes of ``indices``: the indices themselves when they are (and none points past ``values``)."""
+        mapped = [codes[label_key(v)] for v in values]
+        if not may_miss and mapped == list(range(len(values))):
+            return indices
+        return np.array(mapped + [-1], dtype=dtype)[indices]
 
     predictions = np.empty((len(runs), len(sorted_ids)), dtype=dtype)
     labels = previous = None
     for s, run in enumerate(runs):
-        predictions[s] = recode(run.predictions, run.prediction_values)
+        predictions[s] = recode(run.predictions, run.prediction_values, may_miss=False)  # predictions have no null
         if run.labels is not None and run.labels is not previous:  # the same gold as the run before: nothing new
             previous = run.labels
             gold = recode(run.labels, run.label_values)

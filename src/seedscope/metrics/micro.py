@@ -13,7 +13,9 @@ costs O(S·N·C) instead of O(S²·N):
     mean CCON = (1/N) Σ_t n_{t,r_t}(n_{t,r_t} − 1) / (S(S − 1))
 
 The S×S matrices (needed for the spread of the pairwise values) are sums over classes of
-indicator-matrix products, computed in example chunks with one matrix product per chunk.
+indicator-matrix products X Xᵀ: each indicator is packed into bits, 64 examples a word, and a
+pair's count is the popcount of the AND of its two rows (exact integers, a third of the time of
+a float matrix product).
 Regression: CON(A, B) = Pearson(y^A, y^B), CCON(A, B) = ½(ζ(y^A, r) + ζ(y^B, r)).
 Probabilistic: π(A, B) = (1/N) Σ_t Σ_c min(p^A_{t,c}, p^B_{t,c}).
 """
@@ -21,15 +23,17 @@ Probabilistic: π(A, B) = (1/N) Σ_t Σ_c min(p^A_{t,c}, p^B_{t,c}).
 from __future__ import annotations
 
 import warnings
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 import numpy as np
 import pandas as pd
 
 from seedscope.errors import SeedscopeError
 
-#: examples per chunk when building S×S matrices (bounds the one-hot block's memory)
+#: examples per chunk when building S×S matrices (bounds the memory of the 0/1 block packed into bits)
 MATRIX_CHUNK = 1 << 16
+#: set bits of each byte value, for numpy before 2.0 (which has no ``bitwise_count``)
+_BYTE_BITS = np.array([bin(value).count("1") for value in range(256)], dtype=np.uint8)
 #: above this many classes (free-text answers) per-class arrays give way to sorting each example's S predictions
 DENSE_CLASSES = 16
 
@@ -48,16 +52,19 @@ def _count_dtype(n_runs: int) -> type:
 
 
 def class_counts(predictions: np.ndarray, n_classes: int) -> np.ndarray:
-    """n_{t,c}: for each example t (rows) how many runs predict class c (columns), N × C.
+    """n_{t,c}: for each example t (rows) how many runs predict class c (columns), N × C."""
+    return _class_rows(predictions, n_classes).T
 
-    Accumulates one run at a time into small integer counts, so no S×N×C array is built.
-    """
+
+def _class_rows(predictions: np.ndarray, n_classes: int) -> np.ndarray:
+    """C × N class counts (one contiguous row per class), accumulated one run at a time into small integers, so no
+    S×N×C array is built."""
     n_runs, n_examples = predictions.shape
     counts = np.zeros((n_classes, n_examples), dtype=_count_dtype(n_runs))
     for row in predictions:
         for c in range(n_classes):
             np.add(counts[c], row == c, out=counts[c], casting="unsafe")
-    return counts.T
+    return counts
 
 
 class ExampleAgreement(NamedTuple):
@@ -75,12 +82,9 @@ def example_agreement(predictions: np.ndarray, n_classes: int) -> ExampleAgreeme
     With thousands of distinct free-text answers an N × C count array would not fit in memory;
     sorting each example's S predictions finds the same counts in O(S log S · N).
     """
-    if n_classes <= DENSE_CLASSES:
-        counts = class_counts(predictions, n_classes).astype(np.int64)
-        return ExampleAgreement(
-            (counts * (counts - 1)).sum(axis=1), counts.argmax(axis=1), counts.max(axis=1), (counts > 0).sum(axis=1)
-        )
     n_runs, n_examples = predictions.shape
+    if n_classes <= DENSE_CLASSES:
+        return _dense_agreement(_class_rows(predictions, n_classes))
     flat = np.sort(predictions, axis=0).T.ravel()  # example-major: each example's S predictions, ascending
     starts = np.ones(flat.size, dtype=bool)
     starts[1:] = flat[1:] != flat[:-1]
@@ -94,6 +98,20 @@ def example_agreement(predictions: np.ndarray, n_classes: int) -> ExampleAgreeme
     top = lengths == majority_count[example]
     _, at = np.unique(example[top], return_index=True)  # first (lowest class) maximal run of each example
     return ExampleAgreement(pair_counts, flat[first[top][at]], majority_count, n_distinct)
+
+
+def _dense_agreement(rows: np.ndarray) -> ExampleAgreement:
+    """The agreement from C × N class counts, one class row at a time in the counts' small type (a reduction over
+    a short class axis per example costs several times more); ties go to the lowest class, as ``argmax`` gives."""
+    n_examples = rows.shape[1]
+    pair_counts, majority = np.zeros(n_examples, dtype=np.int64), np.zeros(n_examples, dtype=np.int64)
+    majority_count, n_distinct = np.zeros(n_examples, dtype=rows.dtype), np.zeros(n_examples, dtype=rows.dtype)
+    for c, count in enumerate(rows):
+        pair_counts += np.multiply(count, count - 1, dtype=np.int64)
+        n_distinct += count > 0
+        np.copyto(majority, c, where=count > majority_count)
+        np.maximum(majority_count, count, out=majority_count)
+    return ExampleAgreement(pair_counts, majority, majority_count.astype(np.int64), n_distinct.astype(np.int64))
 
 
 def correct_counts(predictions: np.ndarray, labels: np.ndarray) -> np.ndarray:
@@ -132,19 +150,31 @@ def mean_ccon(predictions: np.ndarray, labels: np.ndarray) -> float:
     return _pair_share(correct, n_runs, int(labelled.sum()))
 
 
-def _gram(blocks, n_runs: int, n_examples: int) -> np.ndarray:
-    """(1/N) Σ X Xᵀ over ``(block, values)`` pairs, X = (block == value) an S × k 0/1 block for each value.
+def _packed(indicator: Callable[[int, int], np.ndarray], n_runs: int, n_examples: int) -> np.ndarray:
+    """S × W words holding the S × N 0/1 matrix ``indicator(start, stop)`` gives chunk by chunk, 64 examples a word
+    (the bits past N are 0)."""
+    step = -(-MATRIX_CHUNK // 8) * 8  # whole bytes per chunk
+    packed = np.zeros((n_runs, -(-n_examples // 64) * 8), dtype=np.uint8)
+    for start in range(0, n_examples, step):
+        stop = min(start + step, n_examples)
+        packed[:, start // 8 : -(-stop // 8)] = np.packbits(indicator(start, stop), axis=1)
+    return packed.view(np.uint64)
 
-    Each X is written into one reused float32 buffer (its Gram counts stay exact: k < 2²⁴), then summed in float64.
-    """
-    total = np.zeros((n_runs, n_runs))
-    buffer = np.empty((n_runs, MATRIX_CHUNK), dtype=np.float32)
-    for block, values in blocks:
-        indicator = buffer[:, : block.shape[1]]
-        for value in values:
-            np.equal(block, value, out=indicator, casting="unsafe")
-            total += indicator @ indicator.T
-    return total / n_examples
+
+def _bit_counts(words: np.ndarray) -> np.ndarray:
+    """The set bits of each row of ``words``."""
+    if hasattr(np, "bitwise_count"):
+        return np.bitwise_count(words).sum(axis=1)
+    return _BYTE_BITS[words.view(np.uint8)].sum(axis=1)
+
+
+def _pair_counts(words: np.ndarray) -> np.ndarray:
+    """S × S: for each pair of runs (and each run with itself) how many examples both mark, from their packed bits."""
+    n_runs = len(words)
+    counts = np.zeros((n_runs, n_runs), dtype=np.int64)
+    for a in range(n_runs):
+        counts[a, a:] = _bit_counts(words[a:] & words[a])
+    return counts + np.triu(counts, 1).T
 
 
 def con_matrix(predictions: np.ndarray, n_classes: int) -> np.ndarray:
@@ -158,19 +188,19 @@ def con_matrix(predictions: np.ndarray, n_classes: int) -> np.ndarray:
         for a in range(n_runs - 1):
             matrix[a, a + 1 :] = matrix[a + 1 :, a] = (predictions[a + 1 :] == predictions[a]).mean(axis=1)
         return matrix
-    blocks = ((predictions[:, start : start + MATRIX_CHUNK], range(n_classes))
-              for start in range(0, n_examples, MATRIX_CHUNK))
-    return _gram(blocks, n_runs, n_examples)
+    counts = sum(_pair_counts(_packed(lambda start, stop, c=c: predictions[:, start:stop] == c, n_runs, n_examples))
+                 for c in range(n_classes))
+    return counts / n_examples
 
 
 def ccon_matrix(predictions: np.ndarray, labels: np.ndarray) -> np.ndarray:
     """S×S matrix of CCON(A, B) = (1/N) K Kᵀ with K the indicator of a correct prediction."""
     labelled = labels >= 0
-    predictions, labels = np.compress(labelled, predictions, axis=1), labels[labelled]  # rows stay contiguous
-    n_runs, n_examples = predictions.shape
-    blocks = ((predictions[:, start : start + MATRIX_CHUNK], [labels[start : start + MATRIX_CHUNK]])
-              for start in range(0, n_examples, MATRIX_CHUNK))
-    return _gram(blocks, n_runs, n_examples)
+
+    def correct(start: int, stop: int) -> np.ndarray:
+        return (predictions[:, start:stop] == labels[start:stop]) & labelled[start:stop]
+
+    return _pair_counts(_packed(correct, *predictions.shape)) / int(labelled.sum())
 
 
 def regression_con_matrix(predictions: np.ndarray) -> np.ndarray:
