@@ -233,7 +233,7 @@ def test_perplexity_samples_are_refused(lm, tmp_path):
     record = {"doc_id": 0, "doc": {"page": "text"}, "target": "", "arguments": {"gen_args_0": {"arg_0": "text"}},
               "resps": [["-1234.5"]], "filtered_resps": [-1234.5], "filter": "none", "metrics": ["word_perplexity"]}
     path = lm.jsonl(tmp_path / f"samples_wikitext_{lm.stamp}.jsonl", [record])
-    with pytest.raises(SeedscopeError, match=r"line 1: a perplexity \(loglikelihood_rolling\) sample"):
+    with pytest.raises(SeedscopeError, match=r"line 1: a perplexity task.s sample \(loglikelihood_rolling"):
         read_predictions([path])
 
 

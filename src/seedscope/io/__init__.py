@@ -41,6 +41,7 @@ from seedscope.io.helm import read_helm
 from seedscope.io.inspect_logs import read_inspect
 from seedscope.io.lighteval import read_lighteval
 from seedscope.io.lm_eval import read_lm_eval
+from seedscope.io.lm_eval_perplexity import is_perplexity_log
 from seedscope.io.run_glue import read_run_glue
 from seedscope.io.run_scores import (
     RunScores,
@@ -215,19 +216,21 @@ def read_aligned_runs(
 
 @names_unreadable_files
 def holds_run_scores(paths: Iterable[str | os.PathLike], format: str | None = None) -> bool:
-    """True when every input is a per-run score table (numeric columns, no example ids or predictions).
+    """True when every input is a per-run score table (numeric columns, no example ids or predictions), or lm-eval
+    logs of a perplexity task (one log-likelihood per document: a score per run).
 
-    Such tables go to :func:`read_run_scores`; a mix of score tables and prediction files is refused.
+    Such inputs go to :func:`read_run_scores`; a mix of them and prediction files is refused.
     """
     paths = [Path(p) for p in paths]
     for path in paths:
         require_readable(path)
     fmt = normalise_format(format) if format is not None else None
-    if fmt is not None and fmt not in TABLE_FORMATS:
+    if fmt is not None and fmt not in (*TABLE_FORMATS, "lm-eval"):
         return False
     # a framework's log is recognised by its content first: an inspect_ai .json log is no table of scores
-    found = {path: (fmt or _format_or_none(path)) in TABLE_FORMATS and looks_like_run_scores(path, fmt)
-             for path in paths}
+    kinds = {path: fmt or _format_or_none(path) for path in paths}
+    found = {path: is_perplexity_log(path) if kinds[path] == "lm-eval" else
+             kinds[path] in TABLE_FORMATS and looks_like_run_scores(path, fmt) for path in paths}
     return all_of_one_kind(found, "per-run scores", "per-example predictions")
 
 

@@ -35,6 +35,7 @@ import pandas as pd
 from seedscope.errors import DuplicateRowsWarning, ReadingChoiceWarning, RescaledValuesWarning, SeedscopeError
 from seedscope.io.common import LINE, ReadOptions, as_ids, finite_numbers, pick_column, require_readable, run_names
 from seedscope.io.detect import TABLE_SUFFIXES
+from seedscope.io.lm_eval_perplexity import is_perplexity_log, read_perplexities
 from seedscope.io.run_score_table import RUN, SYSTEM, TASK, RunScores
 from seedscope.io.tabular import ID_NAMES, PREDICTION_NAMES, load_table, read_delimited
 from seedscope.notes import noted
@@ -138,7 +139,8 @@ def read_run_scores(
 ) -> RunScores:
     """Per-run scores of one or more score tables (long or wide), as one :class:`RunScores`.
 
-    ``metric``: the score column(s), default every numeric column; ``system_columns``: the
+    lm-eval ``--log_samples`` of a perplexity task are read as their perplexities per run
+    (:mod:`seedscope.io.lm_eval_perplexity`). ``metric``: the score column(s), default every numeric column; ``system_columns``: the
     columns whose values name a system; ``task`` keeps that task's rows; ``names`` names the
     systems of files that hold one system each (default: the file names); ``scale`` multiplies
     every score (``0.01`` turns percentages written without ``%`` into fractions).
@@ -174,6 +176,8 @@ def read_run_scores(
     if scale is not None and not (np.isfinite(scale) and scale > 0):
         raise SeedscopeError(f"--scale must be a positive number (0.01 turns percentages into fractions), not {scale}")
     metrics = [metric] if isinstance(metric, str) else (list(metric) if metric else None)
+    if any(is_perplexity_log(path) for path in paths):  # lm-eval logs of a perplexity task: a score per run
+        return read_perplexities(paths, names=tuple(names) if names else None, task=task)
     file_names = run_names(paths, tuple(names) if names else None)
     frames, paired = [], []
     for path, name in zip(paths, file_names):
