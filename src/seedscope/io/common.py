@@ -1,7 +1,7 @@
 """What every reader shares: the options, one source's rows, run naming and located errors.
 
 A reader turns files into :class:`Source` objects, each a prediction table plus the line
-(or row) every prediction came from, so that the checks in :mod:`seedscope.io.checks` can
+(or row) every prediction came from, so that the checks in :mod:`seedscope.io.results.checks` can
 name the file and line of a bad value instead of a position in a merged table.
 """
 

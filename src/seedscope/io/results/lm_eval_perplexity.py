@@ -2,7 +2,7 @@
 
 Each sample holds one document's log-likelihood, not a prediction: there is no answer to compare example by
 example across seeds, so each run (a samples file, or a folder holding one run) is read as its scores, a
-:class:`~seedscope.io.run_score_table.RunScores` row, computed as lm-eval computes them from the per-document
+:class:`~seedscope.io.results.run_score_table.RunScores` row, computed as lm-eval computes them from the per-document
 ``[log-likelihood, words or bytes]`` pairs: word_perplexity = exp(−Σ ll / Σ words), byte_perplexity =
 exp(−Σ ll / Σ bytes), bits_per_byte = −Σ ll / (Σ bytes · ln 2). Logs without those pairs (before v0.4.7) give the
 mean log-likelihood per document.
@@ -19,9 +19,9 @@ import pandas as pd
 
 from seedscope.errors import ReadingChoiceWarning, SeedscopeError
 from seedscope.io.common import ReadOptions, json_records, run_folders
-from seedscope.io.lm_eval import (PERPLEXITY_METRICS, _records, _results_file, _task_name, _unit_names, is_perplexity,
+from seedscope.io.results.lm_eval import (PERPLEXITY_METRICS, _records, _results_file, _task_name, _unit_names, is_perplexity,
                                   looks_like_samples, sample_files)
-from seedscope.io.run_score_table import RUN, SYSTEM, TASK, RunScores
+from seedscope.io.results.run_score_table import RUN, SYSTEM, TASK, RunScores
 from seedscope.io.validate import expect, load_json, member
 
 MEAN_LOG_LIKELIHOOD = "mean_log_likelihood"

@@ -287,7 +287,7 @@ def test_runs_by_file_takes_only_file(lm, tmp_path):
 
 # ---- logs written by lm-eval 0.4.13 itself (tests/io/fixtures/lm_eval_0.4.13: --seed 1, 2, 3) ----------------
 
-REAL = Path(__file__).resolve().parent / "fixtures" / "lm_eval_0.4.13"
+REAL = Path(__file__).resolve().parents[1] / "fixtures" / "lm_eval_0.4.13"
 
 
 def test_real_0_4_13_seed_folders_are_runs_and_accuracy_is_lm_evals():
