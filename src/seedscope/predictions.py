@@ -36,6 +36,8 @@ CLUSTER = "cluster"
 #: the class of a generated answer that names no label (a prompted model's unmappable output)
 INVALID = "invalid"
 PROB_PREFIX = "prob_"
+#: ``table.attrs`` key: run → why a reader left some of its examples out (said when runs cover different ids)
+GAPS = "gaps"
 #: prefix of a calibrated prompted run's predictions before calibration (``uncalibrated_prediction``,
 #: ``uncalibrated_prob_<c>``), kept beside the calibrated ones
 UNCALIBRATED = "uncalibrated_"
@@ -203,7 +205,9 @@ def _check_coverage(table: pd.DataFrame, intersect: bool) -> tuple[pd.DataFrame,
         for run, ids in ids_by_run.items():
             lacking = _in_text_order(all_ids - ids)
             if len(lacking):
-                problems.append(f"run {run} lacks {len(lacking)} (e.g. {', '.join(map(str, lacking[:3]))})")
+                why = table.attrs.get(GAPS, {}).get(run)
+                problems.append(f"run {run} lacks {len(lacking)} (e.g. {', '.join(map(str, lacking[:3]))})"
+                                + (f": {why}" if why else ""))
         raise SeedscopeError(
             "runs cover different example ids: "
             + "; ".join(problems[:5])

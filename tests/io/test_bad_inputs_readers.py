@@ -8,6 +8,7 @@ numpy RuntimeWarning ever reaches the user.
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import sys
@@ -23,7 +24,7 @@ from seedscope.errors import ReadingChoiceWarning, SeedscopeError
 from seedscope.io import holds_run_scores, read_predictions
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_bad_inputs import CUTS, HELM, INSPECT, LIGHTEVAL, _tables, analyze, assert_refused, copy, cut  # noqa: E402
+from test_bad_inputs import CUTS, FIXTURES, HELM, INSPECT, LIGHTEVAL, _tables, analyze, assert_refused, copy, cut  # noqa: E402
 
 # a RuntimeWarning is a bug that would print a source path before the message: here it fails the test
 pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning")
@@ -255,3 +256,90 @@ def test_a_helm_request_never_answered_is_no_prediction(tmp_path):
     (folder / "scenario_state.json").write_text(json.dumps(state))
     with pytest.raises(SeedscopeError, match="no request was answered"):
         read_predictions(folder)
+
+
+def test_a_helm_request_never_answered_is_named_where_the_trials_then_differ(tmp_path, capsys):
+    """Trials are runs: one left without an answered request lacks that instance, and the refusal says why."""
+    folder = copy(HELM, tmp_path / HELM.name)
+    state = json.loads((folder / "scenario_state.json").read_text())
+    state["request_states"][20]["result"] = None
+    (folder / "scenario_state.json").write_text(json.dumps(state))
+    written = tmp_path / "out.json"
+    code, err = analyze([folder], capsys, "--json", written)
+    assert code == 2 and err.startswith("error: "), err
+    assert "runs cover different example ids: run trial 2 lacks 1" in err, err
+    assert f"{folder / 'scenario_state.json'} request(s) 21 never answered (result null)" in err, err
+    assert not written.exists()
+    assert analyze([folder], capsys, "--intersect")[0] == 0
+
+
+# --- lm-eval: a perplexity task's samples are scores per run, not predictions -------------------------------------
+
+PERPLEXITY = FIXTURES / "lm_eval_perplexity"
+
+
+def _perplexity_samples(root: Path = PERPLEXITY) -> list[Path]:
+    return sorted(root.glob("seed*/samples_*.jsonl"))
+
+
+def test_perplexity_samples_are_analysed_as_scores_per_run(tmp_path, capsys):
+    written = tmp_path / "scores.json"
+    code, err = analyze(_perplexity_samples(), capsys, "--json", written)
+    assert code == 0, err
+    document = json.loads(written.read_text())
+    assert document["input"] == "run_scores"
+    assert any("a perplexity task (loglikelihood_rolling) logs one log-likelihood per document, not predictions"
+               in note for note in document["notes"])
+    (group,) = document["groups"]
+    assert group["task"] == "passages_ppl" and group["runs"] == ["1", "2", "3"]
+    for samples in _perplexity_samples():  # by hand: lm-eval's own aggregates of each run, from its results file
+        records = [json.loads(line) for line in samples.read_text().splitlines()]
+        total = sum(float(record["filtered_resps"][0]) for record in records)
+        words = sum(record["word_perplexity"][1] for record in records)
+        byte_count = sum(record["byte_perplexity"][1] for record in records)
+        run = json.loads(next(samples.parent.glob("results_*.json")).read_text())["results"]["passages_ppl"]
+        mine = group["per_run"][samples.parent.name.removeprefix("seed")]
+        assert mine["word_perplexity"] == pytest.approx(math.exp(-total / words), rel=1e-12)
+        assert mine["word_perplexity"] == pytest.approx(run["word_perplexity,none"], rel=1e-9)
+        assert mine["byte_perplexity"] == pytest.approx(run["byte_perplexity,none"], rel=1e-9)
+        assert mine["bits_per_byte"] == pytest.approx(-total / byte_count / math.log(2), rel=1e-12)
+        assert mine["bits_per_byte"] == pytest.approx(run["bits_per_byte,none"], rel=1e-9)
+
+
+def test_perplexity_samples_are_no_predictions(capsys):
+    first = _perplexity_samples()[0]
+    with pytest.raises(SeedscopeError, match=rf"{first} line 1: a perplexity task's sample \(loglikelihood_rolling"):
+        read_predictions(_perplexity_samples())
+
+
+def test_perplexity_samples_before_the_metric_keys_give_the_mean_log_likelihood(tmp_path, capsys):
+    """Logs of lm-eval 0.4.3–0.4.6 have no metric keys: the mean log-likelihood per document is what they hold."""
+    root = copy(PERPLEXITY, tmp_path / "logs")
+    expected = {}
+    for samples in _perplexity_samples(root):
+        records = [json.loads(line) for line in samples.read_text().splitlines()]
+        for record in records:
+            for key in ("filter", "metrics", "word_perplexity", "byte_perplexity", "bits_per_byte"):
+                record.pop(key)
+        samples.write_text("".join(json.dumps(record) + "\n" for record in records))
+        expected[samples.parent.name.removeprefix("seed")] = sum(float(r["resps"][0][0]) for r in records) / len(records)
+    written = tmp_path / "scores.json"
+    code, err = analyze(_perplexity_samples(root), capsys, "--json", written)
+    assert code == 0, err
+    per_run = json.loads(written.read_text())["groups"][0]["per_run"]
+    assert {run: values["mean_log_likelihood"] for run, values in per_run.items()} == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(("value", "fault"), [("12.5", "is not a log-probability"), ("nan", "is not a log-probability")])
+def test_a_perplexity_log_likelihood_that_cannot_be_is_refused_with_its_line(value, fault, tmp_path, capsys):
+    root = copy(PERPLEXITY, tmp_path / "logs")
+    samples = _perplexity_samples(root)
+    lines = samples[1].read_text().splitlines()
+    record = json.loads(lines[2])
+    record["filtered_resps"] = [value]
+    lines[2] = json.dumps(record)
+    samples[1].write_text("\n".join(lines) + "\n")
+    written = tmp_path / "scores.json"
+    code, err = analyze(samples, capsys, "--json", written)
+    assert code == 2 and err.startswith("error: ") and f"{samples[1]} line 3: log-likelihood" in err and fault in err, err
+    assert not written.exists()

@@ -65,7 +65,7 @@ def test_mixed_formats_in_one_call(tmp_path, lm):
 
 
 def test_a_first_line_longer_than_the_sniffed_part(tmp_path, lm, monkeypatch):
-    from seedscope.io import lm_eval
+    from seedscope.io.results import lm_eval
 
     path = lm.jsonl(tmp_path / "long.jsonl", [lm.mc(0, [-1.0, -2.0], 0)])
     monkeypatch.setattr(lm_eval, "SNIFF_CHARS", 40)

@@ -10,7 +10,7 @@ import pytest
 
 from seedscope import analyze
 from seedscope.analysis.summary import summarize_tasks
-from seedscope.io.texts import task_texts
+from seedscope.io.results.texts import task_texts
 from seedscope.tasks import load_examples
 from seedscope.report.unstable import (
     PRED_PREFIX,

@@ -136,7 +136,8 @@ def compare_command(
     else:
         print_notes(console, ignored_options(ctx, UNUSED_BY_PREDICTIONS))
         with console.status("reading sweeps…"):
-            tables_by_name = read_systems(sweeps, reading, names)
+            tables_by_name, notes = read_systems(sweeps, reading, names)
+        print_notes(console, notes, prefix="")
         if implementations:
             emit_with_implementations(console, outputs, tables_by_name, metric, settings)
             return
@@ -201,14 +202,12 @@ def compare_scores(console: Console, paths: list[Path], reading: Reading, metric
     return comparison
 
 
-def read_systems(paths: list[Path], reading: Reading, names: list[str] | None) -> dict:
-    """System name → its predictions: one per sweep, or the models of a single input."""
-    from seedscope.io import read_sweep
-
+def read_systems(paths: list[Path], reading: Reading, names: list[str] | None) -> tuple[dict, list[str]]:
+    """(System name → its predictions, the readers' notes): one system per sweep, or the models of a single input."""
+    tables, notes = reading.sweeps(paths, _sweep_names(paths, names))
     if len(paths) == 1:  # one store (or table) holding several models: each model is a system
-        return _systems_of_one_input(read_sweep(paths[0], format=reading.format, options=reading.options), paths[0])
-    return {label: read_sweep(path, format=reading.format, options=reading.options)
-            for label, path in zip(_sweep_names(paths, names), paths)}
+        return _systems_of_one_input(next(iter(tables.values())), paths[0]), notes
+    return tables, notes
 
 
 def _systems_of_one_input(table, path: Path) -> dict:

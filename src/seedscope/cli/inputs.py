@@ -133,6 +133,14 @@ class Reading:
             return read_sample_tables(paths, self.format)
         return read_samples(paths, format=self.format, options=self.options)
 
+    def sweeps(self, paths: list[Path], names: list[str]) -> tuple[dict, list[str]]:
+        """Name → each input read as one sweep (:func:`seedscope.io.read_sweep`), and the readers' notes (a damaged
+        catalog cell, the lm-eval filter used …): every command that reads sweeps says them, as ``analyze`` does."""
+        from seedscope.io import read_sweep
+
+        tables = {name: read_sweep(path, format=self.format, options=self.options) for name, path in zip(names, paths)}
+        return tables, reader_notes(tables.values())
+
     def run_scores(self, paths: list[Path], *, metric: list[str] | str | None, names: list[str] | None = None):
         """The per-run score tables of ``paths`` (:func:`seedscope.io.read_run_scores`)."""
         from seedscope.io import read_run_scores
@@ -140,6 +148,11 @@ class Reading:
         return read_run_scores(paths, run_column=self.options.run_column, metric=metric, names=names,
                                system_columns=self.system_columns, task=self.options.task, fmt=self.format,
                                scale=self.scale)
+
+
+def reader_notes(tables) -> list[str]:
+    """The notes the readers kept in each table's ``attrs["notes"]``, each once (aligned codes carry none)."""
+    return list(dict.fromkeys(note for table in tables for note in getattr(table, "attrs", {}).get("notes", [])))
 
 
 def ignored_options(ctx: typer.Context, unused: Mapping[str, str]) -> list[str]:

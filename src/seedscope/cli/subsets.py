@@ -146,13 +146,14 @@ def read_scores(paths: list[Path], reading: Reading, spec, system_column: str, *
     """The per-example scores of every system: given in score files, or the correctness of predictions (one input
     per system, when no ``--score`` is given and every input holds predictions)."""
     from seedscope.analysis.subsets import correctness_scores
-    from seedscope.io import holds_predictions, read_sweep, read_system_scores
+    from seedscope.io import holds_predictions, read_system_scores
     from seedscope.io.common import run_names
 
     if predictions and all(holds_predictions(path, reading.format, system_column=system_column) for path in paths):
-        names = run_names([Path(p) for p in paths])
-        return correctness_scores({name: read_sweep(path, format=reading.format, options=reading.options)
-                                   for name, path in zip(names, paths)})
+        tables, notes = reading.sweeps(paths, run_names([Path(p) for p in paths]))
+        scores = correctness_scores(tables)
+        scores.attrs["notes"] = notes
+        return scores
     return read_system_scores(paths, id_column=reading.options.id_column, system_column=system_column,
                               fmt=reading.format, columns=spec.columns, numeric=spec.numeric_columns)
 

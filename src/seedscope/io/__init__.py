@@ -7,10 +7,11 @@
 ...                          data_dir="data")                       # run_glue.py + gold dev labels
 >>> samples = read_samples("logs/arith.eval")                        # sampled generations: the sample table
 
-One registry (:data:`READERS`) maps each prediction format to its reader; score tables
-(:mod:`seedscope.io.scores`), task texts (:mod:`seedscope.io.texts`) and experiment stores
-(:mod:`seedscope.io.experiment`) are read by the same loaders and rules; sampled generations (several per
-example) by :func:`read_samples` (:mod:`seedscope.io.samples`). See docs/readers.md.
+Split by what is read: :mod:`seedscope.io.results` reads results (predictions and scores), whose readers one
+registry (:data:`READERS`) maps to each prediction format; score tables, task texts and experiment stores are read
+there by the same loaders and rules; :mod:`seedscope.io.samples` reads sampled generations (several per example,
+:func:`read_samples`). What both use sits here: the options and sources (``common``), format detection (``detect``)
+and input validation (``validate``). See docs/readers.md.
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ from typing import Callable, Iterable
 import pandas as pd
 
 from seedscope.errors import IgnoredOptionWarning, SeedscopeError
-from seedscope.io.checks import merge_sources
-from seedscope.io.columnar import read_aligned
+from seedscope.io.results.checks import merge_sources
+from seedscope.io.results.columnar import read_aligned
 from seedscope.io.common import ReadOptions, Source, pick_column, require_readable
 from seedscope.io.detect import (
     all_of_one_kind,
@@ -36,19 +37,20 @@ from seedscope.io.detect import (
     normalise_format,
     table_files,
 )
-from seedscope.io.experiment import attach_prompts, read_store
-from seedscope.io.helm import read_helm
-from seedscope.io.inspect_logs import read_inspect
-from seedscope.io.lighteval import read_lighteval
-from seedscope.io.lm_eval import read_lm_eval
-from seedscope.io.run_glue import read_run_glue
-from seedscope.io.run_scores import (
+from seedscope.io.results.experiment import attach_prompts, read_store
+from seedscope.io.results.helm import read_helm
+from seedscope.io.results.inspect_logs import read_inspect
+from seedscope.io.results.lighteval import read_lighteval
+from seedscope.io.results.lm_eval import read_lm_eval
+from seedscope.io.results.lm_eval_perplexity import is_perplexity_log
+from seedscope.io.results.run_glue import read_run_glue
+from seedscope.io.results.run_scores import (
     RunScores,
     looks_like_run_scores,
     read_head,
     read_run_scores,
 )
-from seedscope.io.sample_tables import holds_sample_tables, read_sample_tables
+from seedscope.io.samples.tables import holds_sample_tables, read_sample_tables
 from seedscope.io.samples import (
     SAMPLE_READERS,
     check_epochs_as,
@@ -56,9 +58,9 @@ from seedscope.io.samples import (
     holds_sampled_generations,
     read_samples,
 )
-from seedscope.io.scores import read_score_table, read_system_scores
-from seedscope.io.tabular import FORMATS as TABLE_FORMATS, PREDICTION_NAMES, read_tabular
-from seedscope.io.texts import attach_texts, task_texts
+from seedscope.io.results.scores import read_score_table, read_system_scores
+from seedscope.io.results.tabular import FORMATS as TABLE_FORMATS, PREDICTION_NAMES, read_tabular
+from seedscope.io.results.texts import attach_texts, task_texts
 from seedscope.io.validate import names_unreadable_files
 from seedscope.notes import recorded
 from seedscope.predictions import AlignedRuns
@@ -177,7 +179,7 @@ def read_aligned_runs(
 ) -> AlignedRuns | None:
     """The fast path of :func:`read_predictions` + :func:`seedscope.predictions.align_runs` for
     one plain classification file per run (Parquet, CSV, TSV): aligned int8 codes straight from
-    pyarrow. None when the inputs need the long-table readers (see :mod:`seedscope.io.columnar`);
+    pyarrow. None when the inputs need the long-table readers (see :mod:`seedscope.io.results.columnar`);
     ``options`` are those of :func:`read_predictions`.
 
     Parameters
@@ -215,19 +217,21 @@ def read_aligned_runs(
 
 @names_unreadable_files
 def holds_run_scores(paths: Iterable[str | os.PathLike], format: str | None = None) -> bool:
-    """True when every input is a per-run score table (numeric columns, no example ids or predictions).
+    """True when every input is a per-run score table (numeric columns, no example ids or predictions), or lm-eval
+    logs of a perplexity task (one log-likelihood per document: a score per run).
 
-    Such tables go to :func:`read_run_scores`; a mix of score tables and prediction files is refused.
+    Such inputs go to :func:`read_run_scores`; a mix of them and prediction files is refused.
     """
     paths = [Path(p) for p in paths]
     for path in paths:
         require_readable(path)
     fmt = normalise_format(format) if format is not None else None
-    if fmt is not None and fmt not in TABLE_FORMATS:
+    if fmt is not None and fmt not in (*TABLE_FORMATS, "lm-eval"):
         return False
     # a framework's log is recognised by its content first: an inspect_ai .json log is no table of scores
-    found = {path: (fmt or _format_or_none(path)) in TABLE_FORMATS and looks_like_run_scores(path, fmt)
-             for path in paths}
+    kinds = {path: fmt or _format_or_none(path) for path in paths}
+    found = {path: is_perplexity_log(path) if kinds[path] == "lm-eval" else
+             kinds[path] in TABLE_FORMATS and looks_like_run_scores(path, fmt) for path in paths}
     return all_of_one_kind(found, "per-run scores", "per-example predictions")
 
 

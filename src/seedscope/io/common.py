@@ -1,7 +1,7 @@
 """What every reader shares: the options, one source's rows, run naming and located errors.
 
 A reader turns files into :class:`Source` objects, each a prediction table plus the line
-(or row) every prediction came from, so that the checks in :mod:`seedscope.io.checks` can
+(or row) every prediction came from, so that the checks in :mod:`seedscope.io.results.checks` can
 name the file and line of a bad value instead of a position in a merged table.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -52,13 +52,15 @@ class Source:
     """The predictions read from one file (or one run directory), before they are merged.
 
     ``unit`` says what :data:`LINE` counts ("line" for text files, "row" for Parquet,
-    "record" for a JSON array); ``regression`` is True when the file's format says so.
+    "record" for a JSON array); ``regression`` is True when the file's format says so; ``gaps``: run → why
+    the reader left some of its examples out (said if the runs then cover different ids).
     """
 
     path: Path
     frame: pd.DataFrame
     unit: str = "line"
     regression: bool | None = None
+    gaps: dict[str, str] = field(default_factory=dict)
 
     def where(self, line) -> str:
         """``<path> line <n>``: where a value sits, for an error message."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from seedscope.errors import SeedscopeError
-from seedscope.io import helm, inspect_logs, lighteval, lm_eval, run_glue
+from seedscope.io.results import helm, inspect_logs, lighteval, lm_eval, run_glue
 from seedscope.store import CATALOG, ExperimentStore
 
 FORMATS = ("csv", "tsv", "jsonl", "parquet", "lm-eval", "inspect", "lighteval", "helm", "run-glue", "store")

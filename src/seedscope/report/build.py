@@ -283,7 +283,7 @@ def assemble(summary: TaskSummary, *, environment: pd.DataFrame | None = None,
     """Lay out a report from a summary (no files read or written).
 
     ``texts`` maps a task name to its examples' ``text`` / ``text_pair`` (index example_id;
-    see :func:`seedscope.io.texts.task_texts`), shown beside unstable examples whose
+    see :func:`seedscope.io.results.texts.task_texts`), shown beside unstable examples whose
     predictions carried no text.
     """
     analyses = summary.analyses

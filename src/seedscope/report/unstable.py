@@ -3,7 +3,7 @@
 The ranking and the categories (robust, consistently wrong, unstable …) are the analysis's
 (:meth:`seedscope.analysis.seed_effects.Analysis.most_unstable`, ``Analysis.stability``); this module only
 joins what a reader needs to look at an example: its text (from the prediction table's
-``text`` column, or the task texts the caller read with :func:`seedscope.io.texts.task_texts`)
+``text`` column, or the task texts the caller read with :func:`seedscope.io.results.texts.task_texts`)
 and the prediction of each run, one ``pred_<run>`` column per run.
 """
 

@@ -23,7 +23,7 @@ from seedscope.errors import ReadingChoiceWarning, SeedscopeError
 from seedscope.factor_study.importance import FactorAnalysis, analyze_factors
 from seedscope.factor_study.scores import study_from_table
 from seedscope.io import attach_prompts, read_aligned_runs, read_predictions, read_run_scores, task_texts
-from seedscope.io.experiment import StoreContext, store_context
+from seedscope.io.results.experiment import StoreContext, store_context
 from seedscope.report.build import Progress, Report, assemble, task_of
 from seedscope.report.scores import ScoreReport, assemble_scores
 from seedscope.report.write import check_fig_format, write_outputs

@@ -37,6 +37,8 @@ SEED_KEYS = ("random_seed", "numpy_seed", "torch_seed", "fewshot_seed")
 DEFAULT_FILTER = "none"
 #: how far into an old-style JSON array file to look for a ``doc_id`` key when sniffing
 SNIFF_CHARS = 1 << 20
+#: the per-document [log-likelihood, words or bytes] pairs of a perplexity task, as lm-eval names its metrics
+PERPLEXITY_METRICS = ("word_perplexity", "byte_perplexity", "bits_per_byte")
 _GREEDY = (True, False, "True", "False", "true", "false")
 
 
@@ -57,6 +59,26 @@ def looks_like_samples(path: Path) -> bool:
             return len(line) == len(head.lstrip()) and re.match(r'\{\s*"doc_id"\s*:', line) is not None
         return isinstance(first, dict) and "doc_id" in first and ("filtered_resps" in first or "resps" in first)
     return False
+
+
+def is_perplexity(record: dict) -> bool:
+    """A ``loglikelihood_rolling`` sample: its one response is a log-likelihood, not ``[log-likelihood, is_greedy]``
+    pairs (multiple choice) nor a generated text. Before v0.4.3 it is a number; since, its text, told from a generated
+    number by the metric keys (v0.4.7+) or by its request's single argument (generations also carry their settings)."""
+    responses = record.get("filtered_resps", record.get("resps"))
+    while isinstance(responses, list) and len(responses) == 1 and isinstance(responses[0], list):
+        responses = responses[0]  # raw ``resps`` nest one list per request
+    if not isinstance(responses, list) or len(responses) != 1 or isinstance(responses[0], bool):
+        return False
+    if isinstance(responses[0], (int, float)):
+        return True
+    try:
+        float(responses[0])
+    except (TypeError, ValueError):
+        return False
+    arguments = record.get("arguments")
+    single = isinstance(arguments, dict) and all(isinstance(a, dict) and list(a) == ["arg_0"] for a in arguments.values())
+    return single or any(key in record for key in PERPLEXITY_METRICS)
 
 
 def sample_files(folder: Path) -> list[Path]:
@@ -247,10 +269,9 @@ def _row(record: dict, where: str) -> tuple:
     responses = record.get("filtered_resps", record.get("resps"))
     if not isinstance(responses, list) or not responses:
         raise SeedscopeError(f"{where}: no filtered_resps to read a prediction from")
-    if all(isinstance(r, (int, float)) and not isinstance(r, bool) for r in responses):
-        raise SeedscopeError(
-            f"{where}: a perplexity (loglikelihood_rolling) sample has no prediction to compare across seeds"
-        )
+    if is_perplexity(record):
+        raise SeedscopeError(f"{where}: a perplexity task's sample (loglikelihood_rolling: one log-likelihood per "
+                             "document) is no prediction; read its runs as scores (read_run_scores, or analyze)")
     scores = [_loglikelihood(r, where) for r in responses]
     if None in scores and any(score is not None for score in scores):
         raise SeedscopeError(f"{where}: filtered_resps mixes [log-likelihood, is_greedy] pairs with other values "

@@ -14,7 +14,7 @@ import pandas as pd
 from seedscope.errors import DuplicateRowsWarning, SeedscopeError
 from seedscope.io.common import LINE, PASSTHROUGH_COLUMNS, Source
 from seedscope.metrics.bounds import ABSURD
-from seedscope.predictions import (EXAMPLE_ID, LABEL, PREDICTION, PROB_PREFIX, RUN, label_keys, prob_columns,
+from seedscope.predictions import (EXAMPLE_ID, GAPS, LABEL, PREDICTION, PROB_PREFIX, RUN, label_keys, prob_columns,
                                    probability_problem)
 
 #: columns that together name one prediction set (runs of different tasks may share a name)
@@ -45,6 +45,7 @@ def merge_sources(sources: list[Source], task_type: str | None = None) -> pd.Dat
     ordered += prob_columns(table) + [c for c in PASSTHROUGH_COLUMNS if c in table.columns]
     table = table[ordered]
     # what a format says of its values (an inspect_ai numeric scorer's whole numbers are still scores)
+    table.attrs[GAPS] = {run: why for source in sources for run, why in source.gaps.items()}
     table.attrs["regression_tasks"] = sorted({str(task) for source, is_regression in zip(sources, regression)
                                               if is_regression and source.regression
                                               for task in source.frame.get("task", pd.Series([None])).unique()})

@@ -12,7 +12,7 @@ as ``Run 0`` / ``seed_3`` (or ``run_column=``); without one every row is a run, 
 never paired across systems.
 
 Spreadsheet exports are read as they come: a UTF-8 byte-order mark, CR-only or CRLF line ends,
-empty rows, a ``;`` delimiter with decimal commas (sniffed, :mod:`seedscope.io.delimited`),
+empty rows, a ``;`` delimiter with decimal commas (sniffed, :mod:`seedscope.io.results.delimited`),
 percentages (``85.3%`` is read as 0.853) and summary rows (Mean, Standard deviation …, skipped);
 a row repeated verbatim is counted once. Each of these is said in a note; nothing is rescaled or
 dropped silently (``scale=0.01`` converts a column of percentages written without ``%``). Scores must
@@ -35,8 +35,9 @@ import pandas as pd
 from seedscope.errors import DuplicateRowsWarning, ReadingChoiceWarning, RescaledValuesWarning, SeedscopeError
 from seedscope.io.common import LINE, ReadOptions, as_ids, finite_numbers, pick_column, require_readable, run_names
 from seedscope.io.detect import TABLE_SUFFIXES
-from seedscope.io.run_score_table import RUN, SYSTEM, TASK, RunScores
-from seedscope.io.tabular import ID_NAMES, PREDICTION_NAMES, load_table, read_delimited
+from seedscope.io.results.lm_eval_perplexity import is_perplexity_log, read_perplexities
+from seedscope.io.results.run_score_table import RUN, SYSTEM, TASK, RunScores
+from seedscope.io.results.tabular import ID_NAMES, PREDICTION_NAMES, load_table, read_delimited
 from seedscope.notes import noted
 from seedscope.io.validate import damaged_parquet, names_unreadable_files
 from seedscope.metrics.bounds import ABSURD, bound_of, check_score
@@ -138,7 +139,8 @@ def read_run_scores(
 ) -> RunScores:
     """Per-run scores of one or more score tables (long or wide), as one :class:`RunScores`.
 
-    ``metric``: the score column(s), default every numeric column; ``system_columns``: the
+    lm-eval ``--log_samples`` of a perplexity task are read as their perplexities per run
+    (:mod:`seedscope.io.results.lm_eval_perplexity`). ``metric``: the score column(s), default every numeric column; ``system_columns``: the
     columns whose values name a system; ``task`` keeps that task's rows; ``names`` names the
     systems of files that hold one system each (default: the file names); ``scale`` multiplies
     every score (``0.01`` turns percentages written without ``%`` into fractions).
@@ -166,7 +168,7 @@ def read_run_scores(
     >>> read_run_scores(path).metrics
     ['accuracy']
     """
-    from seedscope.io.scores import table_format
+    from seedscope.io.results.scores import table_format
 
     paths = [Path(paths)] if isinstance(paths, (str, os.PathLike)) else [Path(p) for p in paths]
     if not paths:
@@ -174,6 +176,8 @@ def read_run_scores(
     if scale is not None and not (np.isfinite(scale) and scale > 0):
         raise SeedscopeError(f"--scale must be a positive number (0.01 turns percentages into fractions), not {scale}")
     metrics = [metric] if isinstance(metric, str) else (list(metric) if metric else None)
+    if any(is_perplexity_log(path) for path in paths):  # lm-eval logs of a perplexity task: a score per run
+        return read_perplexities(paths, names=tuple(names) if names else None, task=task)
     file_names = run_names(paths, tuple(names) if names else None)
     frames, paired = [], []
     for path, name in zip(paths, file_names):

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from seedscope.errors import ReadingChoiceWarning, SeedscopeError
-from seedscope.io.delimited import Dialect, sniff
+from seedscope.io.results.delimited import Dialect, sniff
 from seedscope.io.validate import cannot_read, check_input, damaged_parquet
 from seedscope.io.common import (
     LINE,

@@ -2,7 +2,7 @@
 
 ``inspect eval … --epochs n`` asks the model n times per sample; with a temperature above 0
 those are the n sampled generations pass@k and maj@k count. Each log is one run (named as
-:func:`seedscope.io.inspect_logs.read_inspect` names logs), epoch e its sample e − 1, the scorer's
+:func:`seedscope.io.results.inspect_logs.read_inspect` names logs), epoch e its sample e − 1, the scorer's
 answer the prediction, its target the label. ``epochs_as="runs"`` reads each epoch as a run of
 one sample instead (the prediction reader's view), so that sampling seeds stay comparable.
 
@@ -19,8 +19,8 @@ import pandas as pd
 
 from seedscope.errors import ReadingChoiceWarning, SeedscopeError
 from seedscope.io.common import ReadOptions
-from seedscope.io.inspect_logs import _read_log, _sample_id, _target, log_files
-from seedscope.io.lm_eval import distinguishing_names
+from seedscope.io.results.inspect_logs import _read_log, _sample_id, _target, log_files
+from seedscope.io.results.lm_eval import distinguishing_names
 from seedscope.io.validate import expect, member
 from seedscope.predictions import EXAMPLE_ID, INVALID, LABEL, PREDICTION, RUN
 from seedscope.samples import CORRECT, SAMPLE

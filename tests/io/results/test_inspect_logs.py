@@ -13,7 +13,7 @@ from seedscope.errors import SeedscopeError
 from seedscope.io import detect_format, read_predictions
 from seedscope.io.validate import zip_members
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "inspect_ai"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "inspect_ai"
 EVAL, JSON, OTHER = FIXTURES / "sst2-mock.eval", FIXTURES / "sst2-mock.json", FIXTURES / "sst2-mock-b.eval"
 
 

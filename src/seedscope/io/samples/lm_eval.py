@@ -9,7 +9,7 @@ results file beside the samples; ``take_first``, ``majority_vote`` choose among 
 what the estimators do, ``take_first_k`` keeps the first k), then ``exact_match`` with the task's
 options (``ignore_case``, ``ignore_punctuation``, ``ignore_numbers``, ``regexes_to_ignore``)
 against the target, as lm-eval's ``process_results`` compares them. Runs and tasks are named as
-for predictions (:func:`seedscope.io.lm_eval.read_lm_eval`): a folder or a file per run.
+for predictions (:func:`seedscope.io.results.lm_eval.read_lm_eval`): a folder or a file per run.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import pandas as pd
 
 from seedscope.errors import ReadingChoiceWarning, SeedscopeError
 from seedscope.io.common import ReadOptions, run_folders
-from seedscope.io.lm_eval import (_choose_filter, _integer, _records, _results_file, _task_name, _unit_names,
+from seedscope.io.results.lm_eval import (_choose_filter, _integer, _records, _results_file, _task_name, _unit_names,
                                   DEFAULT_FILTER, sample_files)
 from seedscope.io.validate import expect, load_json, member
 from seedscope.predictions import EXAMPLE_ID, LABEL, PREDICTION, RUN

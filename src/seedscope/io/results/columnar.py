@@ -30,7 +30,7 @@ import pyarrow.parquet as pq
 from seedscope import parquet_ahead
 from seedscope.errors import SeedscopeError
 from seedscope.io.common import LINE, PASSTHROUGH_COLUMNS, ReadOptions, pick_column, run_names
-from seedscope.io.tabular import (
+from seedscope.io.results.tabular import (
     ID_NAMES, LABEL_NAMES, PREDICTION_NAMES, PROB_LIST_NAMES, RUN_NAMES, SEPARATORS, check_last_line, unterminated_last_line,
 )
 from seedscope.predictions import PROB_PREFIX, AlignedRuns, class_list, code_dtype, label_key, text_order

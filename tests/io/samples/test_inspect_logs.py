@@ -12,7 +12,7 @@ from seedscope.errors import SeedscopeError
 from seedscope.io import read_predictions, read_samples
 from seedscope.io.validate import zip_members
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "inspect_ai"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "inspect_ai"
 SAMPLED, EVAL, JSON, OTHER = (FIXTURES / name for name in ("sampled-arith.eval", "sst2-mock.eval", "sst2-mock.json",
                                                            "sst2-mock-b.eval"))
 

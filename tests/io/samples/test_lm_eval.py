@@ -13,7 +13,7 @@ import pytest
 from seedscope.errors import SeedscopeError
 from seedscope.io import read_predictions, read_samples
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "lm_eval_repeats"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "lm_eval_repeats"
 RUNS = [FIXTURES / "seed1", FIXTURES / "seed2"]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 import seedscope
-from seedscope.io.texts import attach_texts, task_texts
+from seedscope.io.results.texts import attach_texts, task_texts
 from seedscope.tasks import DATA_DIR_ENV, load_examples
 
 

@@ -22,7 +22,7 @@ import pandas as pd
 
 from seedscope.errors import ReadingChoiceWarning, SeedscopeError
 from seedscope.io.common import ReadOptions, run_names
-from seedscope.io.lighteval import COLUMNS, _doc_id, _gold, details_files
+from seedscope.io.results.lighteval import COLUMNS, _doc_id, _gold, details_files
 from seedscope.io.validate import cannot_read, check_input, expect, member
 from seedscope.metrics.sampled import pass_at_k
 from seedscope.predictions import EXAMPLE_ID, LABEL, PREDICTION, RUN

@@ -30,7 +30,7 @@ import pandas as pd
 
 from seedscope.errors import ReadingChoiceWarning, SeedscopeError
 from seedscope.io.common import LINE, ReadOptions, Source, scored_prediction
-from seedscope.io.lm_eval import distinguishing_names
+from seedscope.io.results.lm_eval import distinguishing_names
 from seedscope.io.validate import expect, load_json, member, zip_members
 from seedscope.metrics.bounds import check_score
 from seedscope.predictions import EXAMPLE_ID, LABEL, PREDICTION, RUN

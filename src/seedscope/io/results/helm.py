@@ -129,7 +129,7 @@ def _source(folder: Path, name: str, metric: str | None) -> Source:
         where = f"{folder / STATE} request {number}"
         expect(request, "an object", where)
         if request.get("result", {}) is None:  # never answered (the model call failed): no prediction to count
-            unanswered.append(number)
+            unanswered.append((number, member(request, "train_trial_index", "an integer", where, default=0)))
             continue
         instance = member(request, "instance", "an object", where)
         key = (_instance_key(instance, f"{where}: instance"), member(request, "train_trial_index", "an integer", where,
@@ -141,12 +141,18 @@ def _source(folder: Path, name: str, metric: str | None) -> Source:
     if unanswered:
         if not rows:
             raise SeedscopeError(f"{folder / STATE}: no request was answered (every result is null)")
-        shown = ", ".join(map(str, unanswered[:5])) + (" …" if len(unanswered) > 5 else "")
         warnings.warn(f"HELM run {folder.name}: {len(unanswered)} request(s) never answered (result null; requests "
-                      f"{shown}) are left out, not counted as predictions", ReadingChoiceWarning, stacklevel=2)
+                      f"{_listed(n for n, _ in unanswered)}) are left out, not counted as predictions",
+                      ReadingChoiceWarning, stacklevel=2)
     trials = sorted(trials)
-    rows = [(number, (name if len(trials) == 1 else f"{name + ':' if name else ''}trial {key[1] + 1}") or folder.name,
-             key[0], value, completion, correct) for number, key, value, completion, correct in rows]
+
+    def run_of(trial: int) -> str:
+        return (name if len(trials) == 1 else f"{name + ':' if name else ''}trial {trial + 1}") or folder.name
+
+    rows = [(number, run_of(key[1]), key[0], value, completion, correct)
+            for number, key, value, completion, correct in rows]
+    gaps = {run_of(trial): f"{folder / STATE} request(s) {_listed(n for n, t in unanswered if t == trial)} never "
+            "answered (result null)" for trial in {t for _, t in unanswered}}
     frame = pd.DataFrame(rows, columns=[LINE, RUN, EXAMPLE_ID, "value", "completion", LABEL])
     classes = frame["value"].isin([0, 1]).all()
     if classes:
@@ -166,7 +172,12 @@ def _source(folder: Path, name: str, metric: str | None) -> Source:
                                                                              if len(trials) > 1 else ""),
                   ReadingChoiceWarning, stacklevel=2)
     return Source(folder / STATE, frame[kept + [LINE]].assign(task=task, model=model), unit="request",
-                  regression=not classes)
+                  regression=not classes, gaps=gaps)
+
+
+def _listed(numbers) -> str:
+    numbers = list(numbers)
+    return ", ".join(map(str, numbers[:5])) + (" …" if len(numbers) > 5 else "")
 
 
 def _optional_object(path: Path) -> dict:

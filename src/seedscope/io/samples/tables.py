@@ -14,8 +14,8 @@ import pandas as pd
 from seedscope.errors import SeedscopeError
 from seedscope.io.common import LINE, ReadOptions, require_readable, run_names
 from seedscope.io.detect import all_of_one_kind, common_format
-from seedscope.io.run_scores import parquet_column_names, read_head
-from seedscope.io.tabular import load_table
+from seedscope.io.results.run_scores import parquet_column_names, read_head
+from seedscope.io.results.tabular import load_table
 from seedscope.predictions import RUN
 from seedscope.samples import CORRECT, SAMPLE, check_sample_table
 

@@ -13,7 +13,7 @@ from seedscope.errors import SeedscopeError, UnevenSamplesWarning
 from seedscope.io import detect_format, read_predictions, read_samples
 from seedscope.metrics.sampled import pass_at_k
 
-DETAILS = Path(__file__).resolve().parent / "fixtures" / "lighteval_sampled" / "details"
+DETAILS = Path(__file__).resolve().parents[1] / "fixtures" / "lighteval_sampled" / "details"
 RUNS = [DETAILS / "run1", DETAILS / "run2"]
 METRICS = ("pass@k:k=1&n=4", "pass@k:k=2&n=4", "avg@n:n=4", "maj@n:n=4")
 

@@ -25,9 +25,9 @@ import pandas as pd
 from seedscope.errors import IgnoredOptionWarning, SeedscopeError, UnevenSamplesWarning
 from seedscope.io.common import ReadOptions
 from seedscope.io.detect import common_format
-from seedscope.io.samples_inspect import read_inspect_samples
-from seedscope.io.samples_lighteval import read_lighteval_samples
-from seedscope.io.samples_lm_eval import read_lm_eval_samples
+from seedscope.io.samples.inspect_logs import read_inspect_samples
+from seedscope.io.samples.lighteval import read_lighteval_samples
+from seedscope.io.samples.lm_eval import read_lm_eval_samples
 from seedscope.io.validate import check_input, names_unreadable_files
 from seedscope.notes import recorded
 from seedscope.predictions import EXAMPLE_ID, RUN

@@ -10,7 +10,7 @@ import pytest
 from seedscope.errors import SeedscopeError
 from seedscope.io import detect_format, read_predictions
 
-DETAILS = Path(__file__).resolve().parent / "fixtures" / "lighteval" / "details"
+DETAILS = Path(__file__).resolve().parents[1] / "fixtures" / "lighteval" / "details"
 RUNS = [DETAILS / f"seed{seed}" for seed in (1, 2, 3)]
 
 

@@ -11,7 +11,7 @@ import pytest
 from seedscope.errors import SeedscopeError
 from seedscope.io import detect_format, read_predictions
 
-RUN = Path(__file__).resolve().parent / "fixtures" / "helm" / "simple_mcqa-smollm2"
+RUN = Path(__file__).resolve().parents[1] / "fixtures" / "helm" / "simple_mcqa-smollm2"
 
 
 def helm_mean(stat: str) -> float:

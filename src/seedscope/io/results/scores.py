@@ -1,7 +1,7 @@
 """Score tables: per-example scores of systems (``seedscope subsets``) and factor-study scores.
 
 Both are plain tables (CSV, TSV, JSON lines or a JSON array of records, Parquet) read by the
-same loader as prediction tables (:func:`seedscope.io.tabular.load_table`), so a file that one
+same loader as prediction tables (:func:`seedscope.io.results.tabular.load_table`), so a file that one
 command reads, every command reads the same way.
 """
 
@@ -17,7 +17,7 @@ import pandas as pd
 from seedscope.errors import DuplicateRowsWarning, SeedscopeError
 from seedscope.io.common import LINE, ReadOptions, as_ids, finite_numbers, pick_column, require_readable, run_names
 from seedscope.io.detect import TABLE_SUFFIXES, normalise_format
-from seedscope.io.tabular import FORMATS, ID_NAMES, load_table
+from seedscope.io.results.tabular import FORMATS, ID_NAMES, load_table
 from seedscope.io.validate import names_unreadable_files
 from seedscope.notes import recorded
 from seedscope.predictions import EXAMPLE_ID

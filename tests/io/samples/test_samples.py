@@ -14,7 +14,7 @@ from seedscope.io import SAMPLE_READERS, read_samples
 from seedscope.io.validate import zip_members
 from seedscope.samples import REQUIRED_COLUMNS
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 SAMPLED = FIXTURES / "inspect_ai" / "sampled-arith.eval"
 LM_EVAL = FIXTURES / "lm_eval_repeats" / "seed1"
 
