@@ -3,9 +3,10 @@
 Stages (random-weight models of the real shapes, built on the GPU from the staged tokenizers):
 
 1. ``determinism``: RoBERTa-large-sized on RTE (Table-5 settings, 1,000 training examples)
-   under ``deterministic: false``, ``true``, ``true``, ``false`` (after a warm-up run): the
-   cost of the switches and whether two runs are bit-identical; the alerts PyTorch raised are
-   recorded. ``SKIP=generation,…`` leaves stages out.
+   under ``deterministic: false``, ``true``, ``true``, ``false``, each in a fresh process after
+   the same run on the same shapes (``bench_determinism.py``): the cost of the switches, the
+   attention kernels each ran, and whether two runs are bit-identical; the alerts PyTorch
+   raised are recorded. ``SKIP=generation,…`` leaves stages out.
 2. ``parallel_cli``: ``seedscope sweep`` of 8 MiniLM-sized seeds (8,000 SST-2 examples each)
    with ``--parallel 1``, ``--parallel 4`` and ``--parallel auto`` through the CLI, whole
    processes (packing starts K at once and its workers keep the tokenized data and the
@@ -88,10 +89,6 @@ def stage(name, need):
     return wrap
 
 
-def peak():
-    return round(torch.cuda.max_memory_allocated() / 2**30, 2) if CUDA else None
-
-
 def same(a, b) -> dict:
     probs = [c for c in a.columns if c.startswith("prob")]
     return {"equal_predictions": bool((a["prediction"].values == b["prediction"].values).all()),
@@ -128,39 +125,29 @@ def build_models():
 build_models()
 
 
-def finetune(task, model, seed, hp):
-    from seedscope.runners.finetune import runner
-
-    if CUDA:
-        torch.cuda.synchronize()
-        torch.cuda.reset_peak_memory_stats()
-    started = time.perf_counter()
-    result = runner.run(RunSpec(task, model, FactorSeeds.tied(seed), hparams=hp), DATA)
-    figures = {"wall": round(time.perf_counter() - started, 2), "peak_gib": peak(),
-               "train_seconds": round(result.timings["train_seconds"], 2),
-               **{k: result.environment.get(k) for k in ("determinism_requested", "determinism_achieved",
-                                                         "nondeterministic_ops", "attention_kernels")}}
-    return result, figures
-
-
 RTE = {"per_device_train_batch_size": 10, "gradient_accumulation_steps": 2, "lr_scheduler_type": "linear",
        "max_seq_length": 512, "precision": "auto", "num_train_epochs": 1, "learning_rate": 1e-5,
        "max_train_examples": 40 if TINY else 1000}
 
 
-@stage("determinism", 120)
+@stage("determinism", 240)
 def determinism():
-    finetune("glue-rte", f"{TMP}/large", 1, {**RTE, "max_train_examples": 40})  # warm-up: kernels, caches
-    loose, out_loose = finetune("glue-rte", f"{TMP}/large", 42, {**RTE, "deterministic": False})  # false, true, false:
-    first, out = finetune("glue-rte", f"{TMP}/large", 42, {**RTE, "deterministic": True})  # no order effect
-    again, out_again = finetune("glue-rte", f"{TMP}/large", 42, {**RTE, "deterministic": True})
-    loose_again, out_loose_again = finetune("glue-rte", f"{TMP}/large", 42, {**RTE, "deterministic": False})
-    fastest_loose = min(out_loose["train_seconds"], out_loose_again["train_seconds"])
-    return {"false": out_loose, "true": out, "true_again": out_again, "false_again": out_loose_again,
-            "cost": round(min(out["train_seconds"], out_again["train_seconds"]) / fastest_loose, 2),
-            "true_repeats": same(first.predictions, again.predictions),
-            "false_repeats": same(loose.predictions, loose_again.predictions),
-            "false_against_true": same(first.predictions, loose.predictions)}
+    """false, true, true, false: each a fresh process whose timed run follows the same run (warm, same shapes)."""
+    import pandas as pd
+
+    out, runs = {}, []
+    for name, mode in (("false", "false"), ("true", "true"), ("true_again", "true"), ("false_again", "false")):
+        predictions = os.path.join(TMP, f"determinism-{name}.parquet")
+        done = subprocess.run([sys.executable, "benchmarks/bench_determinism.py", f"{TMP}/large", DATA, mode,
+                               json.dumps(RTE), predictions], capture_output=True, text=True)
+        if done.returncode:
+            raise RuntimeError(done.stdout[-1500:] + done.stderr[-1500:])
+        out[name] = json.loads(done.stdout.strip().splitlines()[-1])
+        runs.append(pd.read_parquet(predictions))
+    fastest = lambda *names: min(out[n]["train_seconds"] for n in names)  # noqa: E731
+    return {**out, "cost": round(fastest("true", "true_again") / fastest("false", "false_again"), 2),
+            "true_repeats": same(runs[1], runs[2]), "false_repeats": same(runs[0], runs[3]),
+            "false_against_true": same(runs[1], runs[0])}
 
 
 def sweep(out, parallel, task="sst2", model="mini", seeds="1,2,3,4,5,6,7,8", examples=8000, length=64, batch=32):

@@ -10,7 +10,13 @@ import torch
 from seedscope.errors import SeedscopeError
 from seedscope.plan import RunSpec
 from seedscope.plan.seeds import FactorSeeds
-from seedscope.runners.environment import deterministic_mode
+from seedscope.runners.environment import (
+    FAST_DETERMINISTIC,
+    NoDeterministicKernel,
+    attention_backends,
+    deterministic_mode,
+    deterministically,
+)
 from seedscope.runners.finetune import runner as finetune
 
 SMALL = {"max_train_examples": 16, "max_eval_examples": 12, "max_steps": 2, "per_device_train_batch_size": 8,
@@ -51,6 +57,52 @@ def test_determinism_off_records_nothing_achieved():
     with deterministic_mode(False) as record:
         nondeterministic_op()
     assert record.achieved is None and record.broken_by == []
+
+
+@pytest.mark.parametrize(("mode", "kernels", "fixed", "expected"), [
+    (True, "training", False, FAST_DETERMINISTIC),  # warn_only=False: flash and memory-efficient backward deterministic
+    (True, "inference", False, FAST_DETERMINISTIC),  # forward passes only: every fused kernel is deterministic
+    (True, "recording", False, ("MATH",)),  # warn_only=True: only the math kernel's backward is deterministic
+    ("strict", "recording", False, FAST_DETERMINISTIC),  # strict always runs under warn_only=False
+    (False, "training", False, FAST_DETERMINISTIC),  # shapes vary: no cuDNN attention, which plans every new shape
+    (False, "training", True, None),  # few shapes: PyTorch's own choice, cuDNN included
+])
+def test_attention_kernels_on_a_gpu(mode, kernels, fixed, expected):
+    assert attention_backends(mode, kernels, "cuda", fixed) == expected
+    assert attention_backends(mode, kernels, "cpu", fixed) is None  # a CPU has nothing to choose
+
+
+def test_the_attention_kernels_apply_in_the_block_and_are_recorded():
+    before = (torch.backends.cuda.flash_sdp_enabled(), torch.backends.cuda.cudnn_sdp_enabled())
+    with deterministic_mode(False, device_type="cuda") as record:
+        assert torch.backends.cuda.flash_sdp_enabled() and not torch.backends.cuda.cudnn_sdp_enabled()
+    assert record.attention == "flash_attention, efficient_attention, math"
+    assert (torch.backends.cuda.flash_sdp_enabled(), torch.backends.cuda.cudnn_sdp_enabled()) == before
+    with deterministic_mode(True, device_type="cuda") as record:
+        assert torch.backends.cuda.math_sdp_enabled() and not torch.backends.cuda.flash_sdp_enabled()
+    assert record.attention == "math"
+
+
+def test_a_training_attempt_runs_warn_only_off_and_stops_at_an_operation_without_a_deterministic_kernel():
+    with pytest.raises(NoDeterministicKernel, match="put_"):
+        with deterministic_mode(True, "training"):
+            assert not torch.is_deterministic_algorithms_warn_only_enabled()
+            nondeterministic_op()
+    assert not torch.are_deterministic_algorithms_enabled()  # restored after the block
+
+
+def test_deterministically_runs_again_recording_where_the_fast_attempt_stopped():
+    tried = []
+
+    def attempt(kernels):
+        tried.append(kernels)
+        with deterministic_mode(True, kernels) as record:
+            nondeterministic_op()
+        return record
+
+    assert deterministically(attempt).to_dict()["nondeterministic_ops"] == ["put_"]
+    assert tried == ["training", "recording"]
+    assert deterministically(lambda kernels: kernels) == "training"  # nothing stopped it: one attempt
 
 
 def _spec(model, **hparams):

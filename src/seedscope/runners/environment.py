@@ -3,11 +3,18 @@
 Bit-identical reruns need deterministic kernels and the same libraries. :func:`deterministic_mode`
 picks the kernels explicitly: ``torch.use_deterministic_algorithms``, cuDNN without autotuning,
 a fixed cuBLAS workspace (``CUBLAS_WORKSPACE_CONFIG``, read when cuBLAS starts, so
-:func:`prepare_process` sets it before a run touches the GPU) and, on a GPU, the math kernel
-of scaled-dot-product attention — the fused kernels (flash, memory-efficient, cuDNN) only
-warn under ``warn_only`` and stay non-deterministic in their backward pass. It also watches
-the run: every "no deterministic implementation" warning is kept, so the record says whether
-determinism was achieved and which operations broke it; ``strict`` fails the run instead.
+:func:`prepare_process` sets it before a run touches the GPU) and, on a GPU, the kernels of
+scaled-dot-product attention (:func:`attention_backends`). It also watches the run: every "no
+deterministic implementation" warning is kept, so the record says whether determinism was
+achieved and which operations broke it; ``strict`` fails the run instead.
+
+Fast and deterministic attention: PyTorch gives flash and memory-efficient attention a
+deterministic backward pass only under ``warn_only=False``; under ``warn_only=True`` they warn
+and stay non-deterministic, and cuDNN attention has no deterministic backward at all. So a
+training run with ``deterministic: true`` first runs under ``warn_only=False`` with those two
+kernels (``kernels="training"``); should an operation without a deterministic kernel stop it,
+the runner runs it again recording (:func:`deterministically`): ``warn_only=True``, attention
+through its math kernel, the operation on record.
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ import warnings
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from importlib import metadata
-from typing import Iterator, Literal
+from typing import Callable, Iterator, Literal, TypeVar
 
 import torch
 
@@ -34,6 +41,12 @@ Determinism = Literal[False, True, "strict"]
 #: the words PyTorch's determinism alerts use ("… does not have a deterministic implementation …",
 #: "… defaults to a non-deterministic algorithm …")
 _ALERT = re.compile(r"deterministic (implementation|algorithm)|non-deterministic", re.IGNORECASE)
+#: how a block uses attention: ``inference`` (forward passes only, whose fused kernels are all deterministic),
+#: ``training`` (a first, fast attempt at a deterministic training run) or ``recording`` (warn-only, math attention)
+Kernels = Literal["inference", "training", "recording"]
+#: the fused attention kernels whose backward pass PyTorch makes deterministic under ``warn_only=False``
+FAST_DETERMINISTIC = ("FLASH_ATTENTION", "EFFICIENT_ATTENTION", "MATH")
+Result = TypeVar("Result")
 STRICT_HINT = ("deterministic: strict refuses operations without a deterministic kernel on this device; set "
                "deterministic: true to run on and record them, or false")
 
@@ -43,13 +56,18 @@ def prepare_process() -> None:
     os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", CUBLAS_WORKSPACE)
 
 
+class NoDeterministicKernel(Exception):
+    """A fast deterministic training attempt met an operation without a deterministic kernel: run it again,
+    recording (:func:`deterministically`)."""
+
+
 @dataclass
 class DeterminismRecord:
     """What a run asked for and what it got: ``achieved`` is None when determinism was off."""
 
     requested: Determinism
     broken_by: list[str] = field(default_factory=list)
-    #: the scaled-dot-product-attention kernels allowed: "math" on a GPU in deterministic mode
+    #: the scaled-dot-product-attention kernels allowed (:func:`attention_backends`), or PyTorch's own choice
     attention: str = "default"
 
     @property
@@ -57,7 +75,7 @@ class DeterminismRecord:
         return None if not self.requested else not self.broken_by
 
     def add(self, message: str) -> None:
-        operation = message.split(" does not have a deterministic", 1)[0].split(". ")[0].strip()
+        operation = _operation(message)
         if operation not in self.broken_by:
             self.broken_by.append(operation)
 
@@ -67,12 +85,36 @@ class DeterminismRecord:
                 "attention_kernels": self.attention}
 
 
+def _operation(message: str) -> str:
+    return message.split(" does not have a deterministic", 1)[0].split(". ")[0].strip()
+
+
+def attention_backends(mode: Determinism, kernels: Kernels, device_type: str,
+                       fixed_shapes: bool = False) -> tuple[str, ...] | None:
+    """The scaled-dot-product-attention kernels a block may use (``SDPBackend`` names); None: PyTorch's own choice.
+
+    Only a GPU has a choice to make. Deterministic: flash, memory-efficient and math, whose forward passes are
+    deterministic and whose backward passes are too under ``warn_only=False`` (a ``training`` attempt, ``strict``);
+    a recording run's backward runs under ``warn_only=True``, where only the math kernel is deterministic. Not
+    deterministic: PyTorch's choice, but without cuDNN attention where shapes vary (dynamic padding), since it
+    builds an execution plan for every new (batch, length) shape.
+    """
+    if device_type != "cuda":
+        return None
+    if mode:
+        return ("MATH",) if mode is True and kernels == "recording" else FAST_DETERMINISTIC
+    return None if fixed_shapes else FAST_DETERMINISTIC
+
+
 @contextmanager
-def deterministic_mode(mode: Determinism) -> Iterator[DeterminismRecord]:
+def deterministic_mode(mode: Determinism, kernels: Kernels = "recording", fixed_shapes: bool = False,
+                       device_type: str | None = None) -> Iterator[DeterminismRecord]:
     """Deterministic kernels (or not) for the block, restored after; yields the record of what broke them.
 
-    ``True`` warns on an operation without a deterministic kernel and records it; ``"strict"``
-    fails the run with a :class:`SeedscopeError` naming it. Other warnings pass through.
+    ``True`` warns on an operation without a deterministic kernel and records it — except in a ``training``
+    attempt, which runs under ``warn_only=False`` for fast deterministic attention and raises
+    :class:`NoDeterministicKernel` instead; ``"strict"`` fails the run with a :class:`SeedscopeError` naming it.
+    Other warnings pass through. ``device_type`` (default: a GPU where one is visible) picks the attention kernels.
     """
     import torch.utils.deterministic
 
@@ -85,29 +127,35 @@ def deterministic_mode(mode: Determinism) -> Iterator[DeterminismRecord]:
     )
     record = DeterminismRecord(mode)
     enabled = bool(mode)
+    attempt = mode is True and kernels == "training"
     if enabled:
         prepare_process()
-    torch.use_deterministic_algorithms(enabled, warn_only=mode is True)
+    torch.use_deterministic_algorithms(enabled, warn_only=mode is True and not attempt)
     torch.backends.cudnn.deterministic = enabled
     torch.backends.cudnn.benchmark = not enabled and previous[3]
     # filling every new tensor with NaN guards against kernels that read memory they never wrote: a cost on
     # every allocation, which only strict mode pays
     torch.utils.deterministic.fill_uninitialized_memory = mode == "strict"
+    backends = attention_backends(mode, kernels, device_type or ("cuda" if torch.cuda.is_available() else "cpu"),
+                                  fixed_shapes)
     caught: list = []
     try:
         with ExitStack() as stack:
             caught = stack.enter_context(warnings.catch_warnings(record=True))
             warnings.simplefilter("always")
-            if enabled and torch.cuda.is_available():
+            if backends is not None:
                 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-                stack.enter_context(sdpa_kernel([SDPBackend.MATH]))
-                record.attention = "math"
+                stack.enter_context(sdpa_kernel([getattr(SDPBackend, name) for name in backends]))
+                record.attention = ", ".join(name.lower() for name in backends)
             try:
                 yield record
             except RuntimeError as error:
-                if mode == "strict" and _ALERT.search(str(error)):
-                    raise SeedscopeError(f"{str(error).splitlines()[0]} ({STRICT_HINT})") from None
+                first = str(error).splitlines()[0]
+                if attempt and _ALERT.search(first):
+                    raise NoDeterministicKernel(_operation(first)) from error
+                if mode == "strict" and _ALERT.search(first):
+                    raise SeedscopeError(f"{first} ({STRICT_HINT})") from None
                 raise
     finally:
         _sort_warnings(caught, record, enabled)
@@ -117,6 +165,16 @@ def deterministic_mode(mode: Determinism) -> Iterator[DeterminismRecord]:
     if mode == "strict" and record.broken_by:
         raise SeedscopeError(f"non-deterministic operation(s) in a strict run: {', '.join(record.broken_by)} "
                              f"({STRICT_HINT})")
+
+
+def deterministically(attempt: Callable[[Kernels], Result]) -> Result:
+    """A training run with fast deterministic kernels, ``attempt("training")``; where it met an operation without
+    a deterministic kernel (``deterministic: true`` only), the run again as ``attempt("recording")``, which records
+    that operation and trains on (the first attempt's partial work is dropped)."""
+    try:
+        return attempt("training")
+    except NoDeterministicKernel:
+        return attempt("recording")
 
 
 def _sort_warnings(caught: list, record: DeterminismRecord, enabled: bool) -> None:
@@ -207,16 +265,17 @@ def check_implementation(settings) -> None:
 
 
 @contextmanager
-def implementation(settings) -> Iterator[DeterminismRecord]:
+def implementation(settings, kernels: Kernels = "recording", fixed_shapes: bool = False) -> Iterator[DeterminismRecord]:
     """The run's threads, TF32 and determinism switches for the block (all restored after); yields the determinism
-    record."""
+    record. ``kernels`` and ``fixed_shapes``: see :func:`deterministic_mode`."""
     threads, tf32 = torch.get_num_threads(), (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
     if settings.threads is not None:
         torch.set_num_threads(settings.threads)
     if settings.tf32 is not None:
         torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = settings.tf32
     try:
-        with deterministic_mode(settings.deterministic) as record:
+        device_type = compute_device(getattr(settings, "device", "auto")).type
+        with deterministic_mode(settings.deterministic, kernels, fixed_shapes, device_type) as record:
             yield record
     finally:
         torch.set_num_threads(threads)

@@ -26,11 +26,18 @@ from seedscope.errors import SeedscopeError
 from seedscope.plan import RunSpec
 from seedscope.plan.hparams import FinetuneSettings
 from seedscope.plan.runs import profile
-from seedscope.runners.environment import compute_device, implementation, resolve_precision
+from seedscope.runners.environment import (
+    Kernels,
+    compute_device,
+    deterministically,
+    implementation,
+    resolve_precision,
+)
 from seedscope.runners.finetune.features import collator
 from seedscope.runners.finetune.fused_training import Member, Trained, train_members
 from seedscope.runners.finetune.runner import (
     Prepared,
+    fixed_shapes,
     free_gpu_memory,
     fresh_model,
     prepare,
@@ -86,15 +93,20 @@ def run_group(specs: Sequence[RunSpec], data_dir: str | os.PathLike | None = Non
     ``on_step(spec, done, total)`` reports each member's optimiser steps. A member that diverges is
     a :class:`SeedscopeError` in its place; an error that stops the whole group is raised.
     """
-    started = time.perf_counter()
     for spec in specs:
         check(spec)
+    return deterministically(lambda kernels: _run_group(specs, data_dir, on_step, kernels))
+
+
+def _run_group(specs: Sequence[RunSpec], data_dir, on_step, kernels: Kernels) -> list[Outcome]:
+    started = time.perf_counter()
     prepared = [prepare(spec, data_dir) for spec in specs]
     check_group(specs, prepared)
     head = prepared[0]
     settings = head.settings
     device = compute_device(settings.device)
-    with implementation(settings) as determinism, tempfile.TemporaryDirectory(prefix="seedscope-") as scratch:
+    with (implementation(settings, kernels, fixed_shapes(settings)) as determinism,
+          tempfile.TemporaryDirectory(prefix="seedscope-") as scratch):
         models = [fresh_model(spec, p) for spec, p in zip(specs, prepared)]
         members = [Member(p.train_features, spec.seeds.data_order, spec.seeds.optimisation)
                    for spec, p in zip(specs, prepared)]

@@ -26,8 +26,10 @@ from seedscope.plan.hparams import FinetuneSettings
 from seedscope.runners.checkpoints import load_model_config, model_folder
 from seedscope.runners.data import run_examples
 from seedscope.runners.environment import (
+    Kernels,
     compute_device,
     describe_environment,
+    deterministically,
     implementation,
     implementation_record,
     resolve_precision,
@@ -152,10 +154,21 @@ def free_gpu_memory() -> None:
 
 
 def run(spec: RunSpec, data_dir: str | os.PathLike | None = None, *, on_step: StepHook | None = None) -> RunResult:
-    """Fine-tune ``spec`` and evaluate it on the dev split (or the held-out part of a re-split)."""
+    """Fine-tune ``spec`` and evaluate it on the dev split (or the held-out part of a re-split), with fast
+    deterministic kernels where they keep the promise (:func:`~seedscope.runners.environment.deterministically`)."""
+    return deterministically(lambda kernels: _run(spec, data_dir, on_step, kernels))
+
+
+def fixed_shapes(settings) -> bool:
+    """Whether a run's batches take few shapes (padded to fixed lengths), which attention kernels may plan for."""
+    return bool(settings.pad_to_max_length)
+
+
+def _run(spec: RunSpec, data_dir, on_step: StepHook | None, kernels: Kernels) -> RunResult:
     started = time.perf_counter()
     prepared = prepare(spec, data_dir)
-    with implementation(prepared.settings) as determinism, tempfile.TemporaryDirectory(prefix="seedscope-") as scratch:
+    with (implementation(prepared.settings, kernels, fixed_shapes(prepared.settings)) as determinism,
+          tempfile.TemporaryDirectory(prefix="seedscope-") as scratch):
         model = fresh_model(spec, prepared)
         trainer = seeded_trainer(model, spec, prepared, scratch, on_step)
         spec.seeds.seed_global("optimisation")

@@ -101,7 +101,7 @@ def run(spec: RunSpec, data_dir: str | os.PathLike | None = None, *, on_step: St
     from seedscope.runners.environment import implementation
 
     settings = ICLSettings.from_hparams(spec.hparams)
-    with implementation(settings) as determinism:  # threads and determinism switches (implementation settings)
+    with implementation(settings, "inference") as determinism:  # threads, determinism, attention kernels
         result = _run(spec, settings, on_step)
     result.environment.update(determinism.to_dict())
     return result

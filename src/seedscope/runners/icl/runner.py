@@ -176,7 +176,7 @@ def run(spec: RunSpec, data_dir: str | os.PathLike | None = None, *, on_step: St
         return lm_eval_runner.run(spec, data_dir, on_step=on_step)
     settings = ICLSettings.from_hparams(spec.hparams)
     check_padding(settings)
-    with implementation(settings) as determinism:  # threads and determinism switches (implementation settings)
+    with implementation(settings, "inference") as determinism:  # threads, determinism, attention kernels
         result = _run(spec, settings, data_dir, on_step)
     result.environment.update(determinism.to_dict())
     return result
