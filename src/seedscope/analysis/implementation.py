@@ -15,10 +15,11 @@ between two seeds and the sample standard deviation of the accuracy over seeds.
 null floor with an interval that excludes zero, and it is far outside the seed spread: it flips
 more predictions than changing the seed does, or its accuracy difference exceeds three seed
 standard deviations. With a single seed (no seed spread) the first part alone decides, and the seed
-floor is left unmeasured (None, with a note), as is the null floor without reruns (the rule then
-takes it as zero). A few flips on a small evaluation set (an interval that holds zero) are never flagged. An implementation detail is meant to be a rounding-level
-change; one that moves results more than the randomness under study is a defect until shown
-otherwise (lm-eval #2498: gsm8k 0.30 at batch 1, 0.13 at batch 128).
+floor is left unmeasured (NaN, with a note), as is the null floor without reruns (the rule then
+takes it as zero). A few flips on a small evaluation set (an interval that holds zero) are never
+flagged. An implementation detail is meant to be a rounding-level change; one that moves results
+more than the randomness under study is a defect until shown otherwise (lm-eval #2498: gsm8k 0.30
+at batch 1, 0.13 at batch 128).
 """
 
 from __future__ import annotations
