@@ -9,7 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from seedscope.errors import SkippedEstimateWarning
 from seedscope.analysis.implementation import (
+    as_implementations,
     compare_implementations,
     differing_setting,
     first_diverging_word,
@@ -125,8 +127,16 @@ def test_one_seed_flags_a_significant_shift_only():
     labels = ["pos"] * 100
     a = runs({1: ["pos"] * 30 + ["neg"] * 70}, labels, model="lm-impl-b1")
     b = runs({1: ["pos"] * 13 + ["neg"] * 87}, labels, model="lm-impl-b128")  # lm-eval #2498's shape
-    pair = compare_implementations(pd.concat([a, b]), n_boot=500).pairs.iloc[0]
-    assert pair["probable_bug"] and pair["seed_flip_rate"] is None and pair["metric_diff"] == pytest.approx(0.17)
+    with pytest.warns(SkippedEstimateWarning):
+        study = compare_implementations(pd.concat([a, b]), n_boot=500)
+    pair = study.pairs.iloc[0]
+    assert pair["probable_bug"] and pair["metric_diff"] == pytest.approx(0.17) and pair["flip_rate"] == 0.17
+    # unmeasured, not zero: the seed floor (one seed) and the null floor (no rerun); the rule takes the latter as zero
+    assert pair[["seed_flip_rate", "seed_std", "null_flip_rate", "null_metric_diff"]].isna().all()
+    assert study.to_dict()[0]["seed_flip_rate"] is None and study.to_dict()[0]["null_reruns"] == 0
+    assert [note.split(" (")[0] for note in study.notes] == ["one seed per implementation", "no identical reruns"]
+    seed = study.ranking().set_index("setting").loc["seed"]
+    assert seed[["pairs", "flip_rate", "abs_metric_diff"]].isna().all()
 
 
 def test_no_tags_no_study():
@@ -150,3 +160,12 @@ def test_sweeps_are_paired_seed_by_seed_or_run_to_run():
     files = compare_implementations(sweeps_as_implementations({"b1": sweep(["out_b1"]), "b128": sweep(["out_b128"], True)}),
                                     n_boot=50).pairs.iloc[0]
     assert files["n_seeds"] == 1 and files["flip_rate"] == 0.25 and files["metric_diff"] == 0.25
+
+
+def test_runs_that_name_their_implementation_keep_it_as_runs_of_implementations():
+    """--runs-are-implementations on a sweep's --implementation runs: their tags and seeds stay (each run as an
+    implementation of its own would mix the seeds into them); untagged runs each become one."""
+    tagged = pd.concat([runs({1: ["pos"], 2: ["neg"]}, ["pos"], model=f"lm-icl-impl-{tag}") for tag in ("b1", "b16")])
+    assert as_implementations(tagged) is tagged
+    plain = as_implementations(runs({1: ["pos"], 2: ["neg"]}, ["pos"], model="lm"))
+    assert sorted(plain["model"]) == ["lm-impl-1", "lm-impl-2"] and set(plain["run"]) == {"1"}

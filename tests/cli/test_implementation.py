@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from seedscope.store import ExperimentStore
@@ -119,3 +120,72 @@ def test_compare_takes_two_sweeps_as_implementations(tmp_path, cli):
     assert {pair["a"], pair["b"]} == {"impl-b1", "impl-b128"}
     assert pair["flip_rate"] == pytest.approx(flipped / len(lines)) and pair["n_examples"] == len(lines)
     assert "Implementations: pairs" in printed and "needs two runs (seeds) per sweep" in printed + err
+
+
+def test_one_seed_is_an_implementation_study(tmp_path, tiny_llama, data_dir, cli):
+    """One seed under four implementations: the sweep's summary and analyze (with and without
+    --runs-are-implementations) show the pairs, measured as by hand from the store, the seed floor as — with a note."""
+    out = tmp_path / "exp"
+    sweep = ["--seeds", "1", "--implementation", "precision=fp32,bf16", "--implementation", "batch_size=1,4"]
+    code, printed, err = cli(args(tiny_llama, out, data_dir, *sweep))
+    assert code == 0, err
+    assert "Implementations: pairs" in printed and "Implementation settings ranked beside the seed" in printed
+    assert "note: one seed per implementation" in printed and "no seed effects to show" in printed
+    table = ExperimentStore.open(out).predictions()
+    by_impl = {model.rsplit("-impl-", 1)[1]: rows.set_index("example_id") for model, rows in table.groupby("model")}
+    for extra in ([], ["--runs-are-implementations"]):
+        json_file, markdown = tmp_path / "a.json", tmp_path / "a.md"
+        code, printed, err = cli(["analyze", str(out), "--json", str(json_file), "--markdown", str(markdown),
+                                  "--n-boot", "200", *extra])
+        assert code == 0, err
+        assert "note: every group (4) holds a single finished run, so there are no seed effects to show" in printed
+        document = json.loads(json_file.read_text())
+        assert document["groups"] == [] and len(document["implementation"]) == 6
+        assert any(note.startswith("one seed per implementation") for note in document["implementation_notes"])
+        for pair in document["implementation"]:
+            a = by_impl[pair["a"].removeprefix("impl-")]
+            b = by_impl[pair["b"].removeprefix("impl-")].loc[a.index]
+            correct_a, correct_b = a["prediction"] == a["label"], b["prediction"] == b["label"]
+            assert pair["n_seeds"] == 1 and pair["n_examples"] == len(a) == 6
+            assert pair["flip_rate"] == pytest.approx((a["prediction"] != b["prediction"]).mean())
+            assert pair["metric_diff"] == pytest.approx(correct_a.mean() - correct_b.mean())
+            assert pair["metric_diff_low"] <= pair["metric_diff"] <= pair["metric_diff_high"]
+            assert pair["seed_flip_rate"] is None and pair["seed_std"] is None and pair["null_flip_rate"] is None
+            assert pair["probable_bug"] is False or pair["metric_diff_low"] > 0 or pair["metric_diff_high"] < 0
+        by_pair = {(p["a"], p["b"]): p for p in document["implementation"]}
+        assert by_pair[("impl-fp32-b1", "impl-bf16-b1")]["setting"] == "precision"
+        assert by_pair[("impl-fp32-b1", "impl-bf16-b1")]["max_abs_logprob_diff"] > 0  # bf16 moves every log p
+        text = markdown.read_text()
+        assert "### Implementations: pairs (same seeds, same examples)" in text
+        row = next(line for line in text.splitlines() if "'impl-fp32-b1', 'impl-bf16-b1')" in line)
+        assert row.split(" | ")[-4:-1] == ["—", "—", "—"]  # null flip rate, seed flip rate, seed std: not measured
+
+
+def test_first_diverging_word_of_one_seed_generations(tmp_path, tiny_llama, data_dir, cli):
+    """Generated answers under two precisions: the share that differ and the first diverging word, in the table."""
+    out = tmp_path / "exp"
+    code, printed, err = cli(args(tiny_llama, out, data_dir, "--seeds", "1", "--predict", "generate",
+                                  "--max-new-tokens", "6", "--implementation", "precision=fp32,bf16"))
+    assert code == 0, err
+    assert "Implementations: pairs" in printed
+    code, printed, err = cli(["analyze", str(out), "--json", str(tmp_path / "a.json"), "--markdown",
+                              str(tmp_path / "a.md"), "--n-boot", "200"])
+    assert code == 0, err
+    assert "| answers differ | first diverging word (median) |" in (tmp_path / "a.md").read_text()
+    (pair,) = json.loads((tmp_path / "a.json").read_text())["implementation"]
+    answers = {model.rsplit("-impl-", 1)[1]: rows.set_index("example_id")["answer"]
+               for model, rows in ExperimentStore.open(out).predictions().groupby("model")}
+    words = [(str(a).split(), str(b).split()) for a, b in zip(answers["fp32"], answers["bf16"].loc[answers["fp32"].index])]
+    firsts = [next(i for i, (x, y) in enumerate(zip(a + [None], b + [None])) if x != y) for a, b in words if a != b]
+    assert pair["answers_differ"] == pytest.approx(len(firsts) / len(words))
+    assert pair["median_first_diverging_word"] == (float(np.median(firsts)) if firsts else None)
+
+
+def test_a_store_with_nothing_to_analyse_is_one_error(tmp_path, tiny_llama, data_dir, cli):
+    out = tmp_path / "exp"
+    code, printed, err = cli(args(tiny_llama, out, data_dir, "--seeds", "1"))
+    assert code == 0 and "every task has fewer than two finished runs" in printed, err
+    for extra in ([], ["--runs-are-implementations"]):
+        code, _, err = cli(["analyze", str(out), *extra])
+        assert code == 2 and len(err.strip().splitlines()) == 1
+        assert "holds a single finished run" in err and "a seed effect compares two runs or more" in err

@@ -63,6 +63,17 @@ def test_a_sweep_store_of_single_runs_only_says_so(tmp_path):
         analysable_groups(store.predictions(), [store.path])
 
 
+def test_single_runs_only_are_a_note_where_something_else_is_shown(tmp_path):
+    """An implementation study compares one seed's runs: without ``required`` no group left is a note, for any
+    table of task and model groups."""
+    store = sweep_store(tmp_path / "exp", {"org/a": 1, "org/b": 1})
+    for paths in ([store.path], [tmp_path / "predictions.csv"]):
+        with pytest.warns(DegenerateRunWarning):
+            kept, notes = analysable_groups(store.predictions(), paths, required=False)
+        assert kept.empty and notes == ["every group (2) holds a single finished run, so there are no seed effects "
+                                        "to show (a seed effect compares two runs or more)"]
+
+
 def test_other_inputs_are_left_as_they_are(tmp_path):
     store = sweep_store(tmp_path / "exp", {"org/a": 3, "org/b": 1})
     table = store.predictions()

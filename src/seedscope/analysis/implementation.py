@@ -14,22 +14,27 @@ between two seeds and the sample standard deviation of the accuracy over seeds.
 **The bug rule.** A pair is flagged as a *probable bug* when its accuracy difference is above the
 null floor with an interval that excludes zero, and it is far outside the seed spread: it flips
 more predictions than changing the seed does, or its accuracy difference exceeds three seed
-standard deviations. With a single seed (no seed spread) the first part alone decides. A few
-flips on a small evaluation set (an interval that holds zero) are never flagged. An implementation detail is meant to be a rounding-level
-change; one that moves results more than the randomness under study is a defect until shown
-otherwise (lm-eval #2498: gsm8k 0.30 at batch 1, 0.13 at batch 128).
+standard deviations. With a single seed (no seed spread) the first part alone decides, and the seed
+floor is left unmeasured (NaN, with a note), as is the null floor without reruns (the rule then
+takes it as zero). A few flips on a small evaluation set (an interval that holds zero) are never
+flagged. An implementation detail is meant to be a rounding-level change; one that moves results
+more than the randomness under study is a defect until shown otherwise (lm-eval #2498: gsm8k 0.30
+at batch 1, 0.13 at batch 128).
 """
 
 from __future__ import annotations
 
 import itertools
 import re
-from dataclasses import dataclass
+import warnings
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
+from seedscope.errors import SkippedEstimateWarning
 from seedscope.metrics.resampling import interval
+from seedscope.notes import recorded
 from seedscope.plan.implementation import TAG_PREFIX, setting_of_part, split_tag
 from seedscope.predictions import EXAMPLE_ID, LABEL, PREDICTION, RUN, prob_columns
 
@@ -37,6 +42,10 @@ from seedscope.predictions import EXAMPLE_ID, LABEL, PREDICTION, RUN, prob_colum
 FLIPPED_LISTED = 10
 #: the accuracy difference counts as far outside the seed spread beyond this many seed standard deviations
 SEED_SPREADS = 3.0
+#: how many (task, system) groups a note names before it counts the rest
+NAMED = 5
+#: the floors left unmeasured (NaN in the pairs, null in JSON) without a second seed or a rerun
+UNMEASURED = ["null_flip_rate", "null_metric_diff", "seed_flip_rate", "seed_std"]
 _RERUN = re.compile(r"-r\d+(?=-|$)")
 
 
@@ -123,8 +132,10 @@ def seed_floor(runs: pd.DataFrame) -> dict:
 
 
 def probable_bug(pair: dict, null: dict, floor: dict) -> bool:
-    """The rule of the module's docstring: above the null floor and far outside the seed spread."""
-    above_null = pair["flip_rate"] > null["null_flip_rate"] and abs(pair["metric_diff"]) > null["null_metric_diff"]
+    """The rule of the module's docstring: above the null floor (zero without reruns) and far outside the seed spread
+    (the first part alone without a seed spread)."""
+    above_null = pair["flip_rate"] > (null["null_flip_rate"] or 0.0) and \
+        abs(pair["metric_diff"]) > (null["null_metric_diff"] or 0.0)
     excludes_zero = pair["metric_diff_low"] > 0 or pair["metric_diff_high"] < 0
     if not (above_null and excludes_zero):
         return False
@@ -136,30 +147,39 @@ def probable_bug(pair: dict, null: dict, floor: dict) -> bool:
 
 @dataclass
 class ImplementationStudy:
-    """Every pair of implementations of every (task, system), with the floors each was read against."""
+    """Every pair of implementations of every (task, system), with the floors each was read against, and the notes
+    on the floors that could not be measured."""
 
     pairs: pd.DataFrame
+    notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> list[dict]:
         return self.pairs.replace({np.nan: None}).to_dict(orient="records")
 
     def ranking(self) -> pd.DataFrame:
         """Each setting's mean flip rate and |accuracy difference| over the pairs that differ in it alone, beside the
-        seed spread (in-context learning: the choice and order of demonstrations)."""
+        seed spread (in-context learning: the choice and order of demonstrations); the seed's row is NaN where each
+        implementation ran one seed."""
         single = self.pairs[~self.pairs["setting"].isin(["several"])]
         table = single.assign(abs_metric_diff=single["metric_diff"].abs()).groupby(["task", "system", "setting"]).agg(
             pairs=("flip_rate", "size"), flip_rate=("flip_rate", "mean"), abs_metric_diff=("abs_metric_diff", "mean"),
             probable_bugs=("probable_bug", "sum")).reset_index()
         seeds = self.pairs.groupby(["task", "system"]).agg(flip_rate=("seed_flip_rate", "mean"),
                                                            abs_metric_diff=("seed_std", "mean")).reset_index()
-        seeds = seeds.dropna(subset=["flip_rate"]).assign(setting="seed", pairs=np.nan, probable_bugs=0)
+        seeds = seeds.assign(setting="seed", pairs=None, probable_bugs=0)
         ranked = pd.concat([table, seeds], ignore_index=True)
-        return ranked.sort_values(["task", "system", "flip_rate"], ascending=[True, True, False], ignore_index=True)
+        return ranked.sort_values(["task", "system", "flip_rate"], ascending=[True, True, False], ignore_index=True,
+                                  na_position="last")
 
 
 def as_implementations(table: pd.DataFrame) -> pd.DataFrame:
     """A table whose runs are implementations of one system (files made at two batch sizes): each run becomes the
-    implementation ``impl-<run>`` of its model (one seed), so that :func:`compare_implementations` pairs them."""
+    implementation ``impl-<run>`` of its model (one seed), so that :func:`compare_implementations` pairs them.
+
+    Runs whose model already names its implementation (a sweep's ``--implementation`` runs) keep it and their seed:
+    making each of them an implementation of its own would mix the seeds into the implementations."""
+    if "model" in table.columns and table["model"].map(split_tag).str[1].notna().all():
+        return table
     names = table[RUN].astype(str).str.replace(r"[^A-Za-z0-9.]+", "_", regex=True)
     model = table["model"].astype(str) + "-" if "model" in table.columns else ""
     return table.assign(model=model + TAG_PREFIX + names, **{RUN: "1"})
@@ -190,7 +210,7 @@ def compare_implementations(table: pd.DataFrame, *, confidence: float = 0.95, n_
     tagged = table.assign(system=split.str[0], implementation=split.str[1]).dropna(subset=["implementation"])
     if "task" not in tagged.columns:
         tagged = tagged.assign(task=None)
-    rows = []
+    rows, one_seed, no_reruns = [], [], []
     for (task, system), group in tagged.groupby(["task", "system"], sort=False, dropna=False):
         by_impl = {tag: runs for tag, runs in group.groupby("implementation", sort=False)}
         if len(by_impl) < 2:
@@ -201,11 +221,37 @@ def compare_implementations(table: pd.DataFrame, *, confidence: float = 0.95, n_
         measured = {(x, y): pair_measures(by_impl[x], by_impl[y], confidence=confidence, n_boot=n_boot, seed=seed)
                     for x, y in itertools.combinations(by_impl, 2) if comparable(x, y)}
         reruns = [m for (x, y), m in measured.items() if differing_setting(x, y) == "rerun"]
-        null = {"null_flip_rate": max((m["flip_rate"] for m in reruns), default=0.0),
-                "null_metric_diff": max((abs(m["metric_diff"]) for m in reruns), default=0.0),
+        null = {"null_flip_rate": max((m["flip_rate"] for m in reruns), default=None),
+                "null_metric_diff": max((abs(m["metric_diff"]) for m in reruns), default=None),
                 "null_reruns": len(reruns)}
+        label = " / ".join(part for part in (task, system) if isinstance(part, str) and part) or "the runs"
+        one_seed += [label] if not known else []
+        no_reruns += [label] if not reruns else []
         for (x, y), m in measured.items():
             setting = differing_setting(x, y)
             rows.append({"task": task, "system": system, "a": x, "b": y, "setting": setting, **m, **null, **floor,
                          "probable_bug": setting != "rerun" and probable_bug(m, null, floor)})
-    return ImplementationStudy(pd.DataFrame(rows)) if rows else None
+    if not rows:
+        return None
+    with recorded() as notes:
+        _note_unmeasured(one_seed, no_reruns)
+    pairs = pd.DataFrame(rows)
+    return ImplementationStudy(pairs.astype({column: float for column in UNMEASURED}), notes)
+
+
+def _named(labels: list[str]) -> str:
+    more = f" and {len(labels) - NAMED} more" if len(labels) > NAMED else ""
+    return ", ".join(labels[:NAMED]) + more
+
+
+def _note_unmeasured(one_seed: list[str], no_reruns: list[str]) -> None:
+    """Say which floors are left unmeasured (shown as —), and what the bug rule does without them."""
+    if one_seed:
+        warnings.warn(f"one seed per implementation ({_named(one_seed)}): the seed floor (seed flip rate, seed std) "
+                      "needs two seeds or more and is not measured (—), so the bug rule's first part alone decides; "
+                      "run two seeds or more to read the implementations against the seed",
+                      SkippedEstimateWarning, stacklevel=3)
+    if no_reruns:
+        warnings.warn(f"no identical reruns ({_named(no_reruns)}): the null floor is not measured (—) and the bug "
+                      "rule takes it as zero; --implementation rerun=1,2 measures it", SkippedEstimateWarning,
+                      stacklevel=3)

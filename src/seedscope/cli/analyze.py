@@ -172,8 +172,8 @@ def analyze_command(
             inputs = read_inputs(paths, reading, console, aligned=not intersect and not implementations)
         parquet_ahead.stop()  # what the reader passed over is not kept through the analysis
         with console.status("analysing…"):
-            results, summary, notes = analyze_inputs(inputs, paths, settings)
             study = implementation_study(inputs, settings, runs_are_implementations=implementations)
+            results, summary, notes = analyze_inputs(inputs, paths, settings, required=study is None)
         sections = analysis_sections(results, summary, top)
         document = _json(results, summary, top)
         if study is not None:
@@ -181,8 +181,9 @@ def analyze_command(
 
             sections.update(implementation_sections(study))
             document["implementation"] = study.to_dict()
-            notes = notes + bug_notes(study)
-        long = _long(results) if outputs.csv else None
+            document["implementation_notes"] = study.notes
+            notes = notes + study.notes + bug_notes(study)
+        long = _long(results) if outputs.csv and results else None
         outputs.emit(console, sections, document, long, max_rows=None, notes=notes + [
             f"--intersect dropped {result.aligned.n_dropped} example(s) not covered by every run"
             for result in results.values() if result.aligned.n_dropped])
@@ -221,9 +222,11 @@ def read_inputs(paths: list[Path], reading: Reading, console: Console, *, aligne
     return table
 
 
-def analyze_inputs(inputs, paths: list[Path], settings: dict) -> tuple[dict, TaskSummary | None, list[str]]:
+def analyze_inputs(inputs, paths: list[Path], settings: dict, *,
+                   required: bool = True) -> tuple[dict, TaskSummary | None, list[str]]:
     """(task, model) → analysis, the summary over tasks (with several groups) and notes; experiment stores
-    analyse their groups of two runs or more (:func:`seedscope.workflows.stores.analysable_groups`)."""
+    analyse their groups of two runs or more (:func:`seedscope.workflows.stores.analysable_groups`). Without
+    ``required`` (the implementations are compared anyway) no group of two runs is a note, and no analysis."""
     import pandas as pd
 
     from seedscope.analysis.seed_effects import analyze, analyze_groups
@@ -232,8 +235,8 @@ def analyze_inputs(inputs, paths: list[Path], settings: dict) -> tuple[dict, Tas
 
     notes = []
     if isinstance(inputs, pd.DataFrame):
-        inputs, notes = analysable_groups(inputs, paths)
-        results = analyze_groups(inputs, **settings)
+        inputs, notes = analysable_groups(inputs, paths, required=required)
+        results = analyze_groups(inputs, **settings) if len(inputs) else {}
     else:
         results = {(None, None): analyze(inputs, **settings)}
     summary = summarize_tasks({_label(key): result for key, result in results.items()}) if len(results) > 1 else None

@@ -160,7 +160,9 @@ def emit_with_implementations(console: Console, outputs: OutputFiles, tables_by_
                                         n_boot=settings["n_boot"], seed=settings["seed"])
         if study is None:
             raise SeedscopeError("--implementations compares sweeps of one task and system: these share no task")
-        sections, document, notes = implementation_sections(study), {"implementation": study.to_dict()}, bug_notes(study)
+        sections = implementation_sections(study)
+        document = {"implementation": study.to_dict(), "implementation_notes": study.notes}
+        notes = study.notes + bug_notes(study)
         if min(table["run"].nunique() for table in tables_by_name.values()) >= 2:
             comparison = compare_sweeps(tables_by_name, metric=metric, **settings)
             sections, notes = {**comparison_sections(comparison), **sections}, list(comparison.notes) + notes

@@ -107,8 +107,6 @@ def demo_command(
     if runner == Demo.meta:
         show_meta_methods(store, console)
         run_meta_studies(out, data_dir, console)
-    if runner == Demo.implementation:
-        show_implementations(store, console)
     minutes, seconds = divmod(round(time.perf_counter() - started), 60)
     console.print(f"the demo took {minutes} min {seconds:02d} s (runs already in {escape(str(out))} are reused, not rerun)",
                   highlight=False)
@@ -186,24 +184,6 @@ def run_meta_studies(out: Path, data_dir: Optional[Path], console: Console) -> N
     n, m = META_STUDY["n_investigation"], META_STUDY["n_mitigation"]
     console.print(to_rich(frame, f"Factor importance IS [95% interval], {META_STUDY['task']}, N = {n} × M = {m} "
                                  "(a demo: the study in docs/meta-learning.md is the one to read)"))
-
-
-def show_implementations(store, console: Console) -> None:
-    """Each implementation setting's flip rate and |Δ accuracy| ranked beside the seed's, and the probable bugs."""
-    from seedscope.analysis.implementation import compare_implementations
-    from seedscope.cli.outputs import print_notes
-    from seedscope.report.implementation import bug_notes
-    from seedscope.report.tables import to_rich
-
-    study = compare_implementations(store.predictions(), n_boot=2000)
-    ranking = study.ranking().rename(columns={"abs_metric_diff": "mean |Δ accuracy| (seed: std)"})
-    console.print(to_rich(ranking.set_index(["task", "setting"]).drop(columns="system"),
-                          "Implementation settings ranked beside the seed (the demonstrations): flip rate = share of "
-                          "predictions that change"))
-    notes = bug_notes(study)
-    print_notes(console, notes or ["no pair of implementations is far outside the seed spread: nothing flagged"])
-    console.print(f"every pair, with intervals: seedscope analyze {store.path} --json pairs.json", highlight=False,
-                  markup=False)
 
 
 def show_factor_spread(runs: pd.DataFrame, console: Console) -> None:

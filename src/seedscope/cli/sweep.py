@@ -77,7 +77,8 @@ seedscope sweep --runner icl --task lm-eval:hellaswag --model HuggingFaceTB/Smol
 seedscope sweep --runner icl --task lm-eval:my_task --lm-eval-include my_tasks/ --model smollm2-135m-instruct --out runs/mine
 ```
 """
-
+#: the most pairs of implementations the sweep's summary prints as a table (``analyze`` prints and writes them all)
+MAX_PAIRS_SHOWN = 20
 
 
 def run_sweep(config, console: Console, *, resume_hint: str = "rerun the same command with --resume", **options):
@@ -118,10 +119,9 @@ def plan_cost(config, console: Console, execution, specs=None, parallel: str | N
 
 def print_analysis(store, console: Console) -> None:
     """Per (task, model) group: macro and micro tables; then the paper's Table 1 / Table 7 layout,
-    and, when the runs were calibrated, the seed spread with and without calibration."""
-    from seedscope.analysis.summary import MIN_TASKS_FOR_CORRELATION, summarize_tasks
-    from seedscope.report import tables
-    from seedscope.store.views import calibrated_models, train_sizes
+    and, when the runs were calibrated, the seed spread with and without calibration; then, for runs under several
+    implementations, the implementation study (one seed is enough for it)."""
+    from seedscope.analysis.implementation import compare_implementations
 
     runs = store.runs()
     done = runs[runs["status"] == "done"]
@@ -129,7 +129,25 @@ def print_analysis(store, console: Console) -> None:
         console.print("no run finished, so there is nothing to analyse")
         return
     predictions = store.predictions()
+    study = compare_implementations(predictions)
+    print_seed_effects(store, predictions, console, compared=study is not None)
+    if study is not None:
+        print_implementations(study, store.path, console)
+
+
+def print_seed_effects(store, predictions, console: Console, *, compared: bool = False) -> None:
+    """The seed effects of every group of two finished runs or more, or the line that says there are none (a note
+    when the implementations are ``compared`` after it)."""
+    from seedscope.analysis.summary import MIN_TASKS_FOR_CORRELATION, summarize_tasks
+    from seedscope.cli.outputs import print_notes
+    from seedscope.report import tables
+    from seedscope.store.views import calibrated_models, train_sizes
+
     labelled = group_analyses(predictions)
+    if not labelled and compared:
+        print_notes(console, ["every group holds a single finished run, so there are no seed effects to show (a seed "
+                              "effect compares two runs or more); the implementations are compared run by run"])
+        return
     if not labelled:
         console.print("every task has fewer than two finished runs, so there are no seed effects to show")
         return
@@ -153,6 +171,23 @@ def print_analysis(store, console: Console) -> None:
                     for name, table in (("uncalibrated", store.predictions(uncalibrated=True)),
                                         ("calibrated", predictions))}
         console.print(variants_table(variants, "Contextual calibration: the seed spread without and with it"))
+
+
+def print_implementations(study, path, console: Console) -> None:
+    """The implementation study of runs made under several implementations: the pairs (when few enough to read
+    here), the settings ranked beside the seed, the probable bugs and the floors left unmeasured."""
+    from seedscope.cli.outputs import print_notes
+    from seedscope.report import tables
+    from seedscope.report.implementation import PAIRS_TITLE, bug_notes, implementation_sections
+
+    for title, frame in implementation_sections(study).items():
+        if title == PAIRS_TITLE and len(frame) > MAX_PAIRS_SHOWN:
+            console.print(f"{len(frame)} pairs of implementations, each with its interval: seedscope analyze "
+                          f"{path} --json pairs.json", highlight=False, markup=False)
+        else:
+            console.print(tables.to_rich(frame, title=title))
+    print_notes(console, study.notes + (bug_notes(study) or
+                                        ["no pair of implementations is a probable bug: nothing flagged"]))
 
 
 def group_analyses(table, **options) -> dict:

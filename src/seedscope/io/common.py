@@ -24,7 +24,7 @@ from seedscope.predictions import normal_ids
 #: private column: 1-based line (or row) of the prediction in its file
 LINE = "_line"
 #: extra columns a prediction table may carry beside the contract's columns
-PASSTHROUGH_COLUMNS = ("task", "model", "text", "cluster")
+PASSTHROUGH_COLUMNS = ("task", "model", "text", "cluster", "answer")
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,8 @@ A seed effect compares two runs or more of one (task, model) group. A sweep's st
 a group with a single finished run (the others failed or are pending); a factor study's store
 holds nothing else, since each of its configurations is run once. The groups of two runs or
 more are analysed and the others named in a note; when no group is left, a factor study is
-pointed to ``seedscope factors analyze``, which is its analysis.
+pointed to ``seedscope factors analyze``, which is its analysis. Where something else is shown of
+the same runs (an implementation study compares one seed's runs), no group left is a note too.
 """
 
 from __future__ import annotations
@@ -26,29 +27,33 @@ GROUP = ["task", "model"]
 NAMED = 5
 
 
-def analysable_groups(table: pd.DataFrame, paths: Sequence[Path]) -> tuple[pd.DataFrame, list[str]]:
-    """``table`` without its single-run groups when every input is an experiment store, and a note naming them
-    (a :class:`~seedscope.errors.DegenerateRunWarning`).
+def analysable_groups(table: pd.DataFrame, paths: Sequence[Path], *,
+                      required: bool = True) -> tuple[pd.DataFrame, list[str]]:
+    """``table`` without its single-run groups when every input is an experiment store (or, without ``required``,
+    any table of task and model groups), and a note naming them (a :class:`~seedscope.errors.DegenerateRunWarning`).
 
     Other inputs are returned as they are (the analysis says itself that one run is not enough).
-    Raises :class:`SeedscopeError` when every group holds one run: for a factor study's store it
-    names the command that analyses it.
+    When every group holds one run, ``required`` raises :class:`SeedscopeError` (for a factor study's store it
+    names the command that analyses it); without it the table comes back empty, with a note.
     """
-    if not set(GROUP + ["run"]) <= set(table.columns) or not all(ExperimentStore.is_store(p) for p in paths):
+    if not set(GROUP + ["run"]) <= set(table.columns) or (required and not all(ExperimentStore.is_store(p)
+                                                                                for p in paths)):
         return table, []
     counts = table.groupby(GROUP, sort=False)["run"].nunique()
     single = list(counts[counts < 2].index)
     if not single:
         return table, []
     kept = table[~table.set_index(GROUP).index.isin(single)]
-    if kept.empty:
+    if kept.empty and required:
         _refuse(paths, single)
     kept.attrs = table.attrs
     names = ", ".join(" / ".join(map(str, key)) for key in single[:NAMED])
     more = f" and {len(single) - NAMED} more" if len(single) > NAMED else ""
+    said = f"every group ({len(single)}) holds a single finished run, so there are no seed effects to show (a seed " \
+        "effect compares two runs or more)" if kept.empty else f"{len(single)} group(s) with a single finished run " \
+        f"left out (a seed effect compares two runs or more): {names}{more}"
     with recorded() as notes:
-        warnings.warn(f"{len(single)} group(s) with a single finished run left out (a seed effect compares two runs "
-                      f"or more): {names}{more}", DegenerateRunWarning, stacklevel=2)
+        warnings.warn(said, DegenerateRunWarning, stacklevel=2)
     return kept, notes
 
 
