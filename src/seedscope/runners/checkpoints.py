@@ -98,7 +98,11 @@ def gguf_folder(path: Path) -> Path:
     try:
         model.save_pretrained(staging)
         tokenizer.save_pretrained(staging)
-        os.replace(staging, target)
+        try:
+            os.replace(staging, target)
+        except OSError:  # another process converted the same file meanwhile: its folder is as good as ours
+            if not (target / "config.json").is_file():
+                raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return target
