@@ -12,8 +12,9 @@ import sys
 
 import pytest
 
+from seedscope import parquet_ahead
 from seedscope.cli import app
-from seedscope.cli.commands import COMMANDS, LazyGroup, Listed, load
+from seedscope.cli.commands import COMMANDS, LazyGroup, Listed, begun, load
 
 HEAVY = ("pandas", "numpy", "scipy", "pyarrow", "matplotlib", "torch", "transformers", "yaml")
 #: runs the command line in a fresh interpreter, then prints the modules it loaded
@@ -87,3 +88,19 @@ def test_an_unknown_command_is_one_usage_error(cli):
     code, out, err = cli(["analyse", "x.csv"])
     assert code == 2 and out == ""
     assert "No such command 'analyse'. Did you mean 'analyze'?" in err
+
+
+def test_analyze_starts_decoding_its_parquet_inputs_before_it_loads(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    files = [tmp_path / f"seed{i}.parquet" for i in range(3)]
+    for i, path in enumerate(files):
+        pq.write_table(pa.table({"example_id": ["a", "b"], "prediction": [i, 1]}), path)
+    with begun(["analyze", *map(str, files), "--json", str(tmp_path / "out.json")]):
+        assert parquet_ahead._current is not None
+        assert parquet_ahead.take(files[0]).equals(pq.read_table(files[0]))
+    assert parquet_ahead._current is None  # however the command ends
+    for other in (["compare", *map(str, files)], ["analyze", str(tmp_path)], []):
+        with begun(other):
+            assert parquet_ahead._current is None

@@ -14,7 +14,7 @@ import sys
 
 import typer
 
-from seedscope.cli.commands import SETTINGS, LazyGroup
+from seedscope.cli.commands import SETTINGS, LazyGroup, begun
 from seedscope.errors import Interrupted, SeedscopeError
 from seedscope.notes import recorded
 
@@ -49,9 +49,10 @@ def main(argv: list[str] | None = None) -> None:
     Commands print the library's notes (:class:`~seedscope.errors.SeedscopeWarning` s) their own way, so none is
     shown again as a Python warning.
     """
+    args = sys.argv[1:] if argv is None else list(argv)
     try:
-        with recorded(shown=False):
-            code = app(args=argv, standalone_mode=False)
+        with recorded(shown=False), begun(args):
+            code = app(args=args, standalone_mode=False)
     except Interrupted as stopped:
         _tell(f"[bold yellow]{_literal(stopped)}[/]")
         sys.exit(INTERRUPTED)
