@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> None:
 def _usage_errors() -> tuple[type[Exception], ...]:
     """Usage errors (an unknown command, a bad option value): typer ≥ 0.29 vendors click and raises its own
     ``TyperException``s; an older typer raises click's, which is loaded then. click is not imported for them:
-    that alone was a third of ``seedscope --help``'s imports."""
+    that alone was 0.08 s of the command line's 0.27 s of imports."""
     click = sys.modules.get("click")
     return tuple(kind for kind in (getattr(typer, "TyperException", None), click and click.ClickException) if kind)
 
