@@ -2,6 +2,7 @@
 
 Run: .venv/bin/python benchmarks/bench_analyze.py [--runs 20] [--examples 1000000] [--repeat 3] [--skip-analyze]
      .venv/bin/python benchmarks/bench_analyze.py --quick      (6 runs × 100,000 examples: checks that it works)
+     .venv/bin/python benchmarks/bench_analyze.py --startup-only [--repeat 10]   (``seedscope --help`` alone)
 
 Writes S Parquet prediction files (3 classes, gold labels; one run per file, as a seed sweep
 leaves them) twice, once with text example ids (``ex0000001``) and once with integer ids (int64,
@@ -12,10 +13,11 @@ as pq; [pq.read_table(f) for f in files]"``, and (2) ``seedscope analyze FILES -
 (reading, checks, alignment, macro, micro, per-example stability, error bars, JSON); then, on
 the text-id files, (3) ``seedscope compare A B`` with the files as two systems of S/2 runs, (4) ``seedscope
 subsets A B`` (subsets of 10,000 examples, 20 seeds), (5) ``seedscope report FILES --html``,
-and (6) ``seedscope --help`` (start-up). Prints each one's seconds, peak and ratio to the bare
-read; the bare read and ``analyze`` alternate ``--repeat`` times and the fastest of each is
-compared (on a shared machine the ratio of one run is what counts). ``analyze``'s own CPU time
-is then split into stages (import, read + align, metrics + intervals, output). Also times
+and (6) ``seedscope --help`` (start-up), alternated with a bare interpreter start ``--repeat``
+times (at least 5). Prints each one's seconds, peak and ratio to the bare read; the bare read
+and ``analyze`` alternate ``--repeat`` times, so that both see the same load on a shared
+machine, and the fastest of each is compared, with the medians beside them. ``analyze``'s own
+CPU time is then split into stages (import, read + align, metrics + intervals, output). Also times
 the micro kernel (mean CON + CCON) on int8 codes, as alignment stores them, against int64, and
 ``analyze`` of free-text answers (tens of thousands of classes, where a dense S × C × C
 confusion array would need tens of GB).
@@ -34,6 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
+BARE = "pass"
 RAW = "import pyarrow.parquet as pq, sys; files = sys.argv[1:]; [pq.read_table(f) for f in files]"
 COMMAND = """
 import sys
@@ -148,12 +151,16 @@ def time_analyze(paths: list[str], ids: str, args) -> float:
         if not args.skip_analyze:
             analyses.append(in_child(COMMAND, *analyze))
     raw, raw_peak, raw_cpu, _ = min(raws)
-    print(f"  {'pyarrow read_table (bare read)':30} {raw:6.2f} s   cpu {raw_cpu:5.2f} s   peak {raw_peak:.2f} GB")
+    print(f"  {'pyarrow read_table (bare read)':30} {raw:6.2f} s   cpu {raw_cpu:5.2f} s   peak {raw_peak:.2f} GB   "
+          f"median {_median(raws):.2f} s")
     if args.skip_analyze:
         return raw
     took, peak, cpu, _ = min(analyses)
     print(f"  {'seedscope analyze --json':30} {took:6.2f} s   cpu {cpu:5.2f} s   peak {peak:.2f} GB   "
-          f"= {took / raw:.2f}× the bare read (whole process; cpu {cpu / raw_cpu:.2f}×)")
+          f"median {_median(analyses):.2f} s")
+    print(f"    = {took / raw:.2f}× the bare read, fastest against fastest (whole process; cpu {cpu / raw_cpu:.2f}×); "
+          f"medians {_median(analyses) / _median(raws):.2f}×; each alternation "
+          + " ".join(f"{a[0] / r[0]:.2f}×" for r, a in zip(raws, analyses)))
     stages = [float(v) for v in in_child(STAGES, *paths)[3].split()]
     print("    analyze's CPU by stage: " + ", ".join(
         f"{name} {value:.2f} s" for name, value in zip(("import", "read + align", "metrics + intervals", "output"),
@@ -164,6 +171,23 @@ def time_analyze(paths: list[str], ids: str, args) -> float:
     return raw
 
 
+def time_startup(repeat: int) -> None:
+    """``seedscope --help`` as a whole process, alternated with a bare interpreter start (what every command pays
+    before its first import)."""
+    bare, helps = [], []
+    for _ in range(max(repeat, 5)):
+        bare.append(in_child(BARE))
+        helps.append(in_child(COMMAND, "--help"))
+    print(f"{'seedscope --help (start-up)':32} {min(helps)[0]:6.2f} s   cpu {min(helps)[2]:5.2f} s   "
+          f"peak {min(helps)[1]:.2f} GB   median {_median(helps):.2f} s   (bare interpreter {min(bare)[0]:.3f} s, "
+          f"median {_median(bare):.3f} s; fastest and median of {len(helps)} alternations)")
+
+
+def _median(timings: list[tuple]) -> float:
+    """The median wall seconds of ``in_child`` results."""
+    return float(np.median([timing[0] for timing in timings]))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=20)
@@ -171,7 +195,10 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="alternations of the bare read and analyze")
     parser.add_argument("--quick", action="store_true", help="6 runs × 100,000 examples, one alternation")
     parser.add_argument("--skip-analyze", action="store_true")
+    parser.add_argument("--startup-only", action="store_true", help="time seedscope --help only")
     args = parser.parse_args()
+    if args.startup_only:
+        return time_startup(args.repeat)
     if args.quick:
         args.runs, args.examples, args.repeat = 6, 100_000, 1
     with tempfile.TemporaryDirectory() as folder:
@@ -193,11 +220,11 @@ def main() -> None:
             "seedscope subsets A B": ["subsets", a, b, "--subset-size", str(min(10_000, args.examples // 10)),
                                       "--n-seeds", "20"],
             "seedscope report --html": ["report", *moved, "--html", str(Path(folder) / "r.html"), "--top", "10"],
-            "seedscope --help (start-up)": ["--help"],
         }
         for name, command in commands.items():
             took, peak, cpu, _ = in_child(COMMAND, *command)
             print(f"{name:32} {took:6.2f} s   cpu {cpu:5.2f} s   peak {peak:.2f} GB   = {took / raw:.1f}× the bare read")
+        time_startup(args.repeat)
     took, peak, _, _ = in_child(FREE_TEXT)
     print(f"free-text answers, 10 runs × 20,000 examples, >30,000 distinct answers: analyze (whole process) "
           f"{took:.2f} s, process peak {peak:.2f} GB")

@@ -61,3 +61,15 @@ def test_only_parquet_files_are_decoded_ahead(files, tmp_path):
     with parquet_ahead.decoding_ahead(files[:1]):  # one file: nothing to overlap
         assert parquet_ahead._current is None
     assert parquet_ahead._current is None
+
+
+def test_the_same_files_started_again_go_on_decoding(files):
+    """The command line starts the files before the command loads; the command starting them again carries on."""
+    with parquet_ahead.decoding_ahead(files):
+        ahead = parquet_ahead._current
+        parquet_ahead.start(list(files))
+        assert parquet_ahead._current is ahead
+        parquet_ahead.start(files[:3])  # other files: the first decoding stops, the new one starts
+        assert parquet_ahead._current is not ahead and ahead.stopped
+        assert parquet_ahead.take(files[0]).equals(pq.read_table(files[0]))
+    assert parquet_ahead._current is None

@@ -2,7 +2,8 @@
 
 ``seedscope analyze`` spends most of a second importing pandas, scipy and its own modules
 before it reads its first file, and pyarrow decodes Parquet without holding the interpreter's
-lock. So the command names its input files first (:func:`start`); a thread decodes them in that
+lock. So the command line names its input files first (:func:`start`, before typer parses the
+arguments and the command's module loads: :func:`seedscope.cli.commands.begin`); a thread decodes them in that
 order, holding at most :data:`BUDGET` bytes of tables the reader has not taken yet, and the reader
 takes each decoded table (:func:`take`) instead of decoding it again.
 Only pyarrow is imported here. A file the thread cannot decode is left to the reader, which says
@@ -80,10 +81,13 @@ def _key(path) -> Path:
 
 
 def start(paths) -> None:
-    """Decode ``paths`` ahead of the reader when every one is a Parquet file (else do nothing)."""
+    """Decode ``paths`` ahead of the reader when every one is a Parquet file (else do nothing). Files already being
+    decoded, the same in the same order (the command line started them before the command loaded), go on."""
     global _current
-    stop()
     files = [Path(p) for p in paths]
+    if _current is not None and _current.paths == [_key(p) for p in files]:
+        return
+    stop()
     if len(files) > 1 and all(p.suffix == ".parquet" and p.is_file() for p in files):
         _current = _Ahead([_key(p) for p in files])
 

@@ -1,32 +1,20 @@
 """The ``seedscope`` command line: thin commands over the Python API.
 
-Each sub-module adds its commands through ``register(app)``. :func:`main` turns a
-:class:`~seedscope.errors.SeedscopeError` into one message on stderr and exit status 2, and a
-Ctrl-C into a message saying what was kept and exit status 130. Messages are printed literally:
-a path or a name with square brackets is never read as markup.
+Each command's module adds it through ``register(app)``, imported only when that command runs or
+shows its own help (:mod:`seedscope.cli.commands`): ``seedscope --help`` and a mistyped command
+load none of them. :func:`main` turns a :class:`~seedscope.errors.SeedscopeError` into one
+message on stderr and exit status 2, and a Ctrl-C into a message saying what was kept and exit
+status 130. Messages are printed literally: a path or a name with square brackets is never read
+as markup.
 """
 
 from __future__ import annotations
 
 import sys
 
-import click
 import typer
-from rich.console import Console
-from rich.markup import escape
 
-from seedscope.cli import (
-    analyze,
-    compare,
-    demo,
-    factors,
-    report,
-    show_prompt,
-    status,
-    subsets,
-    sweep,
-    verify,
-)
+from seedscope.cli.commands import SETTINGS, LazyGroup, begun
 from seedscope.errors import Interrupted, SeedscopeError
 from seedscope.notes import recorded
 
@@ -39,16 +27,18 @@ app = typer.Typer(
         "factors: which randomness factor matters. subsets / compare: evaluation-subset seed variance "
         "and seed-robust comparison of systems. report: tables, figures and an HTML report."
     ),
+    cls=LazyGroup,
     no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode="markdown",
+    **SETTINGS,
 )
 
-for module in (analyze, sweep, demo, status, verify, show_prompt, factors, subsets, compare, report):
-    module.register(app)
 
-err_console = Console(stderr=True)
+@app.callback()
+def _group() -> None:
+    # a Typer app without a registered command is a group only with a callback; this one has no options
+    pass
+
+
 #: exit status of an interrupted command, as a shell reports SIGINT
 INTERRUPTED = 130
 
@@ -59,25 +49,48 @@ def main(argv: list[str] | None = None) -> None:
     Commands print the library's notes (:class:`~seedscope.errors.SeedscopeWarning` s) their own way, so none is
     shown again as a Python warning.
     """
+    args = sys.argv[1:] if argv is None else list(argv)
     try:
-        with recorded(shown=False):
-            code = app(args=argv, standalone_mode=False)
+        with recorded(shown=False), begun(args):
+            code = app(args=args, standalone_mode=False)
     except Interrupted as stopped:
-        err_console.print(f"[bold yellow]{escape(str(stopped))}[/]", highlight=False, soft_wrap=True)
+        _tell(f"[bold yellow]{_literal(stopped)}[/]")
         sys.exit(INTERRUPTED)
     except SeedscopeError as error:
-        err_console.print(f"[bold red]error:[/] {escape(str(error))}", highlight=False, soft_wrap=True)
+        _tell(f"[bold red]error:[/] {_literal(error)}")
         sys.exit(2)
-    except (click.exceptions.Exit, typer.Exit) as done:
+    except typer.Exit as done:  # with typer < 0.29 this is click's Exit
         sys.exit(done.exit_code)
-    except (click.ClickException, typer.exceptions.TyperException) as error:
-        # typer ≥ 0.29 vendors click: its usage errors (bad option values) are TyperExceptions
+    except typer.Abort:
+        _tell("aborted")
+        sys.exit(INTERRUPTED)
+    except Exception as error:
+        if not isinstance(error, _usage_errors()):
+            raise
         error.show()
         sys.exit(2)
-    except (click.exceptions.Abort, typer.Abort):
-        err_console.print("aborted")
-        sys.exit(INTERRUPTED)
     if code == INTERRUPTED:  # Typer turns a Ctrl-C outside the long commands into this return value
-        err_console.print("interrupted (nothing half-written: every output is written whole or not at all)")
+        _tell("interrupted (nothing half-written: every output is written whole or not at all)")
     if isinstance(code, int) and code:  # typer.Exit(n) comes back as a return value, not raised
         sys.exit(code)
+
+
+def _usage_errors() -> tuple[type[Exception], ...]:
+    """Usage errors (an unknown command, a bad option value): typer ≥ 0.29 vendors click and raises its own
+    ``TyperException``s; an older typer raises click's, which is loaded then. click is not imported for them:
+    that alone was 0.08 s of the command line's 0.27 s of imports."""
+    click = sys.modules.get("click")
+    return tuple(kind for kind in (getattr(typer, "TyperException", None), click and click.ClickException) if kind)
+
+
+def _literal(error: BaseException) -> str:
+    from rich.markup import escape
+
+    return escape(str(error))
+
+
+def _tell(markup: str) -> None:
+    """One message on stderr (rich is imported here: a command that ends well may never need it)."""
+    from rich.console import Console
+
+    Console(stderr=True).print(markup, highlight=False, soft_wrap=True)
