@@ -106,7 +106,7 @@ def run_group(specs: Sequence[RunSpec], data_dir: str | os.PathLike | None = Non
                                 run_collator(head, *prepared[1:]), head.tokenizer, device, head.precision, hook,
                                 meter.stacked)
         train_seconds = time.perf_counter() - trained_at
-        figures = throughput(meter, models[0], train_seconds, device, head.precision)
+        figures = throughput(meter, models[0], train_seconds, device, head.precision, len(specs))
         outcomes = [_evaluate(k, specs, prepared, models, trained, scratch) for k in range(len(specs))]
     for outcome in outcomes:
         if isinstance(outcome, RunResult):

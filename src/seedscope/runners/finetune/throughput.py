@@ -114,9 +114,10 @@ def training_flops(shape: ModelShape, tokens: int, squares: int) -> float:
     return (6.0 * shape.trained + 4.0 * shape.frozen) * tokens + 12.0 * shape.layers * shape.attention_width * squares
 
 
-def throughput(meter: TokenMeter, model, seconds: float, device: torch.device, precision: str) -> dict:
-    """The run's throughput record (see the module); ``seconds`` of training, ``model`` one member's. The numbers
-    go to the run's timings (:func:`record`), all of it to its environment."""
+def throughput(meter: TokenMeter, model, seconds: float, device: torch.device, precision: str, runs: int = 1) -> dict:
+    """The run's throughput record (see the module); ``seconds`` of training, ``model`` one member's, ``runs`` the
+    runs the batches trained (a fused group's members). The numbers go to the run's timings (:func:`record`), all of
+    it to its environment."""
     counted = meter.counted()
     real = sum(c.real for c in counted)
     processed = sum(c.rows * c.length for c in counted)
@@ -134,6 +135,7 @@ def throughput(meter: TokenMeter, model, seconds: float, device: torch.device, p
         "peak_flops": peak.flops if peak else float("nan"),
         "peak_flops_source": peak.source if peak else "",
         "mfu": rate / peak.flops if peak else float("nan"),
+        "runs_counted": runs,
     }
 
 
