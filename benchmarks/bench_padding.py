@@ -7,7 +7,8 @@
 2. Speed (``--speed``): short MiniLM SST-2 runs on this machine, dynamic and buckets alternated
    (``ROUNDS`` pairs), training seconds and their ratio.
 
-Run: ``.venv/bin/python benchmarks/bench_padding.py [--speed]`` (tokens about a minute on 2 cores).
+Run: ``.venv/bin/python benchmarks/bench_padding.py [--speed]`` (tokens about a minute on 2 cores; ``EXAMPLES``
+training sentences per run, default 512).
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ def tokens() -> None:
 def speed() -> None:
     from seedscope.runners.finetune import runner as finetune
 
-    hparams = {"max_train_examples": 512, "max_eval_examples": 256, "num_train_epochs": 1,
+    hparams = {"max_train_examples": int(os.environ.get("EXAMPLES", "512")), "max_eval_examples": 64, "num_train_epochs": 1,
                "per_device_train_batch_size": 16, "max_seq_length": 128, "learning_rate": 5e-5}
     seconds: dict[str, list[float]] = {"dynamic": [], "buckets": []}
     for round_ in range(ROUNDS + 1):  # round 0 warms the process up (tokenizer, checkpoint, first shapes)
