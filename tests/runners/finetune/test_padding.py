@@ -86,10 +86,16 @@ def test_a_bad_padding_on_the_command_line_is_one_line_and_exit_2(cli, tiny_bert
     assert not (tmp_path / "s").exists()
 
 
-@pytest.mark.parametrize("task", ["sst2", "rte"])
-def test_buckets_predict_as_dynamic_padding_in_fp32(still_bert, data_dir, task):
-    runs = {padding: finetune.run(RunSpec(task, str(still_bert), FactorSeeds.tied(5),
-                                          hparams={**HPARAMS, "padding": padding, "precision": "fp32"}), data_dir)
+@pytest.mark.parametrize("task, model, method", [
+    ("sst2", "still_bert", "full"), ("rte", "still_bert", "full"),
+    ("copa", "still_bert", "full"),  # a multiple-choice head: [examples, choices, length]
+    ("copa", "tiny_llama", "lora"),  # a decoder scoring each choice, left-padded
+])
+def test_buckets_predict_as_dynamic_padding_in_fp32(request, data_dir, task, model, method):
+    folder = request.getfixturevalue(model)
+    runs = {padding: finetune.run(RunSpec(task, str(folder), FactorSeeds.tied(5), method,
+                                          hparams={**HPARAMS, "padding": padding, "precision": "fp32",
+                                                   **({"lora_dropout": 0.0} if method == "lora" else {})}), data_dir)
             for padding in ("dynamic", "buckets")}
     dynamic, buckets = runs["dynamic"], runs["buckets"]
     assert (dynamic.predictions["prediction"] == buckets.predictions["prediction"]).all()
