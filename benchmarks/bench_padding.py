@@ -6,6 +6,9 @@
    over those of ``padding: dynamic``, and the distinct padded lengths of each. No model runs.
 2. Speed (``--speed``): short MiniLM SST-2 runs on this machine, dynamic and buckets alternated
    (``ROUNDS`` pairs), training seconds and their ratio.
+3. Steps (``--steps``): MiniLM forward and backward passes over the same SST-2 batches (seed 42's
+   order, batch 16, length 128) padded both ways, the two alternated batch by batch (``ROUNDS``
+   passes), so that a shared machine's load falls on both alike: seconds and their ratio.
 
 Run: ``.venv/bin/python benchmarks/bench_padding.py [--speed]`` (tokens about a minute on 2 cores; ``EXAMPLES``
 training sentences per run, default 512).
@@ -88,7 +91,42 @@ def speed() -> None:
     print("buckets / dynamic training seconds per pair:", ", ".join(f"{r:.3f}" for r in ratios))
 
 
+def steps() -> None:
+    import torch
+
+    from seedscope.plan.hparams import FinetuneSettings
+    from seedscope.runners.finetune.features import collator
+    from seedscope.runners.finetune.models import load_model
+
+    tokenizer = load_tokenizer(str(MODEL), False)
+    frame = load_examples("sst2", "train", DATA_DIR).head(int(os.environ.get("EXAMPLES", "512")))
+    features = encode(frame, "sequence", tokenizer, 128, False)
+    order = list(EpochSeededSampler(len(features), 42))
+    chunks = [[features[i] for i in order[s:s + 16]] for s in range(0, len(order), 16)]
+    lengths = example_lengths(features)
+    collate = {p: collator("sequence", tokenizer, FinetuneSettings.from_hparams({"padding": p, "device": "cpu"}), lengths)
+               for p in ("dynamic", "buckets")}
+    settings = FinetuneSettings.from_hparams({"device": "cpu"})
+    model = load_model(str(MODEL), "sequence", get_task("sst2"), settings, "full", tokenizer)
+    model.train()
+    seconds = {"dynamic": 0.0, "buckets": 0.0}
+    for round_ in range(ROUNDS + 1):  # round 0 warms up
+        for k, chunk in enumerate(chunks):
+            for padding in (("dynamic", "buckets") if (k + round_) % 2 == 0 else ("buckets", "dynamic")):
+                batch = collate[padding](chunk)
+                started = time.perf_counter()
+                model(**batch).loss.backward()
+                model.zero_grad(set_to_none=True)
+                if round_:
+                    seconds[padding] += time.perf_counter() - started
+    print(f"steps: {ROUNDS} passes over {len(chunks)} batches, threads {torch.get_num_threads()}: dynamic "
+          f"{seconds['dynamic']:.2f} s, buckets {seconds['buckets']:.2f} s, buckets / dynamic "
+          f"{seconds['buckets'] / seconds['dynamic']:.3f}")
+
+
 if __name__ == "__main__":
     tokens()
     if "--speed" in sys.argv:
         speed()
+    if "--steps" in sys.argv:
+        steps()
