@@ -70,7 +70,8 @@ def test_the_bucket_collator_pads_real_batches_to_the_ladder(still_bert):
 
 def test_padding_is_validated_and_pad_to_max_length_is_its_alias():
     assert FinetuneSettings.from_hparams({"pad_to_max_length": True}).padding_for("cpu") == "max_length"
-    assert FinetuneSettings.from_hparams({}).padding_for("cuda") == "buckets"
+    assert FinetuneSettings.from_hparams({}).padding_for("cuda") == "buckets"  # auto: where each is faster
+    assert FinetuneSettings.from_hparams({}).padding_for("cpu") == "dynamic"
     assert FinetuneSettings.from_hparams({"padding": "dynamic"}).padding_for("cuda") == "dynamic"
     with pytest.raises(SeedscopeError, match="hyper-parameter padding") as bad:
         FinetuneSettings.from_hparams({"padding": "bucket"})
