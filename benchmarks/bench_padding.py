@@ -10,7 +10,7 @@
    order, batch 16, length 128) padded both ways, the two alternated batch by batch (``ROUNDS``
    passes), so that a shared machine's load falls on both alike: seconds and their ratio.
 
-Run: ``.venv/bin/python benchmarks/bench_padding.py [--speed]`` (tokens about a minute on 2 cores; ``EXAMPLES``
+Run: ``.venv/bin/python benchmarks/bench_padding.py [--speed] [--steps]`` (tokens about a minute on 2 cores; ``EXAMPLES``
 training sentences per run, default 512).
 """
 
