@@ -37,6 +37,19 @@ def test_status_lists_every_run(store, capsys, monkeypatch):
     assert "integrity" not in out
 
 
+def test_status_shows_a_runs_throughput_and_nothing_for_a_run_stored_without_it(store, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "250")
+    run_id = store.pending_runs()[0]["run_id"]
+    store.mark_running(run_id)
+    store.record_success(run_id, pd.DataFrame({"run": 1, "example_id": ["0", "1"], "prediction": [1, 0]}),
+                         {"mcc": 0.2, "accuracy": 0.5}, {},
+                         {"total_seconds": 5.0, "tokens_per_second": 1520.0, "padding_fraction": 0.12, "mfu": 0.034})
+    main(["status", str(store.path)])
+    lines = {line.split("│")[1].strip(): line for line in capsys.readouterr().out.splitlines() if "cola__" in line}
+    assert "1.5k tok/s, pad 12%, MFU 3.4%" in lines[run_id]
+    assert "tok/s" not in lines["cola__tiny-bert__full__s42"]  # stored before throughput was recorded
+
+
 def test_status_failed_shows_the_full_error_and_integrity_problems(store, capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "200")
     store.prediction_path(store.pending_runs()[0]["run_id"]).write_bytes(b"orphan")

@@ -166,6 +166,7 @@ def test_plan_only_prints_runs_example_epochs_and_time_and_stores_nothing(tmp_pa
     assert "estimated wall time (this machine): one after another:" in printed and "packed, --parallel 2:" in printed
     assert "fused, --fuse 2:" in printed and "0.80× the throughput of one after another (measured on a CPU)" in printed
     assert "would pick: " in printed and "would pick: fused" not in printed  # on a CPU fusing is never cheaper
+    assert "H100-hours ≈ 0.0, one run after another" in printed and "MFU 20% assumed for 2 run(s)" in printed
     assert not out.exists()
 
 
@@ -201,6 +202,7 @@ def test_resumed_plan_and_status_take_the_time_from_finished_runs(tmp_path, tiny
     assert run_cli(sweep_args(tiny_bert, out, data_dir) + ["--plan-only"]) == 0
     printed = " ".join(capsys.readouterr().out.split())
     assert "finished runs" in printed and "timing a short run" not in printed
+    assert "H100-hours ≈" in printed and "not priced" not in printed  # the finished run recorded its FLOPs
 
 
 def test_parallel_with_ray_is_refused_before_anything_is_written(tmp_path, tiny_bert, data_dir, capsys):

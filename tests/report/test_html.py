@@ -151,6 +151,20 @@ def test_sections_text_and_environment(built, data_dir):
     seeds = shared.set_index("run_id")[["task", "model_init", "data_order", "optimisation"]]
     assert sorted(seeds["data_order"].astype(int).unique()) == list(SEEDS) and len(seeds) == len(TASKS) * len(SEEDS)
     assert "run environment — differs between runs" in report.html and "model_init" in report.html
+    assert "Training throughput" not in report.html  # these runs recorded none (an older store)
+
+
+def test_the_environment_section_says_the_recorded_throughput():
+    from seedscope.report.build import throughput_lines
+
+    environment = pd.DataFrame({"run_id": ["a", "b", "c"], "throughput.tokens_per_second": [900.0, 1100.0, None],
+                                "throughput.padding_fraction": [0.1, 0.2, None], "throughput.padded_shapes": [5, 7, None],
+                                "throughput.mfu": [0.02, 0.04, None],
+                                "throughput.peak_flops_source": ["H100 SXM bf16 datasheet (dense)"] * 2 + [None]})
+    line, = throughput_lines(environment)
+    assert line.startswith("Training throughput (median of 2 fine-tuning run(s)): 1,000 real tokens/s, 15.0% of")
+    assert "6 padded length(s), MFU 3.00%" in line and "H100 SXM bf16 datasheet" in line
+    assert throughput_lines(environment.drop(columns="throughput.mfu")) == []
 
 
 def test_self_contained_and_escaped(synthetic_predictions, tmp_path):

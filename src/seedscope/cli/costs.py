@@ -13,7 +13,8 @@ from seedscope.cli.run_options import AUTO, parallel_number
 
 def print_cost(specs: Sequence, data_dir: Optional[Path], console: Console, *, parallel: int | str = 1,
                out: Optional[Path] = None, fuse: int = 1):
-    """Runs and training example-epochs per task, the wall time of each way to run them, and the pick; return it
+    """Runs and training example-epochs per task, the wall time of each way to run them, the H100-hours the plan's
+    model FLOPs need (:func:`~seedscope.workflows.costing.h100_hours`), and the pick; return it
     (a :class:`~seedscope.workflows.run_choice.Way`: its ``parallel`` and ``fuse``).
 
     Each profile is timed by one short run (a directory ``out`` holding finished runs of the
@@ -23,7 +24,7 @@ def print_cost(specs: Sequence, data_dir: Optional[Path], console: Console, *, p
     """
     from seedscope.report.tables import to_rich
     from seedscope.store import ExperimentStore
-    from seedscope.workflows.costing import duration_text, task_table
+    from seedscope.workflows.costing import duration_text, h100_hours, task_table
     from seedscope.workflows.run_choice import pick, timed_as
 
     store = ExperimentStore.open(out) if out is not None and ExperimentStore.is_store(out) else None
@@ -40,6 +41,10 @@ def print_cost(specs: Sequence, data_dir: Optional[Path], console: Console, *, p
     for way in found:
         figure = duration_text(way.seconds) if way.seconds is not None else "—"
         console.print(f"  {way.name}: {figure} ({way.note})", highlight=False, markup=False)
+    priced = h100_hours(timed[timed_as(shown_k, gpus)])
+    if priced is not None:
+        console.print(f"H100-hours ≈ {priced[0]:,.1f}, one run after another ({priced[1]})", highlight=False,
+                      markup=False)
     chosen = pick(found)
     console.print(f"would pick: {chosen.name}{' (--parallel auto)' if parallel == AUTO else ''}", highlight=False)
     return chosen

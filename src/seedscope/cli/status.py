@@ -14,7 +14,8 @@ from seedscope.cli.verify import PROBLEMS_FOUND
 
 HELP = """List the runs of an experiment directory written by `seedscope sweep`: task, model,
 seeds, status (pending, running, done, failed), duration, the task's primary metric (a
-fraction in [0, 1]; Pearson r for STS-B) and the error of failed runs; then the time the runs
+fraction in [0, 1]; Pearson r for STS-B), a fine-tuning run's training throughput (real
+tokens per second, the share of padding, model FLOPs utilisation) and the error of failed runs; then the time the runs
 not done still need, from the durations of the finished ones. Integrity problems
 (a finished run without its prediction file or with a changed one, a file no run owns) are
 listed under the table, and the exit status is then 1 (see `seedscope verify`).
@@ -51,6 +52,16 @@ def _duration(seconds) -> str:
     return f"{int(minutes)}m{secs:04.1f}s" if minutes else f"{secs:.1f}s"
 
 
+def _throughput(timings) -> str:
+    """Real training tokens per second, padding and MFU of a fine-tuning run ('' where none were recorded: runs
+    that train nothing, and runs stored before seedscope recorded them)."""
+    if not isinstance(timings, dict) or "mfu" not in timings:
+        return ""
+    rate = float(timings["tokens_per_second"])
+    shown = f"{rate / 1000:.1f}k" if rate >= 1000 else f"{rate:.0f}"
+    return f"{shown} tok/s, pad {float(timings['padding_fraction']):.0%}, MFU {float(timings['mfu']):.1%}"
+
+
 def status_command(
     directory: Path = typer.Argument(..., help="Experiment directory (the --out of a sweep)."),
     failed: bool = typer.Option(False, "--failed", help="Show only failed runs, with their full error."),
@@ -64,7 +75,7 @@ def status_command(
     counts = runs["status"].value_counts()
     shown = runs[runs["status"] == "failed"] if failed else runs
     table = Table(title=Text(f"{directory} — {len(runs)} runs: " + ", ".join(f"{n} {s}" for s, n in counts.items())))
-    for column in ("run", "task", "model", "seeds", "status", "duration", "primary metric", "error"):
+    for column in ("run", "task", "model", "seeds", "status", "duration", "primary metric", "throughput", "error"):
         table.add_column(column, overflow="fold")
     for _, run in shown.iterrows():
         metric = "" if pd.isna(run["primary_value"]) else f"{run['primary_metric']} {run['primary_value']:.4f}"
@@ -74,7 +85,7 @@ def status_command(
         table.add_row(  # names and errors are the user's text: shown literally, never read as markup
             Text(str(run["run_id"])), Text(str(run["task"])), Text(model), Text(_seeds(run)),
             Text(run["status"], style=STATUS_STYLE[run["status"]]), _duration(run["duration_s"]), metric,
-            Text(shown_error),
+            _throughput(run["timings"]), Text(shown_error),
         )
     console = output_console()
     console.print(table)

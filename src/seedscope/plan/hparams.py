@@ -78,7 +78,10 @@ class FinetuneSettings(DataSettings):
     warmup_ratio: float = Field(0.0, ge=0, lt=1)
     weight_decay: float = Field(0.0, ge=0)
     max_seq_length: int = Field(128, ge=8)
-    pad_to_max_length: bool = Field(False, description="pad every batch to max_seq_length (run_glue.py's default)")
+    padding: Literal["auto", "dynamic", "buckets", "max_length"] = Field(
+        "auto", description="a batch's padded length: its longest row (dynamic), the next of a few fixed lengths "
+        "(buckets), max_seq_length (max_length, run_glue.py's default); auto: buckets on a GPU, dynamic on a CPU")
+    pad_to_max_length: bool = Field(False, description="padding: max_length under its run_glue.py name")
     group_by_length: bool = False
     # LoRA (method "lora"); defaults are the reference paper's Table 6
     lora_r: int = Field(8, ge=1)
@@ -90,7 +93,18 @@ class FinetuneSettings(DataSettings):
     def _check(self) -> "FinetuneSettings":
         if self.max_steps == 0 or self.max_steps < -1:
             raise ValueError("max_steps must be positive, or -1 to train for num_train_epochs")
+        if self.pad_to_max_length and self.padding not in ("auto", "max_length"):
+            raise ValueError(f"pad_to_max_length: true means padding: max_length, which contradicts padding: "
+                             f"{self.padding}; give one of the two")
         return self
+
+    def padding_for(self, device: str) -> str:
+        """The padding a run on ``device`` (``cpu`` or ``cuda``) uses: ``auto`` resolved (see docs/config.md)."""
+        if self.pad_to_max_length:
+            return "max_length"
+        if self.padding == "auto":
+            return "buckets" if device == "cuda" else "dynamic"
+        return self.padding
 
 
 class ICLSettings(DataSettings):

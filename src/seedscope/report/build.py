@@ -74,6 +74,23 @@ def environment_tables(environment: pd.DataFrame | None) -> dict[str, pd.DataFra
     return out
 
 
+def throughput_lines(environment: pd.DataFrame | None) -> list[str]:
+    """One sentence on the training throughput the runs recorded (medians), or none (runs that train nothing, or
+    stored before seedscope recorded it)."""
+    if environment is None or "throughput.mfu" not in environment.columns:
+        return []
+    runs = environment.dropna(subset=["throughput.mfu"])
+    if runs.empty:
+        return []
+    median = {key: float(pd.to_numeric(runs[f"throughput.{key}"], errors="coerce").median())
+              for key in ("tokens_per_second", "padding_fraction", "padded_shapes", "mfu")}
+    peaks = ", ".join(dict.fromkeys(runs["throughput.peak_flops_source"].astype(str)))
+    return [f"Training throughput (median of {len(runs)} fine-tuning run(s)): {median['tokens_per_second']:,.0f} real "
+            f"tokens/s, {median['padding_fraction']:.1%} of the processed tokens padding, "
+            f"{median['padded_shapes']:.0f} padded length(s), MFU {median['mfu']:.2%} (model FLOPs 6·N per token plus "
+            f"attention, against {peaks}; docs/gpu.md)."]
+
+
 def task_of(label: str) -> str:
     """The task name of a summary label (``"rte (roberta)"`` → ``"rte"``)."""
     return label.split(" (")[0]
@@ -266,6 +283,7 @@ def _environment_section(environment: pd.DataFrame | None, summary: TaskSummary)
     )
     section.tables.append(TableBlock("Seeds (runs) per task", runs))
     recorded = environment_tables(environment)
+    section.lines += throughput_lines(environment)
     if not recorded:
         section.lines.append("No run environment was recorded (an experiment store records each run's library "
                              "versions, device and deterministic flags), so they are unknown here.")

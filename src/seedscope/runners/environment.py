@@ -290,5 +290,6 @@ def implementation_record(settings, precision: str, batch_size: int, model=None)
         "device": device_name(), "deterministic": settings.deterministic,
         "attention": getattr(config, "_attn_implementation", None) or getattr(settings, "attention", None),
         "padding_side": getattr(settings, "padding_side", None), "rerun": settings.rerun,
+        "padding": settings.padding_for(compute_device(settings.device).type) if hasattr(settings, "padding_for") else None,
         "tf32": torch.backends.cuda.matmul.allow_tf32 if torch.cuda.is_available() else None,
     }}

@@ -7,6 +7,10 @@ and scales its seconds per step to the full run; a profile with finished runs in
 (a resumed sweep) takes their median duration instead, and costs nothing to calibrate. With
 ``parallel`` K the short runs use the threads one of K workers would get, and the runs are
 spread over K workers. :func:`remaining_seconds` reads finished runs only (``seedscope status``).
+
+The same short run (or the finished runs) measures each run's model FLOPs from its real training
+tokens (:mod:`seedscope.runners.finetune.throughput`); :func:`h100_hours` prices the plan on an
+H100 at the MFU a GPU run measured, or at :data:`ASSUMED_MFU` where none did, and says which.
 """
 
 from __future__ import annotations
@@ -26,6 +30,12 @@ from seedscope.store import ExperimentStore
 
 #: the share of its optimiser steps a calibration run trains (at least MIN_STEPS)
 SHORT_SHARE, MIN_STEPS = 0.25, 4
+#: the H100 SXM's dense bf16 peak (seedscope.runners.peak_flops), FLOP/s
+H100_PEAK = 989.4e12
+#: the MFU an H100-hour figure assumes where no GPU run measured one: the goal for fine-tuning steps that keep the
+#: GPU busy (docs/gpu.md; RoBERTa-large-sized runs measured 1-2 % on an H100 before fused and synchronisation-free
+#: steps)
+ASSUMED_MFU = 0.2
 
 
 def training_size(spec: RunSpec, data_dir: str | os.PathLike | None) -> tuple[int, int, int]:
@@ -51,17 +61,74 @@ def example_epochs(spec: RunSpec, data_dir) -> float:
     return float(examples * settings.num_train_epochs)
 
 
-def calibrate(spec: RunSpec, data_dir, run: Callable) -> float:
-    """Seconds one full run of ``spec``'s profile takes, from one short timed run (a whole run if it trains nothing)."""
+def calibrate(spec: RunSpec, data_dir, run: Callable) -> tuple[float, dict]:
+    """Seconds one full run of ``spec``'s profile takes, from one short timed run (a whole run if it trains nothing),
+    and its work (:func:`work_of`) scaled to the full run."""
     if runner_of(spec.method) != "finetune":
-        return float(run(spec, None if data_dir is None else str(data_dir)).timings["total_seconds"])
+        return float(run(spec, None if data_dir is None else str(data_dir)).timings["total_seconds"]), NO_WORK
     _, steps, _ = training_size(spec, data_dir)
     short = min(steps, max(MIN_STEPS, math.ceil(steps * SHORT_SHARE)))
     timed = RunSpec(spec.task, spec.model, spec.seeds, spec.method, {**spec.hparams, "max_steps": short},
                     spec.model_name, spec.tag)
-    timings = run(timed, None if data_dir is None else str(data_dir)).timings
+    result = run(timed, None if data_dir is None else str(data_dir))
+    timings = result.timings
     per_step = timings["train_seconds"] / max(1, timings["optimizer_steps"])
-    return float(timings["setup_seconds"] + per_step * steps + timings["eval_seconds"])
+    work = work_of(timings, result.environment.get("device", ""), steps / max(1, timings["optimizer_steps"]))
+    return float(timings["setup_seconds"] + per_step * steps + timings["eval_seconds"]), work
+
+
+#: the work of a run that trains nothing
+NO_WORK = {"flops": 0.0, "mfu": float("nan"), "device": ""}
+
+
+def work_of(timings: dict, device: str, scale: float = 1.0) -> dict:
+    """A run's model FLOPs (its own share of a fused group's, times ``scale``), its MFU and device, from its timings;
+    NaN FLOPs for a run stored before seedscope recorded them."""
+    if "model_flops" not in timings:
+        return {"flops": float("nan"), "mfu": float("nan"), "device": device}
+    share = float(timings["model_flops"]) / max(1, int(timings.get("runs_counted", 1)))
+    return {"flops": share * scale, "mfu": float(timings["mfu"]), "device": device}
+
+
+def finished_work(store: ExperimentStore | None) -> dict[str, dict]:
+    """Profile → the median work (:func:`work_of`) of the store's done runs (nothing without a store)."""
+    if store is None:
+        return {}
+    runs = store.runs()
+    specs = {spec["run_id"]: RunSpec.from_dict(spec) for spec in store.plan()["runs"]}
+    environment = store.environment()
+    devices = dict(zip(environment["run_id"], environment["device"])) if "device" in environment else {}
+    done = runs[runs["status"] == "done"]
+    rows = [{"profile": profile(specs[r]), **work_of(t, str(devices.get(r, "")))}
+            for r, t in zip(done["run_id"], done["timings"])]
+    if not rows:
+        return {}
+    frame = pd.DataFrame(rows)
+    return {key: {"flops": float(group["flops"].median()), "mfu": float(group["mfu"].median()),
+                  "device": str(group["device"].iloc[0])} for key, group in frame.groupby("profile")}
+
+
+def h100_hours(frame: pd.DataFrame) -> tuple[float, str] | None:
+    """(H100-hours of the runs to do, what was measured and what assumed) from :func:`run_seconds`' rows: each run's
+    model FLOPs over the H100's bf16 peak times the MFU a GPU run of its profile measured, else :data:`ASSUMED_MFU`.
+    None when no run to do trains."""
+    todo = frame[(frame["to_do"] == 1) & (frame["flops"] != 0)]
+    if todo.empty:
+        return None
+    known = todo.dropna(subset=["flops"])
+    on_gpu = known["device"].str.startswith("cuda") & known["mfu"].notna()
+    mfu = known["mfu"].where(on_gpu, ASSUMED_MFU)
+    hours = float((known["flops"] / (H100_PEAK * mfu)).sum() / 3600)
+    parts = [f"{known['flops'].sum():.2e} model FLOPs (6·N per real training token plus attention, measured tokens)"]
+    if on_gpu.any():
+        devices = ", ".join(dict.fromkeys(known.loc[on_gpu, "device"].str.split(" ", n=1).str[-1]))
+        parts.append(f"MFU {known.loc[on_gpu, 'mfu'].median():.1%} measured on {devices} for {int(on_gpu.sum())} run(s)")
+    if (~on_gpu).any():
+        why = "no GPU run measured it" if not on_gpu.any() else "their profiles have no GPU run"
+        parts.append(f"MFU {ASSUMED_MFU:.0%} assumed for {int((~on_gpu).sum())} run(s) ({why})")
+    if len(known) < len(todo):
+        parts.append(f"{len(todo) - len(known)} run(s) not priced: their finished runs recorded no FLOPs")
+    return hours, "; ".join(parts)
 
 
 def finished_durations(store: ExperimentStore | None) -> dict[str, float]:
@@ -78,15 +145,16 @@ def finished_durations(store: ExperimentStore | None) -> dict[str, float]:
 
 def run_seconds(specs: Sequence[RunSpec], data_dir, *, parallel: int = 1, store: ExperimentStore | None = None,
                 on_calibrate: Callable[[RunSpec], None] | None = None) -> pd.DataFrame:
-    """One row per run: task, to_do (0 or 1), training example-epochs, estimated seconds alone, their source.
+    """One row per run: task, to_do (0 or 1), training example-epochs, estimated seconds alone, their source, and its
+    work: model FLOPs, the MFU measured and the device it was measured on (:func:`work_of`).
 
     ``seconds`` is the run's time on this machine with the threads of one worker of ``parallel``.
     """
     from seedscope.runners import run
 
     done = set() if store is None else {r for r, s in zip(store.runs()["run_id"], store.runs()["status"]) if s == "done"}
-    known = finished_durations(store)
-    per_profile: dict[str, tuple[float, str, float]] = {}  # seconds, where they came from, example-epochs
+    known, known_work = finished_durations(store), finished_work(store)
+    per_profile: dict[str, tuple[float, str, float, dict]] = {}  # seconds, where they came from, example-epochs, work
     rows = []
     with _threads_of_one_worker(parallel):
         for spec in specs:
@@ -94,14 +162,15 @@ def run_seconds(specs: Sequence[RunSpec], data_dir, *, parallel: int = 1, store:
             if key not in per_profile:  # the seeds change neither the time nor the data sizes
                 if key in known:
                     seconds, source = known[key], "finished runs"
+                    work = known_work.get(key, {**NO_WORK, "flops": float("nan")})
                 else:
                     if on_calibrate:
                         on_calibrate(spec)
-                    seconds, source = calibrate(spec, data_dir, run), "short timed run"
-                per_profile[key] = (seconds, source, example_epochs(spec, data_dir))
-            seconds, source, epochs = per_profile[key]
+                    (seconds, work), source = calibrate(spec, data_dir, run), "short timed run"
+                per_profile[key] = (seconds, source, example_epochs(spec, data_dir), work)
+            seconds, source, epochs, work = per_profile[key]
             rows.append({"task": spec.task, "to_do": int(spec.run_id not in done), "example_epochs": epochs,
-                         "seconds": seconds, "source": source})
+                         "seconds": seconds, "source": source, **work})
     return pd.DataFrame(rows)
 
 

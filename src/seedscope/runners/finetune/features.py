@@ -1,11 +1,14 @@
 """Tokenise example frames into model features, and pick the batch collator.
 
 Features are plain dicts (one per example, unpadded); padding happens per batch in the
-collator — to the batch's longest sequence (dynamic padding) or, with
-``pad_to_max_length``, to ``max_seq_length`` as ``run_glue.py`` does by default.
+collator, as the ``padding`` hyper-parameter says: to the batch's longest sequence
+(``dynamic``), to the next of a few fixed lengths (``buckets``, :mod:`.padding`), or to
+``max_seq_length`` (``max_length``, alias ``pad_to_max_length``) as ``run_glue.py`` does by default.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import pandas as pd
 
@@ -56,15 +59,31 @@ def feature_length(feature: dict) -> int:
     return max(len(i) for i in ids) if ids and isinstance(ids[0], list) else len(ids)
 
 
-def collator(kind: Kind, tokenizer, settings: FinetuneSettings):
-    """The batch collator: dynamic padding unless ``pad_to_max_length``."""
+def collator(kind: Kind, tokenizer, settings: FinetuneSettings, lengths: Sequence[int] | None = None):
+    """The batch collator of the run's ``padding`` on its device; ``buckets`` draws its ladder from ``lengths``
+    (the tokens of every example the collator will see, :func:`~seedscope.runners.finetune.padding.example_lengths`)."""
+    from seedscope.runners.environment import compute_device
+
+    padding = settings.padding_for(compute_device(settings.device).type)
+    if padding == "buckets":
+        from seedscope.runners.finetune.padding import BucketPadding, bucket_ladder
+
+        if not lengths:
+            raise ValueError("bucket padding needs the lengths of the run's examples")
+        return BucketPadding(lambda length: padded_to(kind, tokenizer, length),
+                             bucket_ladder(lengths, settings.max_seq_length), padded_to(kind, tokenizer, None))
+    return padded_to(kind, tokenizer, settings.max_seq_length if padding == "max_length" else None)
+
+
+def padded_to(kind: Kind, tokenizer, length: int | None):
+    """The collator of ``kind`` padding every batch to ``length`` (None: to the batch's longest row)."""
     from transformers import DataCollatorForMultipleChoice, DataCollatorWithPadding
 
-    padding, max_length = ("max_length", settings.max_seq_length) if settings.pad_to_max_length else ("longest", None)
+    padding = "max_length" if length else "longest"
     if kind == "sequence":
-        return DataCollatorWithPadding(tokenizer, padding=padding, max_length=max_length)
+        return DataCollatorWithPadding(tokenizer, padding=padding, max_length=length)
     if kind == "choice_head":
-        return DataCollatorForMultipleChoice(tokenizer, padding=padding, max_length=max_length)
+        return DataCollatorForMultipleChoice(tokenizer, padding=padding, max_length=length)
     from seedscope.runners.finetune.choice_lm import ChoiceLMCollator
 
-    return ChoiceLMCollator(tokenizer.pad_token_id, max_length)
+    return ChoiceLMCollator(tokenizer.pad_token_id, length)

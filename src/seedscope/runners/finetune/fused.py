@@ -33,7 +33,6 @@ from seedscope.runners.environment import (
     implementation,
     resolve_precision,
 )
-from seedscope.runners.finetune.features import collator
 from seedscope.runners.finetune.fused_training import Member, Trained, train_members
 from seedscope.runners.finetune.runner import (
     Prepared,
@@ -41,11 +40,13 @@ from seedscope.runners.finetune.runner import (
     free_gpu_memory,
     fresh_model,
     prepare,
+    run_collator,
     run_environment,
     run_result,
     seeded_trainer,
     training_arguments,
 )
+from seedscope.runners.finetune.throughput import TokenMeter, record, throughput
 from seedscope.runners.result import RunResult
 
 #: a member's outcome: its result, or why it failed (a diverged member) — the others' go on
@@ -111,11 +112,13 @@ def _run_group(specs: Sequence[RunSpec], data_dir, on_step, kernels: Kernels) ->
         members = [Member(p.train_features, spec.seeds.data_order, spec.seeds.optimisation)
                    for spec, p in zip(specs, prepared)]
         hook = (lambda done, total: [on_step(spec, done, total) for spec in specs]) if on_step else None
+        meter = TokenMeter()
         trained_at = time.perf_counter()
         trained = train_members(models, members, training_arguments(settings, specs[0], head.precision, scratch),
-                                collator(head.kind, head.tokenizer, settings), head.tokenizer, device, head.precision,
-                                hook)
+                                run_collator(head, *prepared[1:]), head.tokenizer, device, head.precision, hook,
+                                meter.stacked)
         train_seconds = time.perf_counter() - trained_at
+        figures = throughput(meter, models[0], train_seconds, device, head.precision, len(specs))
         outcomes = [_evaluate(k, specs, prepared, models, trained, scratch) for k in range(len(specs))]
     for outcome in outcomes:
         if isinstance(outcome, RunResult):
@@ -123,6 +126,7 @@ def _run_group(specs: Sequence[RunSpec], data_dir, on_step, kernels: Kernels) ->
             outcome.timings.update(setup_seconds=trained_at - started, train_seconds=train_seconds,
                                    total_seconds=trained_at - started + train_seconds + outcome.timings["eval_seconds"],
                                    train_examples_per_second=_examples_seen(outcome, settings) / train_seconds)
+            record(outcome, figures)
     del models, trained
     free_gpu_memory()
     return outcomes

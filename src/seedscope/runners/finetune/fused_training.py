@@ -197,8 +197,10 @@ class FusedModel:
 
 
 def train_members(models: Sequence, members: Sequence[Member], args, collate: Callable, tokenizer, device,
-                  precision: str, on_step: Callable[[int, int], None] | None = None) -> Trained:
-    """Train the members together; see the module. ``on_step(done, total)`` after every optimiser step."""
+                  precision: str, on_step: Callable[[int, int], None] | None = None,
+                  on_batches: Callable[[list[dict]], None] | None = None) -> Trained:
+    """Train the members together; see the module. ``on_step(done, total)`` after every optimiser step;
+    ``on_batches(member_batches)`` with each micro-batch's member batches, on the host, before they are stacked."""
     from transformers import get_scheduler
 
     fused = FusedModel(models, device)
@@ -221,6 +223,8 @@ def train_members(models: Sequence, members: Sequence[Member], args, collate: Ca
             parts = [[next(stream) for _ in range(count)] for stream in streams]
             items = torch.tensor([sum(int((b["labels"] != -100).sum()) for b in part) for part in parts], device=device)
             for i in range(count):
+                if on_batches:
+                    on_batches([part[i] for part in parts])
                 batch = stacked([part[i] for part in parts], tokenizer.pad_token_id, tokenizer.padding_side, device)
                 masks = attention_masks(fused.base.config, batch.pop("attention_mask"), fused.causal)
                 with torch.autocast(torch.device(device).type, dtype=torch.bfloat16, enabled=precision == "bf16"):

@@ -35,6 +35,8 @@ from seedscope.runners.environment import (
     resolve_precision,
 )
 from seedscope.runners.finetune.features import collator, feature_length
+from seedscope.runners.finetune.padding import example_lengths
+from seedscope.runners.finetune.throughput import TokenMeter, record, throughput
 from seedscope.runners.finetune.models import load_model, model_kind
 from seedscope.runners.finetune.process_cache import features_of, tokenizer_of
 from seedscope.runners.finetune.trainer import SeededTrainer, StepProgress
@@ -106,16 +108,27 @@ def fresh_model(spec: RunSpec, prepared: Prepared):
     return load_model(prepared.folder, prepared.kind, prepared.task, prepared.settings, spec.method, prepared.tokenizer)
 
 
-def seeded_trainer(model, spec: RunSpec, prepared: Prepared, scratch: str, on_step: StepHook | None = None) -> SeededTrainer:
-    """The Trainer of one run: its settings, its ``data_order`` seed's batches, our own evaluation."""
+def run_collator(prepared: Prepared, *more: Prepared):
+    """The collator of a run (or of fused runs): its padding, buckets drawn from every example it will see."""
+    every = (prepared, *more)
+    lengths = example_lengths(*[p.train_features for p in every], prepared.eval_features)
+    return collator(prepared.kind, prepared.tokenizer, prepared.settings, lengths)
+
+
+def seeded_trainer(model, spec: RunSpec, prepared: Prepared, scratch: str, on_step: StepHook | None = None,
+                   meter: TokenMeter | None = None) -> SeededTrainer:
+    """The Trainer of one run: its settings, its ``data_order`` seed's batches, our own evaluation; ``meter``
+    counts its training batches."""
     settings = prepared.settings
+    collate = run_collator(prepared)
+    callbacks = ([StepProgress(on_step)] if on_step else []) + ([meter.callback()] if meter else [])
     trainer = SeededTrainer(
         model=model,
         args=training_arguments(settings, spec, prepared.precision, scratch),
         train_dataset=prepared.train_features,
-        data_collator=collator(prepared.kind, prepared.tokenizer, settings),
+        data_collator=meter.collating(collate) if meter else collate,
         processing_class=prepared.tokenizer,
-        callbacks=[StepProgress(on_step)] if on_step else None,
+        callbacks=callbacks or None,
         data_order_seed=spec.seeds.data_order,
         lengths=[feature_length(f) for f in prepared.train_features] if settings.group_by_length else None,
     )
@@ -160,8 +173,9 @@ def run(spec: RunSpec, data_dir: str | os.PathLike | None = None, *, on_step: St
 
 
 def fixed_shapes(settings) -> bool:
-    """Whether a run's batches take few shapes (padded to fixed lengths), which attention kernels may plan for."""
-    return bool(settings.pad_to_max_length)
+    """Whether a run's batches take few shapes (length buckets or one fixed length), which attention kernels may
+    plan for."""
+    return settings.padding_for(compute_device(settings.device).type) != "dynamic"
 
 
 def _run(spec: RunSpec, data_dir, on_step: StepHook | None, kernels: Kernels) -> RunResult:
@@ -170,11 +184,14 @@ def _run(spec: RunSpec, data_dir, on_step: StepHook | None, kernels: Kernels) ->
     with (implementation(prepared.settings, kernels, fixed_shapes(prepared.settings)) as determinism,
           tempfile.TemporaryDirectory(prefix="seedscope-") as scratch):
         model = fresh_model(spec, prepared)
-        trainer = seeded_trainer(model, spec, prepared, scratch, on_step)
+        meter = TokenMeter()
+        trainer = seeded_trainer(model, spec, prepared, scratch, on_step, meter)
         spec.seeds.seed_global("optimisation")
         trained_at = time.perf_counter()
         train_output = trainer.train()
         evaluated_at = time.perf_counter()
+        figures = throughput(meter, model, evaluated_at - trained_at, compute_device(prepared.settings.device),
+                             prepared.precision)
         output = trainer.predict(prepared.eval_features)
         finished = time.perf_counter()
         environment = run_environment(spec, prepared, model, {"execution": "sequential"})
@@ -195,4 +212,6 @@ def _run(spec: RunSpec, data_dir, on_step: StepHook | None, kernels: Kernels) ->
         "eval_examples_per_second": len(prepared.eval_features) / eval_seconds if eval_seconds > 0 else float("nan"),
     }
     losses = (train_output.training_loss, output.metrics["test_loss"])
-    return run_result(spec, prepared, output.predictions, losses, timings, environment)
+    result = run_result(spec, prepared, output.predictions, losses, timings, environment)
+    record(result, figures)
+    return result
