@@ -49,8 +49,9 @@ COMMANDS = {
         "seedscope-icl-demo … for the other runners) to reuse the finished runs.")),
     "status": Entry("status", (
         "List the runs of an experiment directory written by `seedscope sweep`: task, model, seeds, status (pending, "
-        "running, done, failed), duration, the task's primary metric (a fraction in [0, 1]; Pearson r for STS-B) and "
-        "the error of failed runs; then the time the runs not done still need, from the durations of the finished "
+        "running, done, failed), duration, the task's primary metric (a fraction in [0, 1]; Pearson r for STS-B), a "
+        "fine-tuning run's training throughput (real tokens per second, the share of padding, model FLOPs "
+        "utilisation) and the error of failed runs; then the time the runs not done still need, from the durations of the finished "
         "ones. Integrity problems (a finished run without its prediction file or with a changed one, a file no run "
         "owns) are listed under the table, and the exit status is then 1 (see `seedscope verify`).")),
     "verify": Entry("verify", (
