@@ -17,6 +17,7 @@ the others go on.
 from __future__ import annotations
 
 import copy
+import functools
 import inspect
 import math
 from collections.abc import Callable, Sequence
@@ -119,10 +120,25 @@ def attention_masks(config, mask: torch.Tensor, causal: bool) -> torch.Tensor | 
     embeds = torch.empty(members * batch, length, 1, device=mask.device)
     flat = mask.reshape(members * batch, length)
     if causal:
-        made = create_causal_mask(config=config, inputs_embeds=embeds, attention_mask=flat, cache=None)
+        made = create_causal_mask(config, embeds, flat, **_no_cache(_parameters(create_causal_mask), length, mask.device))
     else:
         made = create_bidirectional_mask(config=config, inputs_embeds=embeds, attention_mask=flat)
     return None if made is None else made.reshape(members, batch, *made.shape[1:])
+
+
+@functools.cache
+def _parameters(function) -> frozenset[str]:
+    return frozenset(inspect.signature(function).parameters)
+
+
+def _no_cache(names: frozenset[str], length: int, device) -> dict:
+    """The arguments that say "no cache" to a mask function, by the names the installed transformers gives them
+    (``cache`` from 5.24, ``past_key_values`` before; older ones also take the ``cache_position``): a feature check,
+    not a version check."""
+    arguments = {name: None for name in ("cache", "past_key_values") if name in names}
+    if "cache_position" in names:
+        arguments["cache_position"] = torch.arange(length, device=device)
+    return arguments
 
 
 def clip_each(grads: list[torch.Tensor], max_norm: float) -> None:
