@@ -80,16 +80,29 @@ class Counted:
         return {name: round(value, 3) for name, value in figures.items()}
 
 
-def measure(model: str, k: int, hparams: dict) -> dict:
+def sequential(model: str, seeds: int, hparams: dict) -> list[tuple[Counted, int]]:
+    """Each of ``seeds`` sequential runs' counts and optimizer steps (K runs' figures are the first K's)."""
+    counted = []
+    for seed in range(1, seeds + 1):
+        with Counted(SeededTrainer, "train") as counts:
+            result = finetune.run(RunSpec("sst2", model, FactorSeeds.tied(seed), hparams=hparams), DATA)
+        counted.append((counts, result.timings["optimizer_steps"]))
+    return counted
+
+
+def fused_group(model: str, k: int, hparams: dict) -> dict:
     specs = [RunSpec("sst2", model, FactorSeeds.tied(seed), hparams=hparams) for seed in range(1, k + 1)]
-    with Counted(SeededTrainer, "train") as sequential:
-        steps = sum(finetune.run(spec, DATA).timings["optimizer_steps"] for spec in specs)
-    row = {"K": k, "sequential": sequential.per_step(steps)}
-    with Counted(fused, "train_members") as together:
+    with Counted(fused, "train_members") as counts:
         outcomes = fused.run_group(specs, DATA)
-    row["fused"] = together.per_step(outcomes[0].timings["optimizer_steps"])
-    row["fused_ops_vs_k1"] = None
-    return row
+    return counts.per_step(outcomes[0].timings["optimizer_steps"])
+
+
+def summed(runs: list[tuple[Counted, int]]) -> dict:
+    total = Counted(SeededTrainer, "train")
+    for counts, _ in runs:
+        for name in ("ops", "scalar_reads", "host_copies", "cuda_syncs"):
+            setattr(total, name, getattr(total, name) + getattr(counts, name))
+    return total.per_step(sum(steps for _, steps in runs))
 
 
 def main() -> None:
@@ -102,10 +115,11 @@ def main() -> None:
                "per_device_train_batch_size": 8, "max_seq_length": 64, "learning_rate": 1e-3, "device": args.device}
     with tempfile.TemporaryDirectory(prefix="bench-step-") as scratch:
         model = tiny_bert(Path(scratch) / "tiny-bert")
-        rows = [measure(model, int(k), hparams) for k in args.ks.split(",")]
-    first = rows[0]["fused"]["ops"]
+        ks = [int(k) for k in args.ks.split(",")]
+        runs = sequential(model, max(ks), hparams)
+        rows = [{"K": k, "sequential": summed(runs[:k]), "fused": fused_group(model, k, hparams)} for k in ks]
     for row in rows:
-        row["fused_ops_vs_k1"] = round(row["fused"]["ops"] / first, 3)
+        row["fused_ops_vs_k1"] = round(row["fused"]["ops"] / rows[0]["fused"]["ops"], 3)
     print(f"per optimizer step (device {'cuda' if torch.cuda.is_available() else 'cpu'}, torch {torch.__version__}; "
           "a sequential step is one run's, a fused step all K members'):")
     print(f"{'K':>2} {'seq ops':>9} {'seq reads':>9} {'fused ops':>9} {'x K=1':>6} {'fused reads':>11}")
