@@ -69,3 +69,25 @@ def test_a_diverged_member_is_recorded_at_its_step_with_its_value(tiny_bert, dat
     assert trained.diverged == {1: (3, math.inf)}
     assert trained.losses[1] == pytest.approx(math.fsum(batch[1] for batch in batches[:6]) / 4, abs=1e-6)
     assert trained.losses[0] == pytest.approx(math.fsum(batch[0] for batch in batches) / 4, abs=1e-6)
+
+
+@pytest.mark.parametrize("model, method", [("tiny_bert", "full"), ("tiny_llama", "lora")])
+def test_a_fused_step_hits_no_vmap_fallback(request, data_dir, model, method):
+    """vmap falls back to a loop over the members where an operation has no batching rule (attention's backward on
+    a GPU, pytorch#117016): with its warning on, a fused encoder's and a fused LoRA decoder's steps raise none."""
+    import warnings
+
+    hparams = {**HPARAMS, "max_train_examples": 16, "max_steps": 2, **({"lora_r": 4} if method == "lora" else {})}
+    specs = [RunSpec("sst2", str(request.getfixturevalue(model)), FactorSeeds.tied(seed), method, hparams)
+             for seed in (1, 2)]
+    torch._C._functorch._set_vmap_fallback_warning_enabled(True)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            outcomes = fused.run_group(specs, data_dir)
+            torch.vmap(lambda x: torch.renorm(x, 2, 0, 1.0))(torch.ones(2, 2, 2))  # the warning works: renorm has no rule
+    finally:
+        torch._C._functorch._set_vmap_fallback_warning_enabled(False)
+    assert all(outcome.timings["optimizer_steps"] == 2 for outcome in outcomes)
+    fallbacks = [str(w.message) for w in caught if "batching rule" in str(w.message)]
+    assert len(fallbacks) == 1 and "aten::renorm" in fallbacks[0]
