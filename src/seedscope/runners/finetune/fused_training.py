@@ -11,7 +11,8 @@ optimiser over the stacked weights updates each member as its own would. A membe
 padded to the longest of the group's batches (padding is masked, as in any batch). Dropout
 draws from each member's ``optimisation`` seed (:mod:`.fused_dropout`). A member whose loss
 becomes NaN or infinite is stopped (its gradients zeroed from then on) and reported diverged;
-the others go on.
+the others go on. Nothing is read from the device inside a step (:class:`Divergence` keeps the
+losses there until the end): on a GPU each such read would stall it.
 """
 
 from __future__ import annotations
@@ -265,8 +266,7 @@ def train_members(models: Sequence, members: Sequence[Member], args, collate: Ca
         for update in range(plan.per_epoch):
             count = plan.micro_batches(update, args.gradient_accumulation_steps)
             parts = [[next(stream) for _ in range(count)] for stream in streams]
-            items = torch.stack([sum((torch.as_tensor(b["labels"]) != -100).sum() for b in part) for part in parts])
-            items = items.to(device)
+            items = torch.stack([sum((b["labels"] != -100).sum() for b in part) for part in parts]).to(device)
             for i in range(count):
                 batch = stacked([part[i] for part in parts], tokenizer.pad_token_id, tokenizer.padding_side, device)
                 masks = attention_masks(fused.base.config, batch.pop("attention_mask"), fused.causal)
@@ -278,7 +278,7 @@ def train_members(models: Sequence, members: Sequence[Member], args, collate: Ca
                 losses.sum().backward()
                 track.add(losses.detach(), trained.steps + 1)
             grads = [p.grad for p in fused.params.values() if p.grad is not None]
-            for grad in grads:  # a diverged member's weights stay as they were
+            for grad in grads:  # a diverged member's gradients are zero from then on
                 grad.masked_fill_(~track.alive.view(-1, *[1] * (grad.dim() - 1)), 0.0)
             if args.max_grad_norm > 0:
                 clip_each(grads, args.max_grad_norm)
