@@ -26,6 +26,7 @@ import torch
 from seedscope.config import resolve_model
 from seedscope.plan import RunSpec
 from seedscope.plan.seeds import FactorSeeds
+from seedscope.runners.environment import compute_device
 from seedscope.runners.finetune import fused
 from seedscope.runners.finetune import runner as finetune
 from seedscope.runners.finetune.host_reads import HostReads
@@ -105,6 +106,11 @@ def summed(runs: list[tuple[Counted, int]]) -> dict:
     return total.per_step(sum(steps for _, steps in runs))
 
 
+def reads(figures: dict) -> str:
+    names = ("local_scalar_dense", "device_to_host_copies", "cuda_syncs")
+    return " / ".join(f"{figures[name]:.3f}" for name in names if name in figures)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=20, help="optimizer steps of each run")
@@ -120,13 +126,14 @@ def main() -> None:
         rows = [{"K": k, "sequential": summed(runs[:k]), "fused": fused_group(model, k, hparams)} for k in ks]
     for row in rows:
         row["fused_ops_vs_k1"] = round(row["fused"]["ops"] / rows[0]["fused"]["ops"], 3)
-    print(f"per optimizer step (device {'cuda' if torch.cuda.is_available() else 'cpu'}, torch {torch.__version__}; "
-          "a sequential step is one run's, a fused step all K members'):")
-    print(f"{'K':>2} {'seq ops':>9} {'seq reads':>9} {'fused ops':>9} {'x K=1':>6} {'fused reads':>11}")
+    print(f"per optimizer step (device {compute_device(args.device)}, torch {torch.__version__}; a sequential step is "
+          "one run's, a fused step all K members'; reads: _local_scalar_dense / device-to-host copies"
+          f"{' / CUDA syncs' if torch.cuda.is_available() else ''}):")
+    print(f"{'K':>2} {'seq ops':>9} {'seq reads':>18} {'fused ops':>9} {'x K=1':>6} {'fused reads':>18}")
     for row in rows:
         seq, fus = row["sequential"], row["fused"]
-        print(f"{row['K']:>2} {seq['ops']:>9.0f} {seq['local_scalar_dense']:>9.3f} {fus['ops']:>9.0f} "
-              f"{row['fused_ops_vs_k1']:>6.3f} {fus['local_scalar_dense']:>11.3f}")
+        print(f"{row['K']:>2} {seq['ops']:>9.0f} {reads(seq):>18} {fus['ops']:>9.0f} {row['fused_ops_vs_k1']:>6.3f} "
+              f"{reads(fus):>18}")
     print(json.dumps(rows, indent=1))
 
 
