@@ -1,5 +1,7 @@
-"""The data_order sampler: private generator, same permutations as a stock set_seed script."""
+"""The data_order sampler: private generator, same permutations as a stock set_seed script; non-finite losses
+filtered on the device."""
 
+import pytest
 import torch
 from accelerate.data_loader import SeedableRandomSampler
 
@@ -40,3 +42,42 @@ def test_set_epoch_picks_the_epoch_permutation():
     assert list(sampler) == second
     sampler.set_epoch(0)
     assert list(sampler) == first
+
+
+def test_a_non_finite_loss_counts_as_the_trainers_filter_counts_it_without_a_read_per_step(tiny_bert, data_dir,
+                                                                                           monkeypatch, tmp_path):
+    """The loss turns NaN on the third batch (and stays NaN: the weights are then NaN): each NaN step counts as the
+    mean of the steps before it, the ``Trainer``'s ``logging_nan_inf_filter`` rule, and no step reads the loss."""
+    import math
+
+    from seedscope.plan import RunSpec
+    from seedscope.plan.seeds import FactorSeeds
+    from seedscope.runners.finetune import runner
+    from seedscope.runners.finetune.host_reads import HostReads
+    from seedscope.runners.finetune.trainer import SeededTrainer
+
+    raw, original = [], SeededTrainer.compute_loss
+
+    def compute_loss(self, *args, **kwargs):
+        loss = original(self, *args, **kwargs)
+        loss = loss * float("nan") if len(raw) == 2 else loss
+        raw.append(loss.detach().clone())
+        return loss
+
+    monkeypatch.setattr(SeededTrainer, "compute_loss", compute_loss)
+    hparams = {"max_train_examples": 32, "max_steps": 6, "per_device_train_batch_size": 8}
+    spec = RunSpec("sst2", str(tiny_bert), FactorSeeds.tied(1), hparams=hparams)
+    prepared = runner.prepare(spec, data_dir)
+    trainer = runner.seeded_trainer(runner.fresh_model(spec, prepared), spec, prepared, str(tmp_path))
+    with HostReads() as reads:
+        output = trainer.train()
+    total = 0.0
+    for step, loss in enumerate(float(value) for value in raw):
+        total += loss if math.isfinite(loss) else total / (1 + step)
+    assert len(raw) == 6 and not math.isfinite(float(raw[5]))
+    assert output.training_loss == pytest.approx(total / 6, rel=1e-6)
+    # the Trainer's filter read each loss twice (isnan, isinf); what is left: the model's own check of its padding
+    # mask (transformers' masking, once a step), the data loader's seed (a host tensor, once an epoch: two), and the
+    # training loss, read once when training ends
+    assert reads.scalar_reads <= 6 + 2 + 1
+    assert trainer.args.logging_nan_inf_filter  # evaluation still filters its losses

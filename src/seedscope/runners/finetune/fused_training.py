@@ -11,12 +11,14 @@ optimiser over the stacked weights updates each member as its own would. A membe
 padded to the longest of the group's batches (padding is masked, as in any batch). Dropout
 draws from each member's ``optimisation`` seed (:mod:`.fused_dropout`). A member whose loss
 becomes NaN or infinite is stopped (its gradients zeroed from then on) and reported diverged;
-the others go on.
+the others go on. Nothing is read from the device inside a step (:class:`Divergence` keeps the
+losses there until the end): on a GPU each such read would stall it.
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 import inspect
 import math
 from collections.abc import Callable, Sequence
@@ -112,17 +114,32 @@ def stacked(batches: Sequence[dict], pad_id: int, side: str, device) -> dict[str
 def attention_masks(config, mask: torch.Tensor, causal: bool) -> torch.Tensor | None:
     """The 4-D attention masks of ``[K, batch, length]`` padding masks, made as the model makes them (a decoder's
     ``causal`` ones too), outside vmap (the model's own check for padding reads the mask's values, which vmap
-    forbids); None where nothing is padded."""
+    forbids). The mask is made even where nothing is padded: finding that out reads the mask on the host, a sync
+    per batch on a GPU (where transformers cannot be told so, it may still give None)."""
     from transformers.masking_utils import create_bidirectional_mask, create_causal_mask
 
     members, batch, length = mask.shape
     embeds = torch.empty(members * batch, length, 1, device=mask.device)
     flat = mask.reshape(members * batch, length)
-    if causal:
-        made = create_causal_mask(config=config, inputs_embeds=embeds, attention_mask=flat, cache=None)
-    else:
-        made = create_bidirectional_mask(config=config, inputs_embeds=embeds, attention_mask=flat)
+    function = create_causal_mask if causal else create_bidirectional_mask
+    made = function(config, embeds, flat, **_no_cache(_parameters(function), length, mask.device))
     return None if made is None else made.reshape(members, batch, *made.shape[1:])
+
+
+@functools.cache
+def _parameters(function) -> frozenset[str]:
+    return frozenset(inspect.signature(function).parameters)
+
+
+def _no_cache(names: frozenset[str], length: int, device) -> dict:
+    """The arguments that say "no cache, no skipping" to a mask function, by the names the installed transformers
+    gives them (``cache`` from 5.24, ``past_key_values`` before; older ones also take the ``cache_position``): a
+    feature check, not a version check."""
+    arguments = {name: None for name in ("cache", "past_key_values") if name in names}
+    arguments.update({name: False for name in ("allow_is_causal_skip", "allow_is_bidirectional_skip") if name in names})
+    if "cache_position" in names:
+        arguments["cache_position"] = torch.arange(length, device=device)
+    return arguments
 
 
 def clip_each(grads: list[torch.Tensor], max_norm: float) -> None:
@@ -196,6 +213,37 @@ class FusedModel:
                                                                   seeds, items)
 
 
+#: optimiser steps between two reads of whether any member is still training (a group whose members have all
+#: diverged stops at the next such read; nothing else is read from the device before the end)
+CHECK_EVERY = 32
+
+
+class Divergence:
+    """Each member's summed loss and whether (and where) it stopped being finite, kept on the device: a member whose
+    loss turns NaN or infinite stops counting, with the optimiser step and the value it took; read once, at the end."""
+
+    def __init__(self, members: int, device):
+        self.summed = torch.zeros(members, dtype=torch.float64, device=device)
+        self.alive = torch.ones(members, dtype=torch.bool, device=device)
+        self.step = torch.zeros(members, dtype=torch.float64, device=device)
+        self.value = torch.zeros(members, dtype=torch.float64, device=device)
+
+    def add(self, losses: torch.Tensor, step: int) -> None:
+        """The members' losses of one micro-batch, at optimiser step ``step`` (counted from 1)."""
+        values = losses.double()
+        newly = self.alive & ~torch.isfinite(values)
+        self.step = torch.where(newly, step, self.step)
+        self.value = torch.where(newly, values, self.value)
+        self.alive &= ~newly
+        self.summed += torch.where(self.alive, values, 0.0)
+
+    def read(self, steps: int) -> tuple[list[float], dict[int, tuple[int, float]]]:
+        """(each member's mean loss over ``steps``, member → (step, value) of the diverged ones), in one read."""
+        summed, alive, step, value = torch.stack([self.summed / max(1, steps), self.alive.double(), self.step,
+                                                  self.value]).cpu().tolist()
+        return summed, {k: (int(step[k]), value[k]) for k in range(len(alive)) if not alive[k]}
+
+
 def train_members(models: Sequence, members: Sequence[Member], args, collate: Callable, tokenizer, device,
                   precision: str, on_step: Callable[[int, int], None] | None = None,
                   on_batches: Callable[[list[dict]], None] | None = None) -> Trained:
@@ -210,10 +258,9 @@ def train_members(models: Sequence, members: Sequence[Member], args, collate: Ca
     scheduler = get_scheduler(args.lr_scheduler_type, optimizer=optimizer, num_warmup_steps=args.get_warmup_steps(total),
                               num_training_steps=total, scheduler_specific_kwargs=args.lr_scheduler_kwargs)
     seeds = torch.tensor([member.optimisation for member in members], dtype=torch.int64, device=device)
-    summed = torch.zeros(len(members), dtype=torch.float64)
-    alive = torch.ones(len(members), dtype=torch.bool)
+    track = Divergence(len(members), device)
     trained = Trained(fused.params, fused.buffers, [], 0)
-    micro = 0
+    micro, stop = 0, False
     if on_step:
         on_step(0, total)
     for epoch in range(plan.epochs):
@@ -221,7 +268,7 @@ def train_members(models: Sequence, members: Sequence[Member], args, collate: Ca
         for update in range(plan.per_epoch):
             count = plan.micro_batches(update, args.gradient_accumulation_steps)
             parts = [[next(stream) for _ in range(count)] for stream in streams]
-            items = torch.tensor([sum(int((b["labels"] != -100).sum()) for b in part) for part in parts], device=device)
+            items = torch.stack([sum((b["labels"] != -100).sum() for b in part) for part in parts]).to(device)
             for i in range(count):
                 if on_batches:
                     on_batches([part[i] for part in parts])
@@ -233,15 +280,10 @@ def train_members(models: Sequence, members: Sequence[Member], args, collate: Ca
                 if not fused.pass_items:
                     losses = losses / count
                 losses.sum().backward()
-                values = losses.detach().double().cpu()
-                for k in torch.nonzero(alive & ~torch.isfinite(values)).flatten().tolist():
-                    alive[k] = False
-                    trained.diverged[k] = (trained.steps + 1, float(values[k]))
-                summed += torch.where(alive, values, 0.0)
+                track.add(losses.detach(), trained.steps + 1)
             grads = [p.grad for p in fused.params.values() if p.grad is not None]
-            if not alive.all():
-                for grad in grads:
-                    grad[~alive.to(grad.device)] = 0.0
+            for grad in grads:  # a diverged member's gradients are zero from then on
+                grad.masked_fill_(~track.alive.view(-1, *[1] * (grad.dim() - 1)), 0.0)
             if args.max_grad_norm > 0:
                 clip_each(grads, args.max_grad_norm)
             optimizer.step()
@@ -250,9 +292,10 @@ def train_members(models: Sequence, members: Sequence[Member], args, collate: Ca
             trained.steps += 1
             if on_step:
                 on_step(trained.steps, total)
-            if trained.steps >= total or not alive.any():
+            stop = trained.steps >= total or (trained.steps % CHECK_EVERY == 0 and not track.alive.any())
+            if stop:
                 break
-        if trained.steps >= total or not alive.any():
+        if stop:
             break
-    trained.losses = (summed / max(1, trained.steps)).tolist()
+    trained.losses, trained.diverged = track.read(trained.steps)
     return trained

@@ -45,7 +45,29 @@ class SeededTrainer(Trainer):
     def __init__(self, *args, data_order_seed: int, lengths: list[int] | None = None, **kwargs):
         self.data_order_seed = data_order_seed
         self.lengths = lengths  # per training example, for group_by_length
+        self.filtered = None  # while training: the sum of the losses so far, on the device
         super().__init__(*args, **kwargs)
+
+    def train(self, *args, **kwargs):
+        """Train with the ``Trainer``'s own filter of non-finite losses off — it reads every step's loss on the host,
+        a sync per step on a GPU — and :meth:`training_step`'s on the device in its place."""
+        filtering = self.args.logging_nan_inf_filter
+        self.args.logging_nan_inf_filter = False
+        self.filtered = torch.zeros((), dtype=torch.float32, device=self.args.device) if filtering else None
+        try:
+            return super().train(*args, **kwargs)
+        finally:
+            self.args.logging_nan_inf_filter = filtering  # evaluation filters its losses as before
+
+    def training_step(self, model, inputs, num_items_in_batch=None):
+        """The step's loss; a NaN or infinite one counts as the mean of the steps so far, as the ``Trainer``'s filter
+        counts it (its logged mean; seedscope's runs log nothing while they train), without reading it."""
+        loss = super().training_step(model, inputs, num_items_in_batch)
+        if self.filtered is None:
+            return loss
+        loss = torch.where(torch.isfinite(loss), loss, self.filtered / (1 + self.state.global_step))
+        self.filtered = self.filtered + loss
+        return loss
 
     def _get_train_sampler(self, train_dataset=None) -> Sampler:
         dataset = train_dataset if train_dataset is not None else self.train_dataset

@@ -1,0 +1,98 @@
+"""The fused loop reads nothing from the device inside its steps, and records the losses it recorded before."""
+
+from __future__ import annotations
+
+import inspect
+import math
+
+import pytest
+import torch
+
+from seedscope.plan import RunSpec
+from seedscope.plan.seeds import FactorSeeds
+from seedscope.runners.finetune import fused, fused_training
+from seedscope.runners.finetune.host_reads import HostReads
+
+#: 64 sentences in batches of 8, 20 optimiser steps: two epochs' reshuffles, one of them accumulating 3 batches a step
+HPARAMS = {"max_train_examples": 64, "max_eval_examples": 16, "max_steps": 20, "per_device_train_batch_size": 8,
+           "max_seq_length": 64, "learning_rate": 1e-3}
+
+
+def _trained(model, hparams, data_dir, monkeypatch, alter=None):
+    """A fused group of three seeds: its ``Trained``, each micro-batch's losses (copies, read after training), and
+    the host reads of the training loop."""
+    specs = [RunSpec("sst2", str(model), FactorSeeds.tied(seed), hparams=hparams) for seed in (1, 2, 3)]
+    original_losses, original_train = fused_training.FusedModel.losses, fused.train_members
+    batches, kept = [], {}
+
+    def losses(self, *args, **kwargs):
+        values = original_losses(self, *args, **kwargs)
+        values = alter(values, len(batches)) if alter else values
+        batches.append(values.detach().clone())
+        return values
+
+    def train(*args, **kwargs):
+        with HostReads() as reads:
+            kept["trained"] = original_train(*args, **kwargs)
+        kept["reads"] = reads
+        return kept["trained"]
+
+    monkeypatch.setattr(fused_training.FusedModel, "losses", losses)
+    monkeypatch.setattr(fused, "train_members", train)
+    outcomes = fused.run_group(specs, data_dir)
+    return outcomes, kept["trained"], torch.stack(batches).double().tolist(), kept["reads"]
+
+
+@pytest.mark.parametrize("accumulation", [1, 3])
+def test_the_loop_reads_the_device_at_most_once_in_ten_steps_and_records_the_same_losses(tiny_bert, data_dir,
+                                                                                         monkeypatch, accumulation):
+    hparams = {**HPARAMS, "gradient_accumulation_steps": accumulation}
+    outcomes, trained, batches, reads = _trained(tiny_bert, hparams, data_dir, monkeypatch)
+    assert trained.steps == 20 and reads.ops > 0
+    # on a CPU every scalar read counts, of any tensor: the one read at the end is all there is (before 5.15,
+    # transformers cannot be told to make an encoder's mask without reading it: once a batch)
+    from transformers.masking_utils import create_bidirectional_mask
+
+    if "allow_is_bidirectional_skip" in inspect.signature(create_bidirectional_mask).parameters:
+        assert reads.scalar_reads / trained.steps <= 0.1
+    # each member's mean loss, summed on the host in float64 as the loop summed it before it kept it on the device
+    for k, outcome in enumerate(outcomes):
+        expected = math.fsum(batch[k] for batch in batches) / trained.steps
+        assert trained.losses[k] == pytest.approx(expected, abs=1e-6)
+        assert outcome.metrics["train_loss"] == pytest.approx(expected, abs=1e-6)
+    assert trained.diverged == {}
+
+
+def test_a_diverged_member_is_recorded_at_its_step_with_its_value(tiny_bert, data_dir, monkeypatch):
+    """Member 1's loss turns infinite on micro-batch 7 (optimiser step 3 of steps of 3, 3, 2 batches): the step, the
+    value, and a mean of what it had before are recorded; the others count every batch."""
+    def alter(values, index):
+        return values * torch.tensor([1.0, math.inf, 1.0]) if index == 6 else values
+
+    hparams = {**HPARAMS, "max_steps": 4, "gradient_accumulation_steps": 3}
+    _, trained, batches, _ = _trained(tiny_bert, hparams, data_dir, monkeypatch, alter)
+    assert trained.diverged == {1: (3, math.inf)}
+    assert trained.losses[1] == pytest.approx(math.fsum(batch[1] for batch in batches[:6]) / 4, abs=1e-6)
+    assert trained.losses[0] == pytest.approx(math.fsum(batch[0] for batch in batches) / 4, abs=1e-6)
+
+
+@pytest.mark.parametrize("model, method", [("tiny_bert", "full"), ("tiny_llama", "lora")])
+def test_a_fused_step_hits_no_vmap_fallback(request, data_dir, model, method):
+    """vmap falls back to a loop over the members where an operation has no batching rule (attention's backward on
+    a GPU, pytorch#117016): with its warning on, a fused encoder's and a fused LoRA decoder's steps raise none."""
+    import warnings
+
+    hparams = {**HPARAMS, "max_train_examples": 16, "max_steps": 2, **({"lora_r": 4} if method == "lora" else {})}
+    specs = [RunSpec("sst2", str(request.getfixturevalue(model)), FactorSeeds.tied(seed), method, hparams)
+             for seed in (1, 2)]
+    torch._C._functorch._set_vmap_fallback_warning_enabled(True)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            outcomes = fused.run_group(specs, data_dir)
+            torch.vmap(lambda x: torch.renorm(x, 2, 0, 1.0))(torch.ones(2, 2, 2))  # the warning works: renorm has no rule
+    finally:
+        torch._C._functorch._set_vmap_fallback_warning_enabled(False)
+    assert all(outcome.timings["optimizer_steps"] == 2 for outcome in outcomes)
+    fallbacks = [str(w.message) for w in caught if "batching rule" in str(w.message)]
+    assert len(fallbacks) == 1 and "aten::renorm" in fallbacks[0]
