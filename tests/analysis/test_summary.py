@@ -86,7 +86,6 @@ def test_needs_a_task_column():
 
 def test_groups_of_two_tasks_under_many_implementations_give_no_size_correlation():
     """32 groups of SST-2 and RTE (16 implementations each) are two training-set sizes, not 32 tasks: no r."""
-    import numpy as np
     import pandas as pd
 
     from seedscope.analysis.summary import _size_correlation

@@ -6,7 +6,6 @@ import math
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from seedscope.analysis.significance import adjust_p_values, paired_swap_test
 from seedscope.analysis.subsets.scores import SYSTEM, ScorePool
