@@ -76,6 +76,14 @@ def test_fused_speedup_is_measured_on_a_cpu_and_assumed_on_a_gpu(monkeypatch):
                            parameters=100_000_000)[2]
     assert lora.seconds == pytest.approx(80 / run_choice.FUSED_LORA_GPU_GOAL) and "2.00× the throughput" in lora.note
     assert run_choice.fused_speedup(4, 0, None, lora=True) == run_choice.FUSED_LORA_CPU_SPEEDUP
+    assert "pass the base" not in lora.note  # a model that cannot be sized: all at once
+    monkeypatch.setattr(run_choice, "fused_per_pass", lambda spec, members: 1)  # a base that keeps one at a time
+    bounded = run_choice.ways(seed_sweep(["rte"], ["m"], range(1, 9), method="lora"), None, [1, 4], gpus=1,
+                              parameters=100_000_000)[2]
+    assert bounded.seconds == pytest.approx(80.0) and "1.00× the throughput" in bounded.note  # a pass of one gains nothing
+    assert "LoRA members pass the base 1 at a time, so that the group's peak memory stays within 1.5× one run's" \
+        in bounded.note
+    assert run_choice.fused_speedup(4, 1, None, lora=True, per_pass=2) == 2.0
     grouped = seed_sweep(["rte"], ["m"], range(1, 9), hparams={"group_by_length": True})
     unfusable = run_choice.ways(grouped, None, [1, 4], gpus=1, parameters=100_000_000)[2]
     assert unfusable.seconds is None and "group_by_length" in unfusable.note

@@ -15,6 +15,7 @@ import json
 from typing import Sequence
 
 from seedscope.plan import RunSpec
+from seedscope.runners.finetune.footprint import PROCESS_BYTES, activation_bytes
 from seedscope.store import ExperimentStore
 
 #: timings keys of a run's peak memory, in bytes
@@ -23,17 +24,9 @@ PEAK_RSS, PEAK_GPU = "peak_memory_bytes", "peak_gpu_memory_bytes"
 HEADROOM = 0.9
 #: what a process's CUDA context takes on its GPU besides what torch allocates (bytes)
 CUDA_CONTEXT_BYTES = 600 * 2**20
-#: resident memory of a worker that imported torch and transformers, before its run's tensors (bytes)
-PROCESS_BYTES = 700 * 2**20
 #: bytes per parameter while training with AdamW in fp32: weights, gradients, two moment
 #: estimates, and the checkpoint's tensors as read
 BYTES_PER_PARAMETER = 5 * 4
-#: values kept for the backward pass per token and layer, in units of the hidden size (the
-#: input, Q, K, V, attention output, residuals, layer norms, dropout masks, the 4×-wide
-#: feed-forward before and after its activation)
-ACTIVATIONS_PER_HIDDEN = 20
-#: values kept per token, layer, attention head and attended position (scores, softmax, dropout mask and output)
-ACTIVATIONS_PER_SCORE = 4
 
 
 def training_bytes(parameters: int, batch: int, length: int, hidden: int, layers: int, heads: int,
@@ -41,12 +34,10 @@ def training_bytes(parameters: int, batch: int, length: int, hidden: int, layers
     """Memory one fine-tuning step of a transformer takes (bytes): states of every parameter plus activations.
 
     ``parameters`` × 20 (fp32 weights, gradients, AdamW's two moments, the checkpoint as read)
-    plus, for ``batch`` × ``length`` tokens in each of ``layers`` layers,
-    ``ACTIVATIONS_PER_HIDDEN`` × ``hidden`` values and ``ACTIVATIONS_PER_SCORE`` attention maps
-    of ``heads`` × ``length``. A bound for LoRA too (its frozen weights need no gradient or moments).
+    plus one step's activations (:func:`~seedscope.runners.finetune.footprint.activation_bytes`).
+    A bound for LoRA too (its frozen weights need no gradient or moments).
     """
-    per_token_and_layer = ACTIVATIONS_PER_HIDDEN * hidden + ACTIVATIONS_PER_SCORE * heads * length
-    return parameters * BYTES_PER_PARAMETER + batch * length * layers * per_token_and_layer * value_bytes
+    return parameters * BYTES_PER_PARAMETER + activation_bytes(batch, length, hidden, layers, heads, value_bytes)
 
 
 def recorded_peak(store: ExperimentStore, key: str) -> int | None:

@@ -88,6 +88,9 @@ class FinetuneSettings(DataSettings):
     lora_alpha: float = Field(16, gt=0)
     lora_dropout: float = Field(0.1, ge=0, lt=1)
     lora_target_modules: list[str] | None = None
+    # fused seeds (--fuse): members of a group per forward and backward pass; None: as many as keep a LoRA group's
+    # peak memory within 1.5x one LoRA run's (seedscope.runners.finetune.footprint), every member for full fine-tuning
+    fused_chunk: int | None = Field(None, ge=1, description="fused members per forward and backward pass")
 
     @model_validator(mode="after")
     def _check(self) -> "FinetuneSettings":

@@ -20,7 +20,11 @@ Each way's wall time comes from the same per-run estimates as ``--plan-only``'s 
   SmolLM2). On a GPU it is *assumed* (unmeasured): for full fine-tuning :data:`FUSED_GPU_GOAL`
   (5×, the goal set for 8 MiniLM-sized seeds) for models up to 25 M parameters, no gain (1×) from
   300 M on, interpolated between like the packing slowdown; for LoRA :data:`FUSED_LORA_GPU_GOAL`
-  (2×, the goal set for 4 adapters over a 3B base).
+  (2×, the goal set for 4 adapters over a 3B base). A LoRA group passes its members through the
+  shared base a few at a time, as few as keep its peak memory within 1.5× one run's
+  (:func:`~seedscope.runners.finetune.footprint.fused_per_pass`); on a GPU a pass of c members is
+  assumed to gain what a group of c would (``min(c, 2)``), on a CPU the measured ratio is that of
+  passes of one member, the default there.
 
 ``--parallel auto`` takes the way with the lowest estimate (ties: fewer at once).
 """
@@ -34,6 +38,7 @@ from typing import Callable, Sequence
 import pandas as pd
 
 from seedscope.plan import RunSpec
+from seedscope.runners.finetune.footprint import FUSED_LORA_MEMORY, fused_per_pass
 from seedscope.store import ExperimentStore
 from seedscope.workflows.costing import packed_wall, run_seconds
 
@@ -43,8 +48,10 @@ SHARES_FREELY, SHARES_NOTHING = 25e6, 300e6
 FUSED_CPU_SPEEDUP = 0.80
 #: fused K against K runs one after another on a GPU for a small model: ASSUMED, the goal for 8 MiniLM-sized seeds
 FUSED_GPU_GOAL = 5.0
-#: K LoRA adapters over one base against K LoRA runs one after another on a CPU: measured (SmolLM2, 4 adapters)
-FUSED_LORA_CPU_SPEEDUP = 0.84
+#: K LoRA adapters over one base against K LoRA runs one after another on a CPU, passing one at a time as the
+#: smollm2-lora-cpu preset's memory bound has them: measured (SmolLM2, 4 adapters): all four at once ran at 0.84× the
+#: throughput of one after another, and one at a time at 0.84× the speed of all at once (bench_lora.py --pass-speed)
+FUSED_LORA_CPU_SPEEDUP = 0.71
 #: the same on a GPU: ASSUMED, the goal for 4 adapters over a Llama-3B-sized base
 FUSED_LORA_GPU_GOAL = 2.0
 
@@ -84,12 +91,14 @@ def gpu_slowdown(parallel: int, parameters: int | None) -> float:
     return 1.0 + _crowding(parameters) * (parallel - 1)
 
 
-def fused_speedup(fuse: int, gpus: int, parameters: int | None, lora: bool = False) -> float:
-    """Fused ``fuse`` against the same runs one after another: measured on a CPU, assumed on a GPU (see the module)."""
+def fused_speedup(fuse: int, gpus: int, parameters: int | None, lora: bool = False, per_pass: int | None = None
+                  ) -> float:
+    """Fused ``fuse`` (LoRA: ``per_pass`` members through the base at once, default all) against the same runs one
+    after another: measured on a CPU, assumed on a GPU (see the module)."""
     if not gpus:
         return FUSED_LORA_CPU_SPEEDUP if lora else FUSED_CPU_SPEEDUP
     if lora:
-        return min(float(fuse), FUSED_LORA_GPU_GOAL)
+        return min(float(per_pass or fuse), FUSED_LORA_GPU_GOAL)
     if parameters is None:
         return 1.0  # nothing known: assume no gain
     return 1.0 + (1.0 - _crowding(parameters)) * (min(float(fuse), FUSED_GPU_GOAL) - 1.0)
@@ -108,13 +117,18 @@ def fused_way(specs: Sequence[RunSpec], timed: pd.DataFrame, fuse: int, gpus: in
         return Way(name, 1, None, f"not available for this plan: {error}", fuse)
     seconds = dict(zip((spec.run_id for spec in specs), timed["seconds"]))
     groups = fused_groups(todo, fuse)
-    speedups = [fused_speedup(fuse, gpus, parameters, group[0].method == "lora") for group in groups]
+    passes = [fused_per_pass(group[0], len(group)) for group in groups]
+    speedups = [fused_speedup(fuse, gpus, parameters, group[0].method == "lora", per_pass)
+                for group, per_pass in zip(groups, passes)]
     wall = sum(sum(seconds[spec.run_id] for spec in group) / min(speedup, len(group))
                for group, speedup in zip(groups, speedups))
     how = ("measured on a CPU" if not gpus else "assumed on a GPU, unmeasured")
     rates = " or ".join(f"{speedup:.2f}×" for speedup in sorted(set(speedups)))
+    bounded = sorted({per_pass for group, per_pass in zip(groups, passes) if per_pass < len(group)})
+    memory = (f"; LoRA members pass the base {' or '.join(map(str, bounded))} at a time, so that the group's peak "
+              f"memory stays within {FUSED_LORA_MEMORY}× one run's" if bounded else "")
     return Way(name, 1, wall, f"{len(groups)} group(s) of up to {fuse}, {rates} the throughput of one after "
-               f"another ({how})", fuse)
+               f"another ({how}){memory}", fuse)
 
 
 def candidates(cores: int, gpus: int) -> list[int]:

@@ -15,6 +15,7 @@ from seedscope.plan import RunSpec
 from seedscope.plan.seeds import FactorSeeds
 from seedscope.runners.finetune import fused, fused_training
 from seedscope.runners.finetune import runner as finetune
+from seedscope.runners.finetune.features import collator
 from seedscope.runners.finetune.trainer import SeededTrainer
 
 #: 64 training sentences in batches of 8: 8 batches an epoch, so 20 steps cross two epochs' reshuffles
@@ -56,19 +57,20 @@ def _sequential_losses(monkeypatch, spec, data_dir):
 
 
 def _fused_losses(monkeypatch, specs, data_dir):
-    """A fused group and each member's loss on each of its training batches."""
+    """A fused group and each member's loss on each of its training batches (``[batches, K]``; the members of a
+    batch pass in order, all at once or a few at a time)."""
     losses = []
     original = fused_training.FusedModel.losses
 
     def recording(self, *args, **kwargs):
         values = original(self, *args, **kwargs)
-        losses.append(values.detach().double().tolist())
+        losses.extend(values.detach().double().tolist())
         return values
 
     monkeypatch.setattr(fused_training.FusedModel, "losses", recording)
     outcomes = fused.run_group(specs, data_dir)
     monkeypatch.setattr(fused_training.FusedModel, "losses", original)
-    return outcomes, np.array(losses)
+    return outcomes, np.array(losses).reshape(-1, len(specs))
 
 
 @pytest.mark.parametrize("hparams, batches", [
@@ -165,6 +167,49 @@ def _lora_fidelity(model, hparams, data_dir, monkeypatch, seeds=SEEDS):
 def test_each_lora_member_trains_and_predicts_as_its_sequential_run(tiny_llama, data_dir, monkeypatch):
     outcomes = _lora_fidelity(tiny_llama, STILL_LORA, data_dir, monkeypatch)
     assert len({tuple(o.predictions["prob_positive"].round(6)) for o in outcomes}) == 3  # three different members
+
+
+def test_lora_members_passing_a_few_at_a_time_train_and_predict_as_their_sequential_runs(tiny_llama, data_dir,
+                                                                                          monkeypatch):
+    outcomes = _lora_fidelity(tiny_llama, {**STILL_LORA, "fused_chunk": 2}, data_dir, monkeypatch)  # passes of 2, 1
+    assert [o.environment["fused_per_pass"] for o in outcomes] == [2, 2, 2]
+
+
+def test_a_pass_keeps_its_own_members_activations_alone_and_each_members_loss_and_gradients(tiny_llama, data_dir):
+    """Three members one at a time keep a third of what three at once keep for the backward pass (the bytes autograd
+    saves, beyond the weights), with the same losses and gradients."""
+    specs = [RunSpec("sst2", str(tiny_llama), s, "lora", STILL_LORA) for s in SEEDS]
+    prepared = [finetune.prepare(spec, data_dir) for spec in specs]
+    tokenizer = prepared[0].tokenizer
+    collate = collator(prepared[0].kind, tokenizer, prepared[0].settings)
+    rows = prepared[0].train_features[:8]
+    found = {}
+    for per_pass in (3, 1):
+        group = fused_training.FusedModel([finetune.fresh_model(s, p) for s, p in zip(specs, prepared)], "cpu", per_pass)
+        weights = {t.untyped_storage().data_ptr() for t in [*group.params.values(), *group.shared.values()]}
+        saved, losses = [], group.losses
+
+        def keep(tensor):
+            if tensor.untyped_storage().data_ptr() not in weights:
+                saved[-1] += tensor.numel() * tensor.element_size()
+            return tensor
+
+        def counted(*args, **kwargs):
+            saved.append(0)
+            with torch.autograd.graph.saved_tensors_hooks(keep, lambda tensor: tensor):
+                return losses(*args, **kwargs)
+
+        group.losses = counted
+        values = group.backward([collate(rows)] * 3, tokenizer, torch.tensor([1, 2, 3]), torch.full((3,), 8), 0, 1,
+                                "fp32")
+        found[per_pass] = saved, values, {name: p.grad for name, p in group.params.items()}
+    (one, one_losses, one_grads), (three, three_losses, three_grads) = found[1], found[3]
+    assert len(one) == 3 and len(three) == 1
+    assert max(one) == pytest.approx(three[0] / 3, rel=0.02)
+    assert len(set(three_losses.tolist())) == 3  # three different members
+    torch.testing.assert_close(one_losses, three_losses, atol=1e-6, rtol=0)
+    for name, grad in three_grads.items():
+        torch.testing.assert_close(one_grads[name], grad, atol=1e-6, rtol=1e-5)
 
 
 def _holds_one_base(model_folder, data_dir) -> None:

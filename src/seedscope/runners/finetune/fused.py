@@ -9,7 +9,9 @@ environment records ``execution: fused`` with the group's size and the member's 
 
 LoRA members share one frozen base in memory (the base weights every LoRA run of a process
 shares, :mod:`.base_weights`): each step passes the K sub-batches through it together, each
-with its own adapter and head. What cannot be matched is refused before anything runs
+with its own adapter and head — by default as few at a time as keep the group's peak memory
+within 1.5× one LoRA run's (:func:`~.footprint.fused_per_pass`; the ``fused_chunk``
+hyper-parameter sets it), each pass's backward freeing its activations before the next. What cannot be matched is refused before anything runs
 (:func:`check`): length-grouped batches, fp16 (its loss scaler), multiple-choice heads, remote code.
 """
 
@@ -33,6 +35,7 @@ from seedscope.runners.environment import (
     implementation,
     resolve_precision,
 )
+from seedscope.runners.finetune.footprint import fused_per_pass
 from seedscope.runners.finetune.fused_training import Member, Trained, train_members
 from seedscope.runners.finetune.runner import (
     Prepared,
@@ -112,14 +115,15 @@ def _run_group(specs: Sequence[RunSpec], data_dir, on_step, kernels: Kernels) ->
         members = [Member(p.train_features, spec.seeds.data_order, spec.seeds.optimisation)
                    for spec, p in zip(specs, prepared)]
         hook = (lambda done, total: [on_step(spec, done, total) for spec in specs]) if on_step else None
+        per_pass = fused_per_pass(specs[0], len(specs))
         meter = TokenMeter()
         trained_at = time.perf_counter()
         trained = train_members(models, members, training_arguments(settings, specs[0], head.precision, scratch),
                                 run_collator(head, *prepared[1:]), head.tokenizer, device, head.precision, hook,
-                                meter.stacked)
+                                meter.stacked, per_pass)
         train_seconds = time.perf_counter() - trained_at
         figures = throughput(meter, models[0], train_seconds, device, head.precision, len(specs))
-        outcomes = [_evaluate(k, specs, prepared, models, trained, scratch) for k in range(len(specs))]
+        outcomes = [_evaluate(k, specs, prepared, models, trained, scratch, per_pass) for k in range(len(specs))]
     for outcome in outcomes:
         if isinstance(outcome, RunResult):
             outcome.environment.update(determinism.to_dict())
@@ -132,7 +136,7 @@ def _run_group(specs: Sequence[RunSpec], data_dir, on_step, kernels: Kernels) ->
     return outcomes
 
 
-def _evaluate(k: int, specs, prepared, models, trained: Trained, scratch: str) -> Outcome:
+def _evaluate(k: int, specs, prepared, models, trained: Trained, scratch: str, per_pass: int) -> Outcome:
     """Member ``k``'s trained weights in its own model, predicted by the sequential run's ``Trainer``."""
     spec, mine, model = specs[k], prepared[k], models[k]
     if k in trained.diverged:
@@ -147,7 +151,7 @@ def _evaluate(k: int, specs, prepared, models, trained: Trained, scratch: str) -
     evaluated_at = time.perf_counter()
     output = trainer.predict(mine.eval_features)
     eval_seconds = time.perf_counter() - evaluated_at
-    execution = {"execution": "fused", "fused_members": len(specs), "fused_member": k}
+    execution = {"execution": "fused", "fused_members": len(specs), "fused_member": k, "fused_per_pass": per_pass}
     timings = {"eval_seconds": eval_seconds, "train_examples": len(mine.train_features),
                "eval_examples": len(mine.eval_features), "optimizer_steps": trained.steps,
                "eval_examples_per_second": len(mine.eval_features) / eval_seconds if eval_seconds > 0 else float("nan")}

@@ -7,8 +7,11 @@ parameters), the same learning-rate schedule and warm-up, gradient accumulation 
 ``Trainer``'s loss scaling, and gradient clipping at ``max_grad_norm`` on each member's own
 global norm. The members' weights are stacked (a LoRA group's frozen base is kept once) and one
 ``vmap`` of ``functional_call`` computes every member's loss; AdamW is element-wise, so one
-optimiser over the stacked weights updates each member as its own would. A member's batch is
-padded to the longest of the group's batches (padding is masked, as in any batch). Dropout
+optimiser over the stacked weights updates each member as its own would. The members may pass
+``per_pass`` at a time (forward and backward, each pass adding to the gradients), so that only
+their activations live at once: a member's loss and gradients depend on its own weights and
+batch alone, whichever members share its pass. A member's batch is padded to the longest of its
+pass's batches (padding is masked, as in any batch). Dropout
 draws from each member's ``optimisation`` seed (:mod:`.fused_dropout`). A member whose loss
 becomes NaN or infinite is stopped (its gradients zeroed from then on) and reported diverged;
 the others go on. Nothing is read from the device inside a step (:class:`Divergence` keeps the
@@ -187,7 +190,8 @@ class FusedModel:
     member's loss. Full fine-tuning stacks every weight; LoRA runs keep one copy of their frozen base, through which
     the members' sub-batches pass together, each with its own adapter and head."""
 
-    def __init__(self, models: Sequence, device):
+    def __init__(self, models: Sequence, device, per_pass: int | None = None):
+        self.per_pass = min(per_pass or len(models), len(models))
         self.base = meta_copy(models[0])
         self.base.train()
         params, shared = split_shared([dict(model.named_parameters()) for model in models])
@@ -198,8 +202,10 @@ class FusedModel:
         self.pass_items = accepts_loss_kwargs(models[0])
         self.causal = any(getattr(module, "is_causal", False) is True for module in models[0].modules())
 
-    def losses(self, batch: dict[str, torch.Tensor], masks, seeds: torch.Tensor, items: torch.Tensor, index: int):
-        """Each member's loss on its part of ``batch`` (``[K]``); dropout from ``seeds`` at micro-batch ``index``."""
+    def losses(self, batch: dict[str, torch.Tensor], masks, seeds: torch.Tensor, items: torch.Tensor, index: int,
+               members: slice = slice(None)):
+        """The loss of each of ``members`` on its part of ``batch`` (the inputs hold those members' rows alone);
+        dropout from ``seeds`` at micro-batch ``index``."""
 
         def member_loss(params, buffers, shared, inputs, mask, seed, count):
             extra = {"num_items_in_batch": count} if self.pass_items else {}
@@ -208,9 +214,32 @@ class FusedModel:
                                          {**inputs, "attention_mask": mask, **extra})
             return output.loss
 
+        def mine(stacked: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+            return stacked if members == slice(None) else {name: t[members] for name, t in stacked.items()}
+
         dims = (0, 0, None, 0, None if masks is None else 0, 0, 0)
-        return vmap(member_loss, in_dims=dims, randomness="error")(self.params, self.buffers, self.shared, batch, masks,
-                                                                  seeds, items)
+        return vmap(member_loss, in_dims=dims, randomness="error")(mine(self.params), mine(self.buffers), self.shared,
+                                                                  batch, masks, seeds, items)
+
+    def backward(self, batches: Sequence[dict], tokenizer, seeds: torch.Tensor, items: torch.Tensor, index: int,
+                 divide: int, precision: str, on_batches: Callable[[list[dict]], None] | None = None) -> torch.Tensor:
+        """Each member's loss on its batch of ``batches``, divided by ``divide`` (``[K]``, detached), its gradients
+        added to the weights': ``per_pass`` members at a time, so that only their activations are alive at once, their
+        batches padded to the longest of the pass (one member alone: to its own, as its sequential run's).
+        ``on_batches`` sees each pass's batches before they are stacked."""
+        members, done = len(seeds), []
+        for start in range(0, members, self.per_pass):
+            part = slice(None) if self.per_pass >= members else slice(start, start + self.per_pass)
+            if on_batches:
+                on_batches(batches[part])
+            batch = stacked(batches[part], tokenizer.pad_token_id, tokenizer.padding_side, seeds.device)
+            masks = attention_masks(self.base.config, batch.pop("attention_mask"), self.causal)
+            with torch.autocast(seeds.device.type, dtype=torch.bfloat16, enabled=precision == "bf16"):
+                losses = self.losses(batch, masks, seeds[part], items[part], index, part)
+            losses = losses / divide
+            losses.sum().backward()
+            done.append(losses.detach())
+        return torch.cat(done)
 
 
 #: optimiser steps between two reads of whether any member is still training (a group whose members have all
@@ -246,12 +275,13 @@ class Divergence:
 
 def train_members(models: Sequence, members: Sequence[Member], args, collate: Callable, tokenizer, device,
                   precision: str, on_step: Callable[[int, int], None] | None = None,
-                  on_batches: Callable[[list[dict]], None] | None = None) -> Trained:
-    """Train the members together; see the module. ``on_step(done, total)`` after every optimiser step;
-    ``on_batches(member_batches)`` with each micro-batch's member batches, on the host, before they are stacked."""
+                  on_batches: Callable[[list[dict]], None] | None = None, per_pass: int | None = None) -> Trained:
+    """Train the members together, ``per_pass`` at a time (None: all); see the module. ``on_step(done, total)``
+    after every optimiser step; ``on_batches(member_batches)`` with each pass's member batches, on the host, before
+    they are stacked."""
     from transformers import get_scheduler
 
-    fused = FusedModel(models, device)
+    fused = FusedModel(models, device, per_pass)
     optimizer = optimiser(models, fused.params, args)
     plan = Schedule.of(len(members[0].features), args)
     total = plan.total
@@ -270,17 +300,10 @@ def train_members(models: Sequence, members: Sequence[Member], args, collate: Ca
             parts = [[next(stream) for _ in range(count)] for stream in streams]
             items = torch.stack([sum((b["labels"] != -100).sum() for b in part) for part in parts]).to(device)
             for i in range(count):
-                if on_batches:
-                    on_batches([part[i] for part in parts])
-                batch = stacked([part[i] for part in parts], tokenizer.pad_token_id, tokenizer.padding_side, device)
-                masks = attention_masks(fused.base.config, batch.pop("attention_mask"), fused.causal)
-                with torch.autocast(torch.device(device).type, dtype=torch.bfloat16, enabled=precision == "bf16"):
-                    losses = fused.losses(batch, masks, seeds, items, micro)
+                losses = fused.backward([part[i] for part in parts], tokenizer, seeds, items, micro,
+                                        1 if fused.pass_items else count, precision, on_batches)
                 micro += 1
-                if not fused.pass_items:
-                    losses = losses / count
-                losses.sum().backward()
-                track.add(losses.detach(), trained.steps + 1)
+                track.add(losses, trained.steps + 1)
             grads = [p.grad for p in fused.params.values() if p.grad is not None]
             for grad in grads:  # a diverged member's gradients are zero from then on
                 grad.masked_fill_(~track.alive.view(-1, *[1] * (grad.dim() - 1)), 0.0)
