@@ -197,9 +197,10 @@ def as_ids(values: pd.Series, *, numbers: bool = False) -> pd.Series:
         return values.astype(str)
     if pd.api.types.is_float_dtype(dtype):
         whole = np.mod(values.to_numpy(), 1) == 0
-        return values.astype(object).where(~whole, values.where(whole, 0).astype(np.int64)).astype(str)
-    # text, or Python objects of mixed types (JSON): whole floats and "7.0" lose their ".0"
-    return values.map(_id_text).astype(str)
+        text = values.astype(object).where(~whole, values.where(whole, 0).astype(np.int64)).astype(str)
+    else:  # text, or Python objects of mixed types (JSON): whole floats and "7.0" lose their ".0"
+        text = values.map(_id_text).astype(str)
+    return text.where(values.notna())  # a missing id stays missing (pandas 2.0 writes it as "nan" or "None")
 
 
 def _id_text(value):
