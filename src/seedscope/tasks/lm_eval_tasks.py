@@ -32,7 +32,7 @@ from seedscope.errors import SeedscopeError
 
 PREFIX = "lm-eval:"
 #: the lm-eval versions seedscope is tested with (pyproject's ``lm-eval`` extra)
-SUPPORTED = (">=0.4.8", "<0.5")
+SUPPORTED = (">=0.4.12", "<0.5")
 #: the request kinds seedscope scores (loglikelihood, multiple choice) or generates (generate_until)
 SCORED = ("loglikelihood", "multiple_choice", "generate_until")
 
