@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 from transformers import TrainerCallback
 
@@ -41,9 +42,9 @@ class BatchCount:
 
     @classmethod
     def of(cls, batch: dict) -> BatchCount:
-        mask = torch.as_tensor(batch["attention_mask"])
-        per_row = mask.reshape(-1, mask.shape[-1]).sum(-1).to(torch.int64)
-        return cls(int(per_row.numel()), int(mask.shape[-1]), int(per_row.sum()), int((per_row * per_row).sum()))
+        mask = np.asarray(batch["attention_mask"])  # in numpy: the collated batch is on the host, and no torch op runs
+        per_row = mask.reshape(-1, mask.shape[-1]).sum(-1).astype(np.int64)
+        return cls(int(per_row.size), int(mask.shape[-1]), int(per_row.sum()), int((per_row * per_row).sum()))
 
 
 class TokenMeter:
