@@ -111,7 +111,7 @@ def test_an_unsupported_lm_eval_version_is_refused(tmp_path, smollm2_folder, tas
 
     monkeypatch.setattr(lm_eval_tasks.metadata, "version", lambda name: "0.5.1")
     code, _, err = cli(sweep_args("lm-eval:sst2_local", smollm2_folder, tmp_path / "x", task_dir))
-    assert code == 2 and "lm-eval 0.5.1 is installed, but seedscope reads lm-eval >=0.4.8,<0.5" in err, err
+    assert code == 2 and "lm-eval 0.5.1 is installed, but seedscope reads lm-eval >=0.4.12,<0.5" in err, err
 
 
 def test_lm_eval_tasks_need_the_icl_runner(tmp_path, smollm2_folder, task_dir, cli):

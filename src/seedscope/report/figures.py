@@ -12,6 +12,7 @@ global figure registry): they are garbage-collected like any object and render f
 
 from __future__ import annotations
 
+import inspect
 import io
 import textwrap
 from contextlib import contextmanager
@@ -20,12 +21,17 @@ from typing import Iterator, Sequence
 import matplotlib
 import numpy as np
 import pandas as pd
+from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import Colormap
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 
 from seedscope.errors import SeedscopeError
+
+#: a horizontal box plot: ``orientation`` since matplotlib 3.10, which deprecates the ``vert`` of earlier releases
+_HORIZONTAL = ({"orientation": "horizontal"} if "orientation" in inspect.signature(Axes.boxplot).parameters
+               else {"vert": False})
 
 #: Okabe & Ito (2008) colour-blind-safe palette
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
@@ -240,7 +246,7 @@ def metric_distribution_figure(
     with _styled():
         fig = _figure(5.0, 2.4)
         ax = fig.add_subplot()
-        ax.boxplot(data[~np.isnan(data)], orientation="horizontal", widths=0.5, patch_artist=True,
+        ax.boxplot(data[~np.isnan(data)], **_HORIZONTAL, widths=0.5, patch_artist=True,
                    boxprops={"facecolor": "#f2f2f2", "hatch": "//", "edgecolor": "#444444"},
                    medianprops={"color": "#000000", "linewidth": 1.5}, showfliers=False)
         ax.plot(data, 1 + jitter, linestyle="none", marker="o", color=PALETTE[0], markeredgecolor="black",
