@@ -90,7 +90,7 @@ def begun(args: list[str]):
         return contextlib.nullcontext()
     from seedscope import parquet_ahead
 
-    return parquet_ahead.decoding_ahead([word for word in args[1:] if word.endswith(".parquet")])
+    return parquet_ahead.decoding_ahead([str(word) for word in args[1:] if str(word).endswith(".parquet")])
 
 
 def load(name: str):
