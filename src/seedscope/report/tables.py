@@ -159,7 +159,7 @@ def analysis_sections(analysis: Analysis, top_k: int = 10) -> dict[str, pd.DataF
         dropped += "; no gold labels, so CCON is undefined"
     sections[f"Micro: {n_pairs} run pairs over {n_examples} examples (fractions{dropped})"] = micro_frame
     if len(analysis.per_run.columns):
-        sections["Per run"] = analysis.per_run
+        sections["Per run"] = analysis.per_run.rename_axis("run")  # pandas 2.0 may carry a store's "seed" name here
     sections.update(error_bar_sections(analysis))
     unstable = analysis.most_unstable(top_k)
     shown = unstable[[c for c in UNSTABLE_COLUMNS if c in unstable.columns]].rename(columns=UNSTABLE_COLUMNS)
