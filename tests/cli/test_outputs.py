@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import io
+import os
+import signal
 
 import pandas as pd
 import pytest
 from rich.console import Console
 
-from seedscope.cli.outputs import PIPE_WIDTH, check_outputs, output_console, parse_int_list, write_outputs
-from seedscope.errors import SeedscopeError
+from seedscope.cli.outputs import PIPE_WIDTH, check_outputs, output_console, parse_int_list, resumable, write_outputs
+from seedscope.errors import Interrupted, SeedscopeError
 from seedscope.report.tables import to_rich
 
 
@@ -46,3 +48,29 @@ def test_tables_written_to_a_pipe_are_not_cropped(capsys):
     wide = pd.DataFrame({"first column": ["x" * 60], "second column": ["y" * 60]})
     console.print(to_rich(wide))  # 120+ characters wide: Rich's default 80 would crop the second column
     assert "y" * 60 in capsys.readouterr().out
+
+
+class _CtrlCInAFinalizer:
+    """A Ctrl-C that lands while the garbage collector runs a ``__del__``: Python prints and ignores it."""
+
+    def __del__(self):
+        os.kill(os.getpid(), signal.SIGINT)
+        for _ in range(10_000):  # the handler runs between bytecodes, here, inside the finalizer
+            pass
+
+
+def test_a_ctrl_c_swallowed_by_a_finalizer_still_interrupts(tmp_path):
+    with pytest.raises(Interrupted, match="--resume"):
+        with resumable(tmp_path):
+            _CtrlCInAFinalizer()  # collected at once
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored after the block
+
+
+def test_a_ctrl_c_interrupts_and_a_quiet_block_does_not(tmp_path):
+    with pytest.raises(Interrupted, match="finished runs are kept"):
+        with resumable(tmp_path):
+            os.kill(os.getpid(), signal.SIGINT)
+            for _ in range(10_000):
+                pass
+    with resumable(tmp_path):
+        pass

@@ -6,6 +6,8 @@ them, each atomically, so a failing run leaves no file (and never half a file) b
 
 from __future__ import annotations
 
+import signal
+import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,13 +37,30 @@ def output_console() -> Console:
 
 @contextmanager
 def resumable(out, hint: str = "rerun the same command with --resume") -> Iterator[None]:
-    """Ctrl-C during runs into ``out``: say what is kept and how to go on (exit 130), not a silent 0."""
+    """Ctrl-C during runs into ``out``: say what is kept and how to go on (exit 130), not a silent 0.
+
+    A Ctrl-C is remembered as well as raised: Python ignores the ``KeyboardInterrupt`` of a signal that lands in a
+    finalizer (a ``__del__`` run by the garbage collector), and the command would otherwise end as if never stopped.
+    """
+    caught: list[int] = []
+
+    def on_ctrl_c(signum, frame):
+        caught.append(signum)
+        raise KeyboardInterrupt
+
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, on_ctrl_c) if main else None
     try:
         yield
+        if caught:
+            raise KeyboardInterrupt
     except KeyboardInterrupt:
         raise Interrupted(
             f"interrupted: the finished runs are kept in {out} (the run in progress is redone); {hint} to go on"
         ) from None
+    finally:
+        if main:
+            signal.signal(signal.SIGINT, previous)
 
 
 def check_outputs(*paths: Path | None) -> None:
