@@ -48,12 +48,12 @@ def test_a_non_finite_loss_counts_as_the_trainers_filter_counts_it_without_a_rea
                                                                                            monkeypatch, tmp_path):
     """The loss turns NaN on the third batch (and stays NaN: the weights are then NaN): each NaN step counts as the
     mean of the steps before it, the ``Trainer``'s ``logging_nan_inf_filter`` rule, and no step reads the loss."""
-    import inspect
     import math
 
     from seedscope.plan import RunSpec
     from seedscope.plan.seeds import FactorSeeds
     from seedscope.runners.finetune import runner
+    from seedscope.runners.finetune.fused_training import masks_without_reads
     from seedscope.runners.finetune.host_reads import HostReads
     from seedscope.runners.finetune.trainer import SeededTrainer
 
@@ -80,8 +80,6 @@ def test_a_non_finite_loss_counts_as_the_trainers_filter_counts_it_without_a_rea
     # the Trainer's filter read each loss twice (isnan, isinf); what is left: the model's own check of its padding
     # mask (transformers' masking, once a step), the data loader's seed (a host tensor, once an epoch: two), and the
     # training loss, read once when training ends
-    from transformers.masking_utils import create_bidirectional_mask
-
-    if "allow_is_bidirectional_skip" in inspect.signature(create_bidirectional_mask).parameters:
+    if masks_without_reads():
         assert reads.scalar_reads <= 6 + 2 + 1  # older releases read the mask inside the model (255 reads on 5.9)
     assert trainer.args.logging_nan_inf_filter  # evaluation still filters its losses

@@ -134,6 +134,14 @@ def _parameters(function) -> frozenset[str]:
     return frozenset(inspect.signature(function).parameters)
 
 
+def masks_without_reads() -> bool:
+    """Whether the installed transformers can make an encoder's mask without reading it (its padding check can be
+    skipped, from 5.15): before that, every batch's mask is read once on the host."""
+    from transformers.masking_utils import create_bidirectional_mask
+
+    return "allow_is_bidirectional_skip" in _parameters(create_bidirectional_mask)
+
+
 def _no_cache(names: frozenset[str], length: int, device) -> dict:
     """The arguments that say "no cache, no skipping" to a mask function, by the names the installed transformers
     gives them (``cache`` from 5.24, ``past_key_values`` before; older ones also take the ``cache_position``): a
