@@ -42,7 +42,7 @@ def test_a_sweep_runs_every_combination_for_every_seed_and_analyze_compares_them
 
 
 @pytest.mark.parametrize(("option", "message"), [
-    ("precison=fp32", "unknown implementation setting 'precison'; known: precision"),
+    ("precison=fp32", "unknown implementation setting 'precison'; known: engine, precision"),
     ("precision=fp8", "implementation setting precision takes fp32, bf16, fp16, not 'fp8'"),
     ("precision=fp16", "precision fp16 needs a GPU"),
     ("attention=flash", "attention flash needs the flash_attn package"),

@@ -41,7 +41,7 @@ def test_vary_names_the_implementation_in_run_ids_and_sets_the_family_key():
 
 
 @pytest.mark.parametrize(("options", "message"), [
-    (["precison=fp32"], "unknown implementation setting 'precison'; known: precision, batch_size, attention, threads, "
+    (["precison=fp32"], "unknown implementation setting 'precison'; known: engine, precision, batch_size, attention, threads, "
                         "device, padding_side, deterministic, tf32, rerun (did you mean precision?)"),
     (["attention=sdp"], "implementation setting attention takes eager, sdpa, flash, not 'sdp' (did you mean sdpa?)"),
     (["threads=two"], "implementation setting threads takes a whole number of at least 1, not 'two'"),

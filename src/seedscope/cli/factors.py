@@ -10,15 +10,7 @@ import typer
 
 from seedscope.cli.inputs import DataDir
 from seedscope.cli.outputs import (
-    Confidence,
-    JsonFile,
-    MarkdownFile,
-    OutputFiles,
-    Seed,
-    output_console,
-    print_notes,
-    resumable,
-    write_outputs,
+    Confidence, JsonFile, MarkdownFile, OutputFiles, Seed, output_console, print_notes, resumable, write_outputs,
 )
 from seedscope.cli.run_options import (
     AUTO,
@@ -29,7 +21,7 @@ from seedscope.cli.run_options import (
     FailFast,
     Fuse,
     GpusPerRun,
-    ImplementationAxes,
+    ApiKeyEnv, BaseUrl, EngineOption, ImplementationAxes, Repeat, implementation_axes,
     LmEvalInclude,
     MaxNewTokens,
     MaxRetries,
@@ -296,8 +288,11 @@ def run_command(
     json_file: JsonFile = None,
     markdown_file: MarkdownFile = None,
     implementation: ImplementationAxes = None,
+    repeat: Repeat = None,
+    engine: EngineOption = None,
+    base_url: BaseUrl = None,
+    api_key_env: ApiKeyEnv = None,
 ) -> None:
-    from seedscope.plan.implementation import parse_axes
     from seedscope.workflows.factor_studies import FactorStudyConfig, run_factor_study
     from seedscope.workflows.sweeping import preflight
 
@@ -309,7 +304,7 @@ def run_command(
         n_golden=golden_runs, num_labelled=num_labelled, test_fraction=test_fraction, method=choice.method or "full",
         preset=choice.preset, config=choice.config, hparams=choice.hparams, tolerance=tolerance,
         start=start, batch=batch, patience=patience, metric=metric, runner=runner.value,
-        implementation=parse_axes(implementation or []),
+        implementation=implementation_axes(ctx.params),
     )
     plan = study.plan  # validated here, before anything is written; run_factor_study reuses it
     execution = study.execution_with(execution)  # the config file's execution: fused

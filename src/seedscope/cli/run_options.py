@@ -159,6 +159,18 @@ ImplementationAxes = Annotated[Optional[list[str]], typer.Option(
     "runs every seed, its run ids end in impl-…): precision (fp32, bf16, fp16), batch_size, attention (eager, sdpa, "
     "flash), threads, device (cpu, cuda), padding_side (left, right), deterministic (true, false, strict), rerun "
     "(identical reruns: the noise floor). See docs/implementation.md.")]
+Repeat = Annotated[Optional[int], typer.Option(
+    "--repeat", min=2, help="Run everything R times, identically (--implementation rerun=1..R): an engine's noise floor. A "
+    "server is asked again each time (its answers are cached per repeat), greedy at temperature 0 unless --samples.")]
+EngineOption = Annotated[Optional[str], typer.Option(
+    "--engine", help="icl: what computes the answers: hf (transformers, here; default) or openai (an OpenAI-compatible "
+    "server: vLLM, SGLang, TGI, llama.cpp, Ollama, transformers serve, a hosted API; needs --base-url). To compare "
+    "engines: --implementation engine=hf,openai. See docs/engines.md.")]
+BaseUrl = Annotated[Optional[str], typer.Option(
+    "--base-url", help="icl with --engine openai: the server's URL, e.g. http://localhost:8000/v1.")]
+ApiKeyEnv = Annotated[Optional[str], typer.Option(
+    "--api-key-env", help="icl with --engine openai: the environment variable holding the API key (never stored or "
+    "printed); leave it out for a local server that needs none.")]
 PlanOnly = Annotated[bool, typer.Option(
     "--plan-only", help="Print runs, training example-epochs and the estimated wall time (one short timed run per task); "
     "store nothing.")]
@@ -203,8 +215,48 @@ class RunChoice:
                                           split_values(params.get("prompt_format")), params.get("predict"),
                                           {key: params.get(key) for key in SAMPLING_FLAGS})
         include = lm_eval_settings(params["runner"], params.get("lm_eval_include"))
-        return cls(method, {**hparams, **include, **(parse_settings(params.get("settings")) or {})}, params.get("preset"),
-                   params.get("config_file"))
+        engine = engine_settings(params)
+        return cls(method, {**hparams, **include, **engine, **(parse_settings(params.get("settings")) or {})},
+                   params.get("preset"), params.get("config_file"))
+
+
+#: the engine flags: hyper-parameter → flag
+ENGINE_FLAGS = {"engine": "--engine", "base_url": "--base-url", "api_key_env": "--api-key-env"}
+
+
+def engine_settings(params: Mapping[str, Any]) -> dict[str, Any]:
+    """The engine flags as hyper-parameters, checked: an icl setting, a known engine, a server's URL with a server."""
+    from seedscope.plan.hparams import ENGINES
+
+    given = {key: params[key] for key in ENGINE_FLAGS if params.get(key) is not None}
+    if not given:
+        return {}
+    if params["runner"] != Runner.icl:
+        raise SeedscopeError(f"{ENGINE_FLAGS[next(iter(given))]} chooses what prompts a model; add --runner icl")
+    if given.get("engine", "hf") not in ENGINES:
+        raise SeedscopeError(f"unknown engine {given['engine']!r}; known: {', '.join(ENGINES)}")
+    asks_server = given.get("engine") == "openai" or any(
+        option.replace(" ", "").startswith("engine=") and "openai" in option for option in params.get("implementation") or [])
+    server_flags = [ENGINE_FLAGS[key] for key in ("base_url", "api_key_env") if key in given]
+    if server_flags and not asks_server:
+        raise SeedscopeError(f"{server_flags[0]} names a server, and no run asks one; add --engine openai (or "
+                             "--implementation engine=hf,openai)")
+    if asks_server and "base_url" not in given and given.get("engine") == "openai":
+        raise SeedscopeError("--engine openai asks a server; name it with --base-url http://host:port/v1")
+    return given
+
+
+def implementation_axes(params: Mapping[str, Any]) -> dict[str, list[Any]]:
+    """``--implementation`` axes, with ``--repeat R`` as the axis rerun=1..R."""
+    from seedscope.plan.implementation import parse_axes
+
+    axes = parse_axes(params.get("implementation") or [])
+    repeat = params.get("repeat")
+    if repeat is not None:
+        if "rerun" in axes:
+            raise SeedscopeError("--repeat R is --implementation rerun=1..R; give one of them")
+        axes["rerun"] = list(range(1, repeat + 1))
+    return axes
 
 
 def lm_eval_settings(runner: Runner, include: Optional[list]) -> dict[str, Any]:

@@ -19,7 +19,12 @@ from seedscope.cli.run_options import (
     FailFast,
     Fuse,
     GpusPerRun,
+    ApiKeyEnv,
+    BaseUrl,
+    EngineOption,
     ImplementationAxes,
+    Repeat,
+    implementation_axes,
     LmEvalInclude,
     MaxNewTokens,
     MaxRetries,
@@ -254,16 +259,19 @@ def sweep_command(
     data_dir: DataDir = None,
     plan_only: PlanOnly = False,
     implementation: ImplementationAxes = None,
+    repeat: Repeat = None,
+    engine: EngineOption = None,
+    base_url: BaseUrl = None,
+    api_key_env: ApiKeyEnv = None,
 ) -> None:
     from seedscope.config import build_config
-    from seedscope.plan.implementation import parse_axes
     from seedscope.workflows.sweeping import execution_of
 
     execution = execution_options(ctx.params)
     choice = RunChoice.of(ctx.params)
     overrides = {"tasks": split_values(task), "models": split_values(model), "out": out, "data_dir": data_dir,
                  "seeds": parse_int_list(seeds, "--seeds", "42,52,62"), "method": choice.method,
-                 "hparams": choice.hparams or None, "implementation": parse_axes(implementation or []) or None}
+                 "hparams": choice.hparams or None, "implementation": implementation_axes(ctx.params) or None}
     config = build_config(preset=choice.preset, path=choice.config, overrides=overrides)
     execution = execution_of(config, execution)
     if plan_only:

@@ -17,6 +17,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from seedscope.errors import SeedscopeError
 
 Precision = Literal["auto", "fp32", "bf16", "fp16"]
+Engine = Literal["hf", "openai"]
+#: what can compute a prompted run's answers (seedscope.runners.icl.engines)
+ENGINES: tuple[str, ...] = Engine.__args__
 
 
 class _Settings(BaseModel):
@@ -141,12 +144,28 @@ class ICLSettings(DataSettings):
         "none", description="contextual: divide by the probabilities of content-free inputs (Calibrate Before Use)")
     lm_eval_include: list[str] = Field(
         default_factory=list, description="lm-eval tasks: folders of the user's own task YAMLs (--lm-eval-include)")
+    engine: Engine = Field(
+        "hf", description="what computes the answers: hf (transformers, here) or openai (an OpenAI-compatible server); "
+        "see docs/engines.md")
+    base_url: str | None = Field(None, description="engine openai: the server's URL (http://host:port/v1)")
+    api_key_env: str | None = Field(
+        None, description="engine openai: the environment variable holding the API key (the key is never stored)")
+    served_model: str | None = Field(None, description="engine openai: the model's name at the server (default: the model)")
+    concurrency: int = Field(4, ge=1, description="engine openai: requests in flight at once")
+    request_timeout: float = Field(120.0, gt=0, description="engine openai: seconds to wait for one answer")
+    max_retries: int = Field(4, ge=0, description="engine openai: retries (with backoff) of a 429, 5xx or lost connection")
 
     @model_validator(mode="after")
     def _calibration_needs_scores(self) -> "ICLSettings":
         if self.calibration != "none" and self.predict != "score":
             raise ValueError("calibration rescales scored probabilities, so it needs predict: score, not generate")
         return self
+
+    @model_validator(mode="after")
+    def _server_settings_need_a_server(self) -> "ICLSettings":
+        if self.engine == "openai" and not self.base_url:
+            raise ValueError("engine openai asks a server, and no base_url names it (--base-url http://host:port/v1)")
+        return self  # a server's settings beside another engine serve the runs of an engine axis that asks it
 
     @model_validator(mode="after")
     def _sampling_needs_samples(self) -> "ICLSettings":

@@ -1,6 +1,6 @@
 """The implementation as a randomness factor: how a run is computed, not what it computes.
 
-Two runs with the same seeds can still differ because of precision, batch size (padding and
+Two runs with the same seeds can still differ because of the engine, precision, batch size (padding and
 the order of sums), the attention kernel, thread count, device or the determinism switches.
 An :class:`Implementation` is one validated choice of these settings; its :attr:`~Implementation.tag`
 (``impl-bf16-b16``) goes into the run id, so runs of the same seed under different
@@ -20,12 +20,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from seedscope.errors import SeedscopeError
+from seedscope.plan.hparams import ENGINES
 
 if TYPE_CHECKING:
     from seedscope.plan.runs import RunSpec
 
 #: each setting and the values it takes (``int`` for a positive whole number)
 SETTINGS: dict[str, tuple | type] = {
+    "engine": ENGINES,
     "precision": ("fp32", "bf16", "fp16"),
     "batch_size": int,
     "attention": ("eager", "sdpa", "flash"),
@@ -38,6 +40,7 @@ SETTINGS: dict[str, tuple | type] = {
 }
 #: what each setting changes (CLI help and docs)
 DESCRIPTIONS: dict[str, str] = {
+    "engine": "what computes the answers: transformers here, an OpenAI-compatible server, vLLM (docs/engines.md)",
     "precision": "the dtype of weights and activations",
     "batch_size": "examples per forward pass when scoring, generating or evaluating (padding, order of sums)",
     "attention": "the attention kernel (attn_implementation: eager, sdpa, flash_attention_2)",
@@ -50,7 +53,7 @@ DESCRIPTIONS: dict[str, str] = {
 }
 #: the settings each runner family can honour, and the hyper-parameter each one sets
 HONOURED: dict[str, dict[str, str]] = {
-    "icl": {"precision": "precision", "batch_size": "batch_size", "attention": "attention", "threads": "threads",
+    "icl": {"engine": "engine", "precision": "precision", "batch_size": "batch_size", "attention": "attention", "threads": "threads",
             "device": "device", "padding_side": "padding_side", "deterministic": "deterministic", "tf32": "tf32",
             "rerun": "rerun"},
     "finetune": {"precision": "precision", "batch_size": "per_device_eval_batch_size", "threads": "threads",

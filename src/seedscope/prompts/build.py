@@ -23,11 +23,16 @@ QUERY, CONTINUATIONS = "query", "continuations"
 
 @dataclass(frozen=True)
 class Prompts:
-    """A run's prompts: ``prefix`` shared, and per test example its query and candidate answers."""
+    """A run's prompts: ``prefix`` shared, and per test example its query and candidate answers.
+
+    A chat format also keeps each test example's ``messages`` (system, demonstrations, question), which a
+    server's chat endpoint lays out with its own template.
+    """
 
     prefix: str
     queries: list[str]
     candidates: list[list[str]]
+    messages: list[list[dict[str, str]]] | None = None
 
     def full(self, i: int, j: int) -> str:
         """The whole text of test example ``i`` answered with candidate ``j`` (what the model scores)."""
@@ -73,17 +78,19 @@ def _with_choices(prompt: TaskPrompt, row) -> str:
 
 
 def build_prompts(fmt: PromptFormat, prompt: TaskPrompt, demos: pd.DataFrame, tests: pd.DataFrame,
-                  tokenizer=None) -> Prompts:
+                  tokenizer=None, *, plain_chat: bool = False) -> Prompts:
     """The prompts of one run: ``demos`` (labelled, in prompt order) shown before every row of ``tests``.
 
-    A chat format needs the ``tokenizer`` whose chat template lays the turns out.
+    A chat format needs the ``tokenizer`` whose chat template lays the turns out; with ``plain_chat``
+    (a server that applies its own template) and no tokenizer, the turns are written ``role: content``
+    for the record.
     """
     demo_rows = list(demos.itertuples(index=False))
     test_rows = list(tests.itertuples(index=False))
     candidates = [[fmt.answer_prefix + answer for answer in prompt.answers(getattr(r, "choices", None))]
                   for r in test_rows]
     if fmt.chat:
-        return _chat(fmt, prompt, demo_rows, test_rows, candidates, tokenizer)
+        return _chat(fmt, prompt, demo_rows, test_rows, candidates, tokenizer, plain_chat)
     header = fmt.header.format(question=prompt.question, options=_options(prompt)) if fmt.header else ""
     shown = [fmt.query.format(input=_with_choices(prompt, row)) + fmt.answer_prefix + _answer(prompt, row)
              for row in demo_rows]
@@ -92,22 +99,30 @@ def build_prompts(fmt: PromptFormat, prompt: TaskPrompt, demos: pd.DataFrame, te
     return Prompts(prefix, queries, candidates)
 
 
-def _chat(fmt, prompt, demo_rows, test_rows, candidates, tokenizer) -> Prompts:
-    if tokenizer is None or not getattr(tokenizer, "chat_template", None):
-        raise SeedscopeError(f"prompt format {fmt.name!r} needs a model with a chat template; this model has none "
-                             "(use the minimal or instruction format)")
+def _chat(fmt, prompt, demo_rows, test_rows, candidates, tokenizer, plain: bool) -> Prompts:
     system = prompt.question + ("" if prompt.words is None else " Answer with one of: " + ", ".join(prompt.words) + ".")
     turns = [{"role": "system", "content": system}]
     for row in demo_rows:
         turns += [{"role": "user", "content": fmt.query.format(input=_with_choices(prompt, row))},
                   {"role": "assistant", "content": _answer(prompt, row)}]
+    messages = [turns + [{"role": "user", "content": fmt.query.format(input=_with_choices(prompt, row))}]
+                for row in test_rows]
+    if tokenizer is None and plain:
+        prefix = _plain(turns)
+        return Prompts(prefix, [_plain(whole)[len(prefix):] for whole in messages], candidates, messages)
+    if tokenizer is None or not getattr(tokenizer, "chat_template", None):
+        raise SeedscopeError(f"prompt format {fmt.name!r} needs a model with a chat template; this model has none "
+                             "(use the minimal or instruction format)")
     prefix = tokenizer.apply_chat_template(turns, tokenize=False)
     queries = []
-    for row in test_rows:
-        user = {"role": "user", "content": fmt.query.format(input=_with_choices(prompt, row))}
-        whole = tokenizer.apply_chat_template(turns + [user], tokenize=False, add_generation_prompt=True)
-        if not whole.startswith(prefix):
+    for whole in messages:
+        text = tokenizer.apply_chat_template(whole, tokenize=False, add_generation_prompt=True)
+        if not text.startswith(prefix):
             raise SeedscopeError("this model's chat template rewrites earlier turns, so the demonstrations cannot be "
                                  "shared between test examples; use the minimal or instruction format")
-        queries.append(whole[len(prefix):])
-    return Prompts(prefix, queries, candidates)
+        queries.append(text[len(prefix):])
+    return Prompts(prefix, queries, candidates, messages)
+
+
+def _plain(turns: list[dict[str, str]]) -> str:
+    return "".join(f"{turn['role']}: {turn['content']}\n" for turn in turns)

@@ -22,6 +22,7 @@ from seedscope.plan import RunSpec, plan_to_dict
 from seedscope.plan.hparams import FinetuneSettings, settings_class
 from seedscope.plan.runs import runner_of
 from seedscope.store import ExperimentStore
+from seedscope.store.responses import responses_in
 from seedscope.tasks import get_task, load_examples
 from seedscope.tasks.lm_eval_tasks import is_lm_eval_task
 
@@ -68,9 +69,9 @@ def preflight(specs: list[RunSpec], data_dir: str | os.PathLike | None, executio
     for task in dict.fromkeys(spec.task for spec in specs if not is_lm_eval_task(spec.task)):  # lm-eval: icl.check
         for split in ("train", "validation"):
             load_examples(task, split, data_dir)
-    checked: set[tuple[str, str, str]] = set()
+    checked: set[tuple[str, str, str, str]] = set()
     for spec in specs:
-        key = (spec.model, spec.task, spec.method)
+        key = (spec.model, spec.task, spec.method, str(spec.hparams.get("engine")))  # each engine is asked once
         if key in checked:
             continue
         checked.add(key)
@@ -165,8 +166,9 @@ def execute(
 ) -> ExecutionSummary:
     """Run the specs into the store with the executor ``execution`` chooses (default: one after another here)."""
     execution = execution or ExecutionOptions()
-    return executor_for(execution)(specs, store, data_dir=data_dir, fail_fast=execution.fail_fast, progress=progress,
-                                   runner=runner)
+    with responses_in(store.path):  # a server's answers are cached in the store as they arrive
+        return executor_for(execution)(specs, store, data_dir=data_dir, fail_fast=execution.fail_fast,
+                                       progress=progress, runner=runner)
 
 
 def executor_for(execution: ExecutionOptions) -> Callable[..., ExecutionSummary]:

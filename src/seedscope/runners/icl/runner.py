@@ -28,7 +28,6 @@ import time
 
 import numpy as np
 import pandas as pd
-import torch
 
 from seedscope.errors import SeedscopeError
 from seedscope.plan import FactorSeeds, RunSpec
@@ -56,7 +55,6 @@ from seedscope.runners.environment import (
     check_implementation,
     describe_environment,
     implementation,
-    implementation_record,
     resolve_precision,
 )
 from seedscope.runners.icl.calibration import (
@@ -65,8 +63,7 @@ from seedscope.runners.icl.calibration import (
     content_free_rows,
     softmax,
 )
-from seedscope.runners.icl.language_models import load_language_model
-from seedscope.runners.icl.lm_scoring import generate, score_causal, score_seq2seq
+from seedscope.runners.icl.engines import open_engine
 from seedscope.runners.icl.sampling import Sampler
 from seedscope.runners.result import RunResult, StepHook, prediction_table, run_metrics
 from seedscope.samples import CORRECT, SAMPLE, SAMPLE_SEED, TEXT
@@ -115,32 +112,61 @@ def answer_to_label(text: str, prompt: TaskPrompt, choices=None) -> int | None:
 
 
 def check(spec: RunSpec, data_dir: str | os.PathLike | None = None) -> None:
-    """Everything that can be wrong before a sweep starts: settings, verbaliser, model, chat template, shots."""
-    from seedscope.runners.checkpoints import (
-        load_model_config,
-        load_tokenizer,
-        model_folder,
-    )
+    """Everything that can be wrong before a sweep starts: settings, verbaliser, model, chat template, shots; for a
+    server, its key, that it answers and serves the model, and that it can do what the run asks (one real request)."""
+    from seedscope.runners.checkpoints import load_model_config, load_tokenizer, model_folder
     from seedscope.runners.icl.language_models import lm_kind
 
+    settings = ICLSettings.from_hparams(spec.hparams)
     if is_lm_eval_task(spec.task):
         from seedscope.runners.icl import lm_eval_runner
 
+        check_engine_of_lm_eval(settings)
         return lm_eval_runner.check(spec, data_dir)
-    settings = ICLSettings.from_hparams(spec.hparams)
     check_padding(settings)
     check_implementation(settings)
     task = get_task(spec.task)
     prompt = get_task_prompt(task)
     check_calibration(settings, prompt, task)
+    pool, tests = run_examples(task, settings, spec.seeds, data_dir)
+    demos = choose_demonstrations(pool, settings.shots, spec.seeds, task)
+    if settings.engine == "openai":
+        return check_server(spec, settings, prompt, demos, tests)
     folder = model_folder(spec.model)
     config = load_model_config(folder, settings.trust_remote_code)
     lm_kind(config)
     tokenizer = load_tokenizer(folder, settings.trust_remote_code)
-    pool, tests = run_examples(task, settings, spec.seeds, data_dir)
-    demos = choose_demonstrations(pool, settings.shots, spec.seeds, task)
     for name in settings.formats:
         check_length(build_prompts(get_format(name), prompt, demos, tests.head(1), tokenizer), tokenizer, config)
+
+
+def check_server(spec: RunSpec, settings: ICLSettings, prompt: TaskPrompt, demos: pd.DataFrame,
+                 tests: pd.DataFrame) -> None:
+    """The server answers the first example of every format as the run will ask it (the answers are cached)."""
+    from seedscope.runners.checkpoints import load_model_config, model_folder
+    from seedscope.runners.icl.engines.server import ServerEngine
+
+    engine = ServerEngine(spec.model, settings)
+    try:
+        config = load_model_config(model_folder(spec.model), settings.trust_remote_code) if engine.tokenizer else None
+        for name in settings.formats:
+            prompts = build_prompts(get_format(name), prompt, demos, tests.head(1), engine.tokenizer, plain_chat=True)
+            if config is not None:
+                check_length(prompts, engine.tokenizer, config)
+            if settings.predict == "score":
+                engine.score(prompts)
+            else:
+                engine.generate(prompts, max_new_tokens=settings.max_new_tokens, sampler=sampler_of(settings, spec.seeds),
+                                example_ids=tests["example_id"].astype(str).head(1).tolist())
+    finally:
+        engine.close()
+
+
+def check_engine_of_lm_eval(settings: ICLSettings) -> None:
+    """lm-evaluation-harness's tasks run through the hf engine (its own prompts and metrics)."""
+    if settings.engine != "hf":
+        raise SeedscopeError(f"lm-eval tasks run through the hf engine here, not {settings.engine}; leave --engine out "
+                             "for them")
 
 
 def check_calibration(settings: ICLSettings, prompt: TaskPrompt, task: TaskSpec) -> None:
@@ -170,11 +196,12 @@ def check_length(prompts, tokenizer, config) -> None:
 
 def run(spec: RunSpec, data_dir: str | os.PathLike | None = None, *, on_step: StepHook | None = None) -> RunResult:
     """Prompt ``spec.model`` on the task's evaluation examples with the run's demonstrations."""
+    settings = ICLSettings.from_hparams(spec.hparams)
     if is_lm_eval_task(spec.task):  # the harness's prompts and metrics (runners.lm_eval_runner)
         from seedscope.runners.icl import lm_eval_runner
 
+        check_engine_of_lm_eval(settings)
         return lm_eval_runner.run(spec, data_dir, on_step=on_step)
-    settings = ICLSettings.from_hparams(spec.hparams)
     check_padding(settings)
     with implementation(settings, "inference") as determinism:  # threads, determinism, attention kernels
         result = _run(spec, settings, data_dir, on_step)
@@ -191,50 +218,45 @@ def _run(spec: RunSpec, settings: ICLSettings, data_dir, on_step: StepHook | Non
     pool, tests = run_examples(task, settings, spec.seeds, data_dir)
     demos = choose_demonstrations(pool, settings.shots, spec.seeds, task)
     precision = resolve_precision(settings.precision, settings.device)
-    model, tokenizer, kind, folder = load_language_model(spec.model, precision, settings.trust_remote_code,
-                                                         attention=settings.attention, device=settings.device)
-    applied = implementation_record(settings, precision, settings.batch_size, model)
-    calibrated = settings.calibration == "contextual"
-    rows = pd.concat([tests, content_free_rows(tests)], ignore_index=True) if calibrated else tests
-    prompts = build_prompts(fmt, prompt, demos, rows, tokenizer)  # content-free rows last, with the same prefix
-    loaded = time.perf_counter()
-    extra_metrics, extra_environment, samples = {}, {}, None
-    if settings.predict == "score":
-        if kind == "causal":
-            scores = score_causal(model, tokenizer, prompts, batch_size=settings.batch_size,
-                                  prefix_cache=settings.prefix_cache, on_step=on_step,
-                                  padding_side=settings.padding_side)
+    engine = open_engine(spec.model, settings, precision)
+    try:
+        tokenizer = engine.tokenizer
+        calibrated = settings.calibration == "contextual"
+        rows = pd.concat([tests, content_free_rows(tests)], ignore_index=True) if calibrated else tests
+        prompts = build_prompts(fmt, prompt, demos, rows, tokenizer, plain_chat=settings.engine != "hf")
+        loaded = time.perf_counter()
+        extra_metrics, extra_environment, samples = {}, {}, None
+        if settings.predict == "score":
+            scores = engine.score(prompts, on_step=on_step)  # content-free rows last, with the same prefix
+            table = prediction_table(spec.run_id, tests, scores[: len(tests)], task)
+            invalid = 0
+            if calibrated:
+                bias = content_free_probabilities(scores[len(tests):])
+                uncalibrated = table
+                table = prediction_table(spec.run_id, tests, np.log(calibrate(softmax(scores[: len(tests)]), bias)), task)
+                table = with_uncalibrated(table, uncalibrated)
+                extra_metrics = {f"{UNCALIBRATED}{k}": v for k, v in run_metrics(uncalibrated, task).items()}
+                extra_environment = {"content_free_probabilities": dict(zip(task.label_names, bias.tolist()))}
         else:
-            scores = score_seq2seq(model, tokenizer, prompts, batch_size=settings.batch_size, on_step=on_step)
-        table = prediction_table(spec.run_id, tests, scores[: len(tests)], task)
-        invalid = 0
-        if calibrated:
-            bias = content_free_probabilities(scores[len(tests):])
-            uncalibrated = table
-            table = prediction_table(spec.run_id, tests, np.log(calibrate(softmax(scores[: len(tests)]), bias)), task)
-            table = with_uncalibrated(table, uncalibrated)
-            extra_metrics = {f"{UNCALIBRATED}{k}": v for k, v in run_metrics(uncalibrated, task).items()}
-            extra_environment = {"content_free_probabilities": dict(zip(task.label_names, bias.tolist()))}
-    else:
-        sampler = sampler_of(settings, spec.seeds)
-        texts = generate(model, tokenizer, prompts, kind, batch_size=settings.batch_size,
-                         max_new_tokens=settings.max_new_tokens, prefix_cache=settings.prefix_cache, on_step=on_step,
-                         sampler=sampler, example_ids=tests["example_id"].astype(str).tolist())
-        if sampler is not None:
-            samples = sample_table(spec.run_id, tests, texts, prompt, task, sampler)
-            texts = [drawn[0] for drawn in texts]
-            extra_metrics = {"sample_accuracy": float(samples[CORRECT].mean())}
-            extra_environment = {"sampling": {"samples": sampler.samples, "temperature": sampler.temperature,
-                                              "top_p": sampler.top_p, "top_k": sampler.top_k}}
-        table, invalid = _generated_table(spec.run_id, tests, texts, prompt, task)
-    finished = time.perf_counter()
-    del model
-    if torch.cuda.is_available():
-        torch.cuda.empty_cache()
+            sampler = sampler_of(settings, spec.seeds)
+            texts = engine.generate(prompts, max_new_tokens=settings.max_new_tokens, sampler=sampler, on_step=on_step,
+                                    example_ids=tests["example_id"].astype(str).tolist())
+            if sampler is not None:
+                samples = sample_table(spec.run_id, tests, texts, prompt, task, sampler)
+                texts = [drawn[0] for drawn in texts]
+                extra_metrics = {"sample_accuracy": float(samples[CORRECT].mean())}
+                extra_environment = {"sampling": {"samples": sampler.samples, "temperature": sampler.temperature,
+                                                  "top_p": sampler.top_p, "top_k": sampler.top_k}}
+            table, invalid = _generated_table(spec.run_id, tests, texts, prompt, task)
+        finished = time.perf_counter()
+        engine_record = engine.record()
+    finally:
+        engine.close()
     table[QUERY] = prompts.queries[: len(tests)]
     table[CONTINUATIONS] = prompts.candidates[: len(tests)]
     metrics = {**run_metrics(table, task), "invalid_rate": invalid / len(tests), **extra_metrics}
-    prompt_tokens = len(tokenizer(prompts.prefix + prompts.queries[0])["input_ids"]) if len(tests) else 0
+    prompt_tokens = (len(tokenizer(prompts.prefix + prompts.queries[0])["input_ids"]) if len(tests) and tokenizer
+                     else None)
     timings = {
         "setup_seconds": loaded - started,
         "eval_seconds": finished - loaded,
@@ -246,10 +268,10 @@ def _run(spec: RunSpec, settings: ICLSettings, data_dir, on_step: StepHook | Non
         "eval_examples_per_second": len(tests) / (finished - loaded) if finished > loaded else float("nan"),
     }
     environment = {
-        **describe_environment(), "precision": precision, "model_kind": kind, "method": spec.method,
-        "model_folder": folder, "seeds": spec.seeds.to_dict(), "prompt_format": fmt.name,
+        **describe_environment(), "method": spec.method,
+        "seeds": spec.seeds.to_dict(), "prompt_format": fmt.name,
         "predict": settings.predict, "calibration": settings.calibration,
-        "demonstration_ids": demos[EXAMPLE_ID].astype(str).tolist(), **extra_environment, **applied,
+        "demonstration_ids": demos[EXAMPLE_ID].astype(str).tolist(), **extra_environment, **engine_record,
     }
     return RunResult(spec.run_id, table, metrics, timings, environment, prompt_prefix=prompts.prefix, samples=samples)
 

@@ -1,0 +1,82 @@
+"""The store's cache of server responses: every answer kept as it arrives, so none is asked for twice.
+
+A study that asks a server is slow and may cost money; a killed one must lose nothing already
+answered. Each response is written to ``DIR/responses.sqlite`` (one row per request, keyed by
+the SHA-256 of the server's URL, the endpoint, the request and the run's ``rerun`` number) in
+its own transaction the moment it arrives; a resumed or repeated study reads it back instead
+of asking. An identical rerun (``rerun``, ``--repeat``) is a different key on purpose: it asks
+again, which is what measures the server's noise floor.
+
+The sweep tells the runs where the file is through :data:`RESPONSES_ENV` (set by
+:func:`responses_in`), so that every executor's workers — threads, processes, Ray on this
+machine — find it; a run started without it keeps no cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+#: the environment variable naming the response cache of the sweep being run
+RESPONSES_ENV = "SEEDSCOPE_RESPONSES"
+#: the cache's file name in an experiment directory
+RESPONSES_FILE = "responses.sqlite"
+
+
+@contextmanager
+def responses_in(directory: str | os.PathLike) -> Iterator[Path]:
+    """Runs started inside cache their server responses in ``directory``'s :data:`RESPONSES_FILE`."""
+    path = Path(directory) / RESPONSES_FILE
+    before = os.environ.get(RESPONSES_ENV)
+    os.environ[RESPONSES_ENV] = str(path)
+    try:
+        yield path
+    finally:
+        if before is None:
+            os.environ.pop(RESPONSES_ENV, None)
+        else:
+            os.environ[RESPONSES_ENV] = before
+
+
+def request_key(*parts: Any) -> str:
+    """The SHA-256 of the parts as canonical JSON: the same request, the same key."""
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+class ResponseCache:
+    """``get``/``put`` of JSON responses by key, safe for the threads of one run and the processes of a sweep."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        self._connection = sqlite3.connect(self.path, timeout=60, check_same_thread=False, isolation_level=None)
+        self._connection.execute("PRAGMA journal_mode=WAL")
+        self._connection.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, response TEXT NOT NULL)")
+
+    @classmethod
+    def of_sweep(cls) -> "ResponseCache | None":
+        """The cache the running sweep named (:data:`RESPONSES_ENV`), or None."""
+        path = os.environ.get(RESPONSES_ENV)
+        return cls(path) if path else None
+
+    def get(self, key: str) -> dict | None:
+        with self._lock:
+            row = self._connection.execute("SELECT response FROM responses WHERE key = ?", (key,)).fetchone()
+        return None if row is None else json.loads(row[0])
+
+    def put(self, key: str, response: dict) -> None:
+        with self._lock:
+            self._connection.execute("INSERT OR REPLACE INTO responses VALUES (?, ?)", (key, json.dumps(response)))
+
+    def __len__(self) -> int:
+        with self._lock:
+            return self._connection.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+
+    def close(self) -> None:
+        self._connection.close()
