@@ -257,3 +257,13 @@ def smollm2(smollm2_folder: Path):
 
     model, tokenizer, _, _ = load_language_model(str(smollm2_folder), "fp32")
     return model, tokenizer
+
+
+@pytest.fixture(scope="session")
+def smollm2_server(smollm2_folder: Path):
+    """``transformers serve`` (transformers' own OpenAI-compatible server) on SmolLM2, on a free localhost port:
+    its ``/v1`` URL, once ``/health`` answers; stopped at the end of the session."""
+    from .servers import served
+
+    with served(smollm2_folder) as url:
+        yield url

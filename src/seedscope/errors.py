@@ -73,6 +73,10 @@ class UnstableEstimateWarning(SeedscopeWarning):
     """An estimate rests on too few seeds, resamples or examples to be trusted."""
 
 
+class IgnoredSettingWarning(SeedscopeWarning):
+    """An engine ignored a setting it was sent (``n``, ``seed``, ``temperature``): what rests on it was not measured."""
+
+
 class ReadingChoiceWarning(SeedscopeWarning):
     """A choice made while reading a file (the lm-eval filter used, the column taken as the run)."""
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from seedscope.errors import ReadingChoiceWarning, SeedscopeError
+from seedscope.errors import IgnoredSettingWarning, ReadingChoiceWarning, SeedscopeError
 from seedscope.io.common import LINE, ReadOptions, Source
 from seedscope.notes import recorded
 from seedscope.predictions import EXAMPLE_ID, TEXT
@@ -22,13 +22,29 @@ def read_store(paths: list[Path], options: ReadOptions) -> list[Source]:
         raise SeedscopeError("run names cannot be given for an experiment store: its runs are named by their seeds")
     sources = []
     for path in paths:
-        table = ExperimentStore.open(path).predictions(task=options.task)
+        store = ExperimentStore.open(path)
+        _say_what_engines_ignored(store)
+        table = store.predictions(task=options.task)
         table = table.assign(**{LINE: range(1, len(table) + 1)})
         for task, rows in table.groupby("task", sort=False):  # one source per task: each has its own type
             spec = find_task(task)
             regression = None if spec is None else spec.task_type == "regression"
             sources.append(Source(path, rows.reset_index(drop=True), unit="row", regression=regression))
     return sources
+
+
+def _say_what_engines_ignored(store: ExperimentStore) -> None:
+    """What a server ignored in the store's runs (their ``engine_ignored`` record), one note per finding."""
+    environment = store.environment()
+    if "engine_ignored" not in environment.columns:
+        return
+    runs: dict[str, list[str]] = {}
+    for run_id, found in zip(environment["run_id"], environment["engine_ignored"]):
+        for note in found if isinstance(found, list) else []:
+            runs.setdefault(note, []).append(str(run_id))
+    for note, ids in runs.items():
+        warnings.warn(f"{store.path.name}: {len(ids)} run(s) through a server (such as {ids[0]}): {note}",
+                      IgnoredSettingWarning, stacklevel=3)
 
 
 @dataclass

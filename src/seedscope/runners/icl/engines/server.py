@@ -13,7 +13,7 @@ A server may quietly ignore what it was sent, and a spread of zero must never be
 measured. So the engine checks what it can: a server that returns fewer choices than ``n`` is
 asked one draw per request instead, each with its own seed; draws that all come back identical
 under different seeds mean the server ignored the seed and temperature. Each finding is a
-:class:`~seedscope.errors.SeedscopeWarning` and a line of the run's ``engine_ignored`` record,
+:class:`~seedscope.errors.IgnoredSettingWarning` and a line of the run's ``engine_ignored`` record,
 which ``seedscope analyze`` prints.
 """
 
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from seedscope.errors import SeedscopeError, SeedscopeWarning
+from seedscope.errors import IgnoredSettingWarning, SeedscopeError
 from seedscope.prompts import Prompts
 from seedscope.runners.icl.engines.client import CHAT, COMPLETIONS, ServerClient
 from seedscope.runners.icl.sampling import Sampler
@@ -136,7 +136,7 @@ class ServerEngine:
 
     def _note(self, text: str) -> None:
         self.ignored.append(text)
-        warnings.warn(text, SeedscopeWarning, stacklevel=3)
+        warnings.warn(text, IgnoredSettingWarning, stacklevel=3)
 
     def record(self) -> dict:
         client = self.client

@@ -1,0 +1,113 @@
+"""Servers for the engine tests: ``transformers serve`` on a free port, and a proxy in front of it that fails on cue.
+
+The proxy is real HTTP between the client and the real server: it answers the first requests with the
+statuses it is given (429, 500, …), then forwards every request and counts them; ``stop()`` makes it a
+server that is no longer listening, ``start()`` brings it back on the same port.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextmanager
+def served(folder: Path, timeout: float = 180):
+    """``transformers serve FOLDER`` on a free port: yields its ``/v1`` URL once ``/health`` answers."""
+    port = free_port()
+    command = [str(Path(sys.executable).with_name("transformers")), "serve", str(folder), "--port", str(port),
+               "--host", "127.0.0.1", "--device", "cpu"]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2)
+                break
+            except OSError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"transformers serve did not start: {process.stderr.read()[-2000:]}")
+                time.sleep(0.5)
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        process.terminate()
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+class Proxy:
+    """Forwards to ``target`` (a server's ``/v1`` URL), answering the first requests with ``failures`` statuses."""
+
+    def __init__(self, target: str, failures: list[int] | None = None, stop_after: int | None = None):
+        self.root = target.rstrip("/").removesuffix("/v1")
+        self.failures = list(failures or [])
+        self.stop_after = stop_after
+        self.forwarded = 0
+        self.failed = 0
+        self.port = free_port()
+        self._server: ThreadingHTTPServer | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def start(self) -> "Proxy":
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                self._forward(None)
+
+            def do_POST(self):
+                self._forward(self.rfile.read(int(self.headers.get("content-length", 0))))
+
+            def _forward(self, body):
+                if proxy.failures:
+                    status = proxy.failures.pop(0)
+                    proxy.failed += 1
+                    self.send_response(status)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("retry-after-ms", "10")
+                    self.end_headers()
+                    self.wfile.write(b'{"error": {"message": "injected by the test proxy"}}')
+                    return
+                request = urllib.request.Request(proxy.root + self.path, body, {"content-type": "application/json"},
+                                                 method="POST" if body is not None else "GET")
+                with urllib.request.urlopen(request, timeout=300) as answer:
+                    data = answer.read()
+                proxy.forwarded += 1
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+                if proxy.stop_after is not None and proxy.forwarded >= proxy.stop_after:
+                    threading.Thread(target=proxy.stop).start()  # killed mid-study, after this answer
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
