@@ -61,7 +61,8 @@ def test_greedy_answers_of_the_server_are_those_of_the_hf_engine(smollm2_server,
                              hparams={**hparams, "engine": "openai", "base_url": smollm2_server}), data_dir)
     assert served.predictions["answer"].tolist() == here.predictions["answer"].tolist()
     assert served.environment["engine"] == "openai" and here.environment["engine"] == "hf"
-    assert served.environment["served_model_ids"] == [str(smollm2_folder)]
+    [served_id] = served.environment["served_model_ids"]  # transformers 5.9's server adds "@main"
+    assert served_id.startswith(str(smollm2_folder))
     assert served.environment["requests_asked"] == 12 and served.environment["engine_ignored"] == []
 
 
