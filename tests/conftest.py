@@ -263,7 +263,7 @@ def smollm2(smollm2_folder: Path):
 def smollm2_server(smollm2_folder: Path):
     """``transformers serve`` (transformers' own OpenAI-compatible server) on SmolLM2, on a free localhost port:
     its ``/v1`` URL, once ``/health`` answers; stopped at the end of the session."""
-    from .servers import served
+    from seedscope.runners.icl.engines.local_server import transformers_server
 
-    with served(smollm2_folder) as url:
+    with transformers_server(smollm2_folder) as url:
         yield url

@@ -1,4 +1,4 @@
-"""Servers for the engine tests: ``transformers serve`` on a free port, and a proxy in front of it that fails on cue.
+"""A proxy in front of a real server that fails on cue, for the engine tests.
 
 The proxy is real HTTP between the client and the real server: it answers the first requests with the
 statuses it is given (429, 500, …), then forwards every request and counts them; ``stop()`` makes it a
@@ -7,47 +7,11 @@ server that is no longer listening, ``start()`` brings it back on the same port.
 
 from __future__ import annotations
 
-import socket
-import subprocess
-import sys
 import threading
-import time
 import urllib.request
-from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@contextmanager
-def served(folder: Path, timeout: float = 180):
-    """``transformers serve FOLDER`` on a free port: yields its ``/v1`` URL once ``/health`` answers."""
-    port = free_port()
-    command = [str(Path(sys.executable).with_name("transformers")), "serve", str(folder), "--port", str(port),
-               "--host", "127.0.0.1", "--device", "cpu"]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2)
-                break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"transformers serve did not start: {process.stderr.read()[-2000:]}")
-                time.sleep(0.5)
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        process.terminate()
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
+from seedscope.runners.icl.engines.local_server import free_port
 
 
 class Proxy:

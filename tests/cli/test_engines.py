@@ -7,9 +7,9 @@ import json
 
 import pytest
 
+from seedscope.runners.icl.engines.local_server import free_port
 from seedscope.store import ExperimentStore
 
-from ..servers import free_port
 
 
 def args(model, out, data_dir, *extra) -> list[str]:

@@ -115,3 +115,14 @@ def test_the_implementation_demo_crosses_sixteen_implementations_with_two_seeds_
     assert len(tags) == 16 and "impl-bf16-b16-sdpa-t2" in tags and "impl-fp32-b1-eager-t1" in tags
     assert {spec.seeds.tied_seed for spec in specs} == {42, 52}
     assert all(spec.hparams["calibration"] == "none" and spec.hparams["prompt_format"] == "minimal" for spec in specs)
+
+
+def test_the_engines_demo_asks_both_engines_twice_on_three_seeds(tmp_path, smollm2_folder):
+    from seedscope.workflows.demos import ENGINES_DEMO_PORT
+
+    config, specs = demo_plan("engines", seeds=None, out=tmp_path / "e", data_dir=None)
+    assert len(specs) == 3 * 2 * 2 and config.tasks == ["sst2"]
+    assert {spec.tag for spec in specs} == {"impl-hf-r1", "impl-hf-r2", "impl-openai-r1", "impl-openai-r2"}
+    served = next(spec for spec in specs if spec.hparams["engine"] == "openai").hparams
+    assert served["base_url"] == f"http://127.0.0.1:{ENGINES_DEMO_PORT}/v1" and served["predict"] == "generate"
+    assert served["served_model"].endswith(smollm2_folder.name)  # the converted folder the server names the model by

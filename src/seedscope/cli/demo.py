@@ -57,6 +57,11 @@ precision (fp32, bf16), batch size (1, 16), attention kernel (eager, sdpa) and t
 two seeds each, and ranks each implementation setting's flip rate beside the seed's (the
 demonstrations), flagging any pair far outside both (docs/implementation.md).
 
+With --runner engines it prompts SmolLM2 on 64 SST-2 sentences through transformers here and
+through `transformers serve` started on this machine (port 8731), each twice (the noise floor),
+three seeds, and ranks the engine's flip rate beside the demonstrations' seed; then it asks the
+server one prompt 8 times at temperature 1 and says what the server ignored (docs/engines.md).
+
 Examples:
 
 ```
@@ -67,6 +72,7 @@ seedscope demo --runner lora
 seedscope demo --runner sample
 seedscope demo --runner meta
 seedscope demo --runner implementation
+seedscope demo --runner engines
 ```
 """
 
@@ -78,13 +84,14 @@ class Demo(str, Enum):
     meta = "meta"
     implementation = "implementation"
     sample = "sample"
+    engines = "engines"
 
 
 def demo_command(
     out: Out = None,
     runner: Demo = typer.Option(Demo.finetune, "--runner", help="finetune: MiniLM fine-tuned; icl: SmolLM2 prompted; lora: SmolLM2 fine-tuned with LoRA and prompted, side by side; "
     "meta: ProtoNet, MAML and Reptile, with a factor study each; implementation: SmolLM2 under 16 implementations; "
-    "sample: SmolLM2's sampled answers, pass@k and maj@k."),
+    "sample: SmolLM2's sampled answers, pass@k and maj@k; engines: SmolLM2 here and through a local server."),
     seeds: Seeds = None,
     data_dir: DataDir = None,
 ) -> None:
@@ -92,9 +99,11 @@ def demo_command(
 
     started = time.perf_counter()
     out = out or Path("seedscope-demo" if runner == Demo.finetune else f"seedscope-{runner.value}-demo")
-    config, specs = demo_plan(runner.value, seeds=None if seeds is None and runner == Demo.implementation else
+    config, specs = demo_plan(runner.value, seeds=None if seeds is None and runner in (Demo.implementation, Demo.engines) else
                               parse_int_list(seeds, "--seeds", "42,52,62"), out=out, data_dir=data_dir)
     console = output_console()
+    if runner == Demo.engines:
+        return run_engines_demo(config, specs, out, data_dir, console, started)
     store = run_sweep(config, console, resume=(out / "catalog.sqlite").is_file(), specs=specs,
                       execution=meta_execution() if runner == Demo.meta else None,
                       resume_hint="run `seedscope demo` again")
@@ -107,9 +116,36 @@ def demo_command(
     if runner == Demo.meta:
         show_meta_methods(store, console)
         run_meta_studies(out, data_dir, console)
+    print_took(started, out, console)
+
+
+def print_took(started: float, out: Path, console: Console) -> None:
     minutes, seconds = divmod(round(time.perf_counter() - started), 60)
     console.print(f"the demo took {minutes} min {seconds:02d} s (runs already in {escape(str(out))} are reused, not rerun)",
                   highlight=False)
+
+
+def run_engines_demo(config, specs, out: Path, data_dir, console: Console, started: float) -> None:
+    """SmolLM2 here and through ``transformers serve`` on this machine; then one prompt asked of the server repeatedly."""
+    from seedscope.cli.outputs import print_notes
+    from seedscope.runners.checkpoints import model_folder
+    from seedscope.runners.icl.engines.local_server import transformers_server
+    from seedscope.workflows.demos import ENGINES_DEMO_PORT, ask_one_prompt_repeatedly
+
+    folder = model_folder(specs[0].model)
+    console.print(f"starting transformers serve on {escape(folder)} (port {ENGINES_DEMO_PORT}) …", highlight=False)
+    with transformers_server(folder, port=ENGINES_DEMO_PORT):
+        run_sweep(config, console, resume=(out / "catalog.sqlite").is_file(), specs=specs,
+                  resume_hint="run `seedscope demo` again")
+        probe = ask_one_prompt_repeatedly(specs, data_dir)
+    answers = probe.samples["text"].tolist()
+    temperature = probe.environment["sampling"]["temperature"]
+    console.print(f"one prompt asked {len(answers)} times of the server at temperature {temperature:g}, each draw with "
+                  f"its own seed: {len(set(answers))} different answer(s): {', '.join(map(repr, dict.fromkeys(answers)))}",
+                  highlight=False, markup=False)
+    print_notes(console, probe.environment["engine_ignored"] or ["the server honoured n, the seeds and the temperature"],
+                prefix="server: ")
+    print_took(started, out, console)
 
 
 def analyses_by_method(store, **options) -> dict[str, dict]:

@@ -14,6 +14,8 @@ meta        ProtoNet, MAML and Reptile over frozen MiniLM token states on SST-2 
             (``minilm-meta-cpu``), five seeds each, plus a small factor study per method on SST-2
 implementa- SmolLM2 prompted on SST-2 and RTE under every combination of precision, batch size,
 tion        attention kernel and threads (16), two seeds each: the implementation as a factor
+engines     SmolLM2 prompted on SST-2 through transformers here and through ``transformers serve`` on
+            this machine, each twice, three seeds: the engine as a factor, and the server's noise floor
 =========== =====================================================================================
 
 The plans are ordinary run specs: the demo is a sweep into one experiment directory.
@@ -43,7 +45,7 @@ SMOLLM2 = "smollm2-135m-instruct"
 #: each demo's model and preset
 DEMOS = {"finetune": (DEMO_MODEL, "cpu-small"), "icl": (SMOLLM2, "smollm2-icl"), "lora": (SMOLLM2, "smollm2-lora-cpu"),
          "meta": (DEMO_MODEL, "minilm-meta-cpu"), "implementation": (SMOLLM2, "smollm2-icl"),
-         "sample": (SMOLLM2, "smollm2-sample")}
+         "sample": (SMOLLM2, "smollm2-sample"), "engines": (SMOLLM2, "smollm2-icl")}
 #: the implementation demo: tasks (BoolQ ships no training split to draw demonstrations from offline, so RTE), the
 #: settings its runs share (small slices, one demonstration per class), the implementation axes and its two seeds
 IMPLEMENTATION_DEMO = {
@@ -54,6 +56,19 @@ IMPLEMENTATION_DEMO = {
                        "threads": [1, 2]},
     "seeds": [42, 52],
 }
+#: the engines demo: the port its server listens on (fixed, so that a second demo reuses the first's runs), and what
+#: its runs share: greedy answers of SmolLM2 on 64 SST-2 sentences, through both engines, each asked twice, three seeds
+#: (the server answers one request at a time: 384 requests, some 3 minutes on 2 cores)
+ENGINES_DEMO_PORT = 8731
+ENGINES_DEMO = {
+    "tasks": ["sst2"],
+    "hparams": {"shots": 1, "prompt_format": "minimal", "calibration": "none", "max_eval_examples": 64,
+                "predict": "generate", "max_new_tokens": 3, "base_url": f"http://127.0.0.1:{ENGINES_DEMO_PORT}/v1"},
+    "implementation": {"engine": ["hf", "openai"], "rerun": [1, 2]},
+    "seeds": [42, 52, 62],
+}
+#: the engines demo's one prompt asked repeatedly: how many draws, at which temperature
+ENGINES_DEMO_DRAWS = (8, 1.0)
 #: the ks the sampling demo prints pass@k, pass^k and maj@k at
 SAMPLE_DEMO_KS = (1, 2, 4, 8)
 #: the factors whose spread the in-context demo shows one at a time
@@ -118,6 +133,11 @@ def demo_plan(demo: str, *, seeds: list[int] | None, out, data_dir) -> tuple[Swe
     overrides = {"models": [model], "seeds": seeds, "out": out, "data_dir": demo_data_dir(data_dir)}
     if demo == "implementation":
         overrides = {**IMPLEMENTATION_DEMO, **{k: v for k, v in overrides.items() if v is not None}}
+    elif demo == "engines":  # the server names the model by its converted folder
+        from seedscope.runners.checkpoints import model_folder
+
+        served = {**ENGINES_DEMO["hparams"], "served_model": model_folder(resolve_model(model))}
+        overrides = {**ENGINES_DEMO, **{k: v for k, v in overrides.items() if v is not None}, "hparams": served}
     config = build_config(preset=preset, overrides=overrides)
     specs = config.run_specs()
     if demo == "icl":
@@ -155,3 +175,16 @@ def meta_studies(out: Path) -> dict[str, FactorStudyConfig]:
     return {str(out / f"factors-{method}"): FactorStudyConfig(
         model=DEMO_MODEL, factors=["all"], method=method, preset=DEMOS["meta"][1], runner="meta", **META_STUDY)
         for method in META_METHODS}
+
+
+def ask_one_prompt_repeatedly(specs: Sequence[RunSpec], data_dir):
+    """The engines demo's probe: the first prompt of its first server run, asked :data:`ENGINES_DEMO_DRAWS` times at a
+    temperature above 0, each draw with its own seed (a run of its own, not stored): a
+    :class:`~seedscope.runners.result.RunResult` whose samples show the answers and whose ``engine_ignored`` says
+    what the server did not honour."""
+    from seedscope.runners.icl import runner as icl
+
+    spec = next(spec for spec in specs if spec.hparams.get("engine") == "openai")
+    draws, temperature = ENGINES_DEMO_DRAWS
+    hparams = {**spec.hparams, "samples": draws, "temperature": temperature, "max_eval_examples": 1}
+    return icl.run(replace(spec, hparams=hparams), demo_data_dir(data_dir))

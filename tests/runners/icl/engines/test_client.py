@@ -3,6 +3,8 @@ loses nothing already answered; no server, or no key, is one line."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from seedscope.errors import SeedscopeError
@@ -10,9 +12,10 @@ from seedscope.plan import FactorSeeds, RunSpec
 from seedscope.plan.hparams import ICLSettings
 from seedscope.runners.icl import runner as icl
 from seedscope.runners.icl.engines.client import COMPLETIONS, ServerClient, api_key
+from seedscope.runners.icl.engines.local_server import free_port
 from seedscope.store.responses import RESPONSES_FILE, ResponseCache, responses_in
 
-from ....servers import Proxy, free_port
+from ....servers import Proxy
 
 
 def _client(url, **settings):
@@ -68,3 +71,16 @@ def test_a_server_killed_mid_run_loses_nothing_answered_and_the_rerun_asks_only_
     assert proxy.forwarded == 5 + 3
     assert (result.environment["requests_asked"], result.environment["responses_cached"]) == (3, 5)
     assert len(result.predictions) == 8
+
+
+def test_the_first_failure_ends_the_run_and_asks_nothing_more():
+    proxy = Proxy("http://127.0.0.1:9/v1", failures=[500] * 40).start()  # it never forwards: no server behind it
+    try:
+        client = ServerClient(ICLSettings.from_hparams({"engine": "openai", "base_url": proxy.url, "max_retries": 0,
+                                                        "concurrency": 2}), "model")
+        with pytest.raises(SeedscopeError, match="answered 500 to a completions request, still after 0 retries"):
+            client.ask_all([(COMPLETIONS, {"prompt": str(i), "max_tokens": 1}) for i in range(20)])
+        time.sleep(0.5)  # what was in flight has ended
+        assert proxy.failed <= 4  # the one that failed and what was in flight beside it; not the other 16 or more
+    finally:
+        proxy.stop()

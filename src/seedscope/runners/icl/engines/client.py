@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from typing import Any, Callable, Sequence
 
 from seedscope.errors import SeedscopeError
@@ -91,9 +91,14 @@ class ServerClient:
             if on_step is not None:
                 on_step(finished, len(requests))
 
-        with ThreadPoolExecutor(self.concurrency) as pool:
-            for future in [pool.submit(one, i) for i in range(len(requests))]:
+        pool = ThreadPoolExecutor(self.concurrency)
+        try:
+            futures = [pool.submit(one, i) for i in range(len(requests))]
+            done_now, _ = wait(futures, return_when=FIRST_EXCEPTION)
+            for future in done_now:
                 future.result()  # the first failure ends the run (the answers so far are cached)
+        finally:  # a failure or Ctrl-C asks nothing more: the requests not started are dropped
+            pool.shutdown(wait=False, cancel_futures=True)
         return answers  # type: ignore[return-value]
 
     def _request(self, endpoint: str, payload: dict[str, Any]) -> dict:

@@ -1,0 +1,77 @@
+"""``transformers serve`` on this machine: the OpenAI-compatible server the engines demo and the tests ask.
+
+transformers ships its own server (``transformers serve FOLDER``, with the ``serve`` extra's
+fastapi and uvicorn); started here on a local port it is a real server, reached over HTTP like
+any other, and stopped when the block ends.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from seedscope.errors import SeedscopeError
+
+
+def free_port() -> int:
+    """A port nothing listens on now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _check_free(port: int) -> None:
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server binds: a closed connection's port is free
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            raise SeedscopeError(f"port {port} is taken, and the server is started there; stop what listens on it") from None
+
+
+@contextmanager
+def transformers_server(folder: str | Path, port: int | None = None, timeout: float = 180) -> Iterator[str]:
+    """``transformers serve FOLDER`` on ``port`` (default: a free one); yields its ``/v1`` URL once ``/health`` answers."""
+    program = Path(sys.executable).with_name("transformers")
+    try:
+        import fastapi  # noqa: F401
+        import openai  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError:
+        raise SeedscopeError("transformers serve needs the serve extra (fastapi, uvicorn, openai): "
+                             "pip install 'seedscope[serve]' (scripts/install.sh installs it)") from None
+    if port is None:
+        port = free_port()
+    else:
+        _check_free(port)
+    command = [str(program), "serve", str(folder), "--host", "127.0.0.1", "--port", str(port), "--device", "cpu"]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + timeout
+        while not _healthy(port):
+            if process.poll() is not None or time.monotonic() > deadline:
+                process.kill()
+                reason = (process.stderr.read() or "").strip().splitlines()[-1:] or ["no output"]
+                raise SeedscopeError(f"transformers serve did not start within {timeout:.0f} s: {reason[0]}")
+            time.sleep(0.5)
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        process.terminate()
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def _healthy(port: int) -> bool:
+    try:
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2)
+        return True
+    except OSError:
+        return False
