@@ -20,7 +20,7 @@ from seedscope.plan.hparams import ICLSettings  # noqa: E402
 from seedscope.prompts import build_prompts, get_format, get_task_prompt  # noqa: E402
 from seedscope.runners.icl import runner as icl  # noqa: E402
 from seedscope.runners.icl.engines import open_engine  # noqa: E402
-from seedscope.runners.icl.engines.vllm import release  # noqa: E402
+from seedscope.runners.icl.engines import vllm as vllm_engine  # noqa: E402
 from seedscope.runners.icl.sampling import Sampler  # noqa: E402
 from seedscope.store import ExperimentStore  # noqa: E402
 from seedscope.tasks import get_task  # noqa: E402
@@ -35,7 +35,7 @@ def engines(smollm2_folder):
     engine, hf = open_engine(str(smollm2_folder), settings, "fp32"), open_engine(str(smollm2_folder), ICLSettings(), "fp32")
     yield engine, hf
     hf.close()
-    release()
+    vllm_engine.release()
 
 
 def _prompts(data_dir, tokenizer, n=8, fmt="minimal"):
@@ -110,6 +110,7 @@ def test_a_run_through_vllm_predicts_as_the_hf_engine(engines, smollm2_folder, d
     here = icl.run(RunSpec("sst2", str(smollm2_folder), FactorSeeds.tied(3), method="icl", hparams=hparams), data_dir)
     assert ran.predictions["prediction"].tolist() == here.predictions["prediction"].tolist()
     assert ran.environment["engine"] == "vllm" and ran.environment["implementation"]["engine"] == "vllm"
+    assert vllm_engine._loaded[0][1] is engines[0].llm  # the run reused the module's load
 
 
 def test_an_engine_sweep_through_the_cli_studies_hf_against_vllm(engines, cli, tmp_path, smollm2_folder, data_dir):
@@ -122,3 +123,11 @@ def test_an_engine_sweep_through_the_cli_studies_hf_against_vllm(engines, cli, t
     assert len(runs) == 4 and set(runs["status"]) == {"done"}
     environment = ExperimentStore.open(out).environment()
     assert sorted(environment["engine"]) == ["hf", "hf", "vllm", "vllm"]
+    assert vllm_engine._loaded[0][1] is engines[0].llm  # both vllm runs reused the one load
+
+
+def test_a_sequence_to_sequence_model_is_refused_in_one_line(tiny_t5, data_dir):
+    spec = RunSpec("sst2", str(tiny_t5), FactorSeeds.tied(1), method="icl", hparams={"engine": "vllm", "shots": 1})
+    with pytest.raises(SeedscopeError, match="engine vllm prompts decoder-only models here, and .* is "
+                                             "sequence-to-sequence; use the hf engine for it$"):
+        icl.check(spec, data_dir)
