@@ -9,7 +9,8 @@ and decodes the new ids with the same tokenizer. A sampled answer is one request
 seed (:meth:`~seedscope.runners.icl.sampling.Sampler.seeds`), never vLLM's ``n`` (which seeds
 its draws ``seed``, ``seed + 1``, …), so each draw is its seed's whatever batch it ran in.
 The loaded ``LLM`` outlives its run: the next run of the sweep with the same model and vLLM
-settings reuses it (loading takes minutes on a CPU); another model or setting lets it go first.
+settings reuses it (loading takes half a minute for SmolLM2 on a CPU, minutes for larger models);
+another model or setting lets it go first.
 Chunked prefill is off: a seeded request whose prompt is split across steps crashes vLLM's CPU
 build ("CPU Generator does not use offset"), and whole prompts need no chunks at these sizes.
 """
