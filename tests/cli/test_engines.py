@@ -3,6 +3,7 @@ line with exit status 2 and nothing written."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 
 import pytest
@@ -25,7 +26,7 @@ def _refused(cli, arguments, out, message):
 
 
 @pytest.mark.parametrize(("extra", "message"), [
-    (["--engine", "vllm"], "unknown engine 'vllm'; known: hf, openai"),
+    (["--engine", "vllm2"], "unknown engine 'vllm2'; known: hf, openai, vllm"),
     (["--base-url", "http://localhost:1/v1"], "--base-url names a server, and no run asks one; add --engine openai"),
     (["--engine", "openai"], "--engine openai asks a server; name it with --base-url http://host:port/v1"),
     (["--engine", "openai", "--base-url", "http://localhost:1/v1", "--repeat", "2", "--implementation", "rerun=1,2"],
@@ -33,6 +34,14 @@ def _refused(cli, arguments, out, message):
 ])
 def test_bad_engine_flags_are_one_line(cli, tmp_path, tiny_llama, data_dir, extra, message):
     _refused(cli, args(tiny_llama, tmp_path / "exp", data_dir, *extra), tmp_path / "exp", message)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="vLLM is installed in this environment")
+@pytest.mark.parametrize("extra", [["--engine", "vllm"], ["--implementation", "engine=hf,vllm"]])
+def test_the_vllm_engine_where_vllm_is_not_installed_says_how_to_install_it(cli, tmp_path, tiny_llama, data_dir, extra):
+    _refused(cli, args(tiny_llama, tmp_path / "exp", data_dir, *extra), tmp_path / "exp",
+             "engine vllm needs vLLM, which is not installed in this environment; build its separate environment with "
+             "bash scripts/install-vllm.sh and run seedscope from .venv-vllm")
 
 
 def test_engine_flags_belong_to_the_icl_runner(cli, tmp_path, tiny_bert, data_dir):

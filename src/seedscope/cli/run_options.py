@@ -163,9 +163,10 @@ Repeat = Annotated[Optional[int], typer.Option(
     "--repeat", min=2, help="Run everything R times, identically (--implementation rerun=1..R): an engine's noise floor. A "
     "server is asked again each time (its answers are cached per repeat), greedy at temperature 0 unless --samples.")]
 EngineOption = Annotated[Optional[str], typer.Option(
-    "--engine", help="icl: what computes the answers: hf (transformers, here; default) or openai (an OpenAI-compatible "
-    "server: vLLM, SGLang, TGI, llama.cpp, Ollama, transformers serve, a hosted API; needs --base-url). To compare "
-    "engines: --implementation engine=hf,openai. See docs/engines.md.")]
+    "--engine", help="icl: what computes the answers: hf (transformers, here; default), openai (an OpenAI-compatible "
+    "server: vLLM, SGLang, TGI, llama.cpp, Ollama, transformers serve, a hosted API; needs --base-url) or vllm (vLLM's "
+    "offline engine, here; from .venv-vllm, built by scripts/install-vllm.sh). To compare engines: --implementation "
+    "engine=hf,openai,vllm. See docs/engines.md.")]
 BaseUrl = Annotated[Optional[str], typer.Option(
     "--base-url", help="icl with --engine openai: the server's URL, e.g. http://localhost:8000/v1.")]
 ApiKeyEnv = Annotated[Optional[str], typer.Option(

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from seedscope.errors import SeedscopeError
 
 Precision = Literal["auto", "fp32", "bf16", "fp16"]
-Engine = Literal["hf", "openai"]
+Engine = Literal["hf", "openai", "vllm"]
 #: what can compute a prompted run's answers (seedscope.runners.icl.engines)
 ENGINES: tuple[str, ...] = Engine.__args__
 
@@ -145,8 +145,8 @@ class ICLSettings(DataSettings):
     lm_eval_include: list[str] = Field(
         default_factory=list, description="lm-eval tasks: folders of the user's own task YAMLs (--lm-eval-include)")
     engine: Engine = Field(
-        "hf", description="what computes the answers: hf (transformers, here) or openai (an OpenAI-compatible server); "
-        "see docs/engines.md")
+        "hf", description="what computes the answers: hf (transformers, here), openai (an OpenAI-compatible server) or "
+        "vllm (vLLM's offline engine, here); see docs/engines.md")
     base_url: str | None = Field(None, description="engine openai: the server's URL (http://host:port/v1)")
     api_key_env: str | None = Field(
         None, description="engine openai: the environment variable holding the API key (the key is never stored)")
@@ -154,6 +154,14 @@ class ICLSettings(DataSettings):
     concurrency: int = Field(4, ge=1, description="engine openai: requests in flight at once")
     request_timeout: float = Field(120.0, gt=0, description="engine openai: seconds to wait for one answer")
     max_retries: int = Field(4, ge=0, description="engine openai: retries (with backoff) of a 429, 5xx or lost connection")
+    enforce_eager: bool = Field(
+        True, description="engine vllm: run the model eagerly; false compiles it (torch.compile, CUDA graphs): minutes "
+        "more to start, other kernels")
+    max_num_seqs: int | None = Field(
+        None, ge=1, description="engine vllm: sequences vLLM batches in one step (None: vLLM's default)")
+    batch_invariant: bool = Field(
+        False, description="engine vllm: vLLM's batch-invariant kernels (VLLM_BATCH_INVARIANT=1): an answer does not "
+        "depend on what it was batched with; GPUs only")
 
     @model_validator(mode="after")
     def _calibration_needs_scores(self) -> "ICLSettings":

@@ -132,9 +132,13 @@ def check(spec: RunSpec, data_dir: str | os.PathLike | None = None) -> None:
     demos = choose_demonstrations(pool, settings.shots, spec.seeds, task)
     if settings.engine == "openai":
         return check_server(spec, settings, prompt, demos, tests)
+    if settings.engine == "vllm":
+        check_vllm(settings)
     folder = model_folder(spec.model)
     config = load_model_config(folder, settings.trust_remote_code)
-    lm_kind(config)
+    if lm_kind(config) != "causal" and settings.engine == "vllm":
+        raise SeedscopeError(f"engine vllm prompts decoder-only models here, and {spec.model} is sequence-to-sequence; "
+                             "use the hf engine for it")
     tokenizer = load_tokenizer(folder, settings.trust_remote_code)
     for name in settings.formats:
         check_length(build_prompts(get_format(name), prompt, demos, tests.head(1), tokenizer), tokenizer, config)
@@ -160,6 +164,14 @@ def check_server(spec: RunSpec, settings: ICLSettings, prompt: TaskPrompt, demos
                                 example_ids=tests["example_id"].astype(str).head(1).tolist())
     finally:
         engine.close()
+
+
+def check_vllm(settings: ICLSettings) -> None:
+    """vLLM is installed (its own environment) and can honour the run's settings on its platform."""
+    from seedscope.runners.icl.engines.vllm import check_installed, check_platform
+
+    check_installed()
+    check_platform(settings)
 
 
 def check_engine_of_lm_eval(settings: ICLSettings) -> None:
@@ -223,7 +235,7 @@ def _run(spec: RunSpec, settings: ICLSettings, data_dir, on_step: StepHook | Non
         tokenizer = engine.tokenizer
         calibrated = settings.calibration == "contextual"
         rows = pd.concat([tests, content_free_rows(tests)], ignore_index=True) if calibrated else tests
-        prompts = build_prompts(fmt, prompt, demos, rows, tokenizer, plain_chat=settings.engine != "hf")
+        prompts = build_prompts(fmt, prompt, demos, rows, tokenizer, plain_chat=settings.engine == "openai")
         loaded = time.perf_counter()
         extra_metrics, extra_environment, samples = {}, {}, None
         if settings.predict == "score":

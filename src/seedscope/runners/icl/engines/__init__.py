@@ -3,9 +3,10 @@
 The in-context runner builds the prompts (demonstrations, order, format) and turns answers into
 predictions; an engine only scores candidate answers and generates text. ``hf`` runs the model
 here through transformers (:mod:`.hf`); ``openai`` asks an OpenAI-compatible server — vLLM's,
-SGLang's, TGI, llama.cpp's, Ollama, ``transformers serve`` or a hosted API (:mod:`.server`).
+SGLang's, TGI, llama.cpp's, Ollama, ``transformers serve`` or a hosted API (:mod:`.server`);
+``vllm`` runs vLLM's offline engine here, in its own environment (:mod:`.vllm`).
 Every engine answers the same two calls, so the engine itself can be a randomness factor
-(``--implementation engine=hf,openai``).
+(``--implementation engine=hf,openai,vllm``).
 """
 
 from __future__ import annotations
@@ -50,6 +51,10 @@ def open_engine(model: str, settings, precision: str) -> Engine:
         from seedscope.runners.icl.engines.server import ServerEngine
 
         return ServerEngine(model, settings)
+    if settings.engine == "vllm":
+        from seedscope.runners.icl.engines.vllm import VLLMEngine
+
+        return VLLMEngine(model, settings, precision)
     from seedscope.runners.icl.engines.hf import HFEngine
 
     return HFEngine(model, settings, precision)
