@@ -10,7 +10,7 @@ The same prompts (1 demonstration per class, ``minimal`` format, seed 42) throug
 Greedy: ``N`` prompts, 3 new tokens. Sampled: ``N_SAMPLED`` prompts × 8 answers at temperature 1
 (``transformers serve`` returns one choice per request and ignores the seed, so it is asked
 8 requests per prompt; the note it earns is printed). Prints prompts/s of each (answers/s for
-sampling; the model's load and the server's start-up not counted) and each engine's agreement
+sampling; the model's load and the server's start-up and first requests not counted) and each engine's agreement
 with ``hf``'s greedy answers, and writes them to ``--json``.
 Run: ``PYTHONPATH=src .venv/bin/python benchmarks/bench_engines.py [--n 200] [--json FILE]``.
 """
@@ -63,6 +63,7 @@ def main() -> None:
     rows["hf greedy"] = timed(folder, args.n)
     rows["hf sampled"] = timed(folder, args.n_sampled, **sampled)
     with transformers_server(folder) as url:
+        timed(folder, 2, engine="openai", base_url=url, served_model=folder)  # the server's first requests warm it up
         for concurrency in (1, 4, 16):
             server = {"engine": "openai", "base_url": url, "served_model": folder, "concurrency": concurrency}
             rows[f"transformers serve ×{concurrency} greedy"] = timed(folder, args.n, **server)

@@ -81,6 +81,6 @@ def test_the_first_failure_ends_the_run_and_asks_nothing_more():
         with pytest.raises(SeedscopeError, match="answered 500 to a completions request, still after 0 retries"):
             client.ask_all([(COMPLETIONS, {"prompt": str(i), "max_tokens": 1}) for i in range(20)])
         time.sleep(0.5)  # what was in flight has ended
-        assert proxy.failed <= 4  # the one that failed and what was in flight beside it; not the other 16 or more
+        assert proxy.failed <= 2  # the one that failed and the one in flight beside it; not the other 18
     finally:
         proxy.stop()

@@ -79,10 +79,17 @@ class ServerClient:
         """Every (endpoint, payload) asked, ``concurrency`` at a time, answers in the requests' order."""
         answers: list[dict | None] = [None] * len(requests)
         done = 0
+        stop = threading.Event()  # set by the first failure (or Ctrl-C): no request is started after it
 
         def one(index: int) -> None:
             nonlocal done
-            answers[index] = self.ask(*requests[index])
+            if stop.is_set():
+                return
+            try:
+                answers[index] = self.ask(*requests[index])
+            except BaseException:
+                stop.set()
+                raise
             if then is not None:
                 then(index, answers[index])
             with self._lock:
@@ -98,6 +105,7 @@ class ServerClient:
             for future in done_now:
                 future.result()  # the first failure ends the run (the answers so far are cached)
         finally:  # a failure or Ctrl-C asks nothing more: the requests not started are dropped
+            stop.set()
             pool.shutdown(wait=False, cancel_futures=True)
         return answers  # type: ignore[return-value]
 
