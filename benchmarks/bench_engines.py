@@ -46,6 +46,8 @@ def timed(folder: str, n: int, **hparams) -> dict:
     result = icl.run(spec, demo_data_dir())
     seconds = result.timings["eval_seconds"]
     answers = n * (hparams.get("samples") or 1)
+    print(f"  {spec.hparams.get('engine', 'hf')} concurrency {spec.hparams.get('concurrency', '-')}, "
+          f"{answers} answers: {seconds:.1f} s", flush=True)
     return {"seconds": round(seconds, 2), "per_second": round(answers / seconds, 2),
             "wall_seconds": round(time.perf_counter() - started, 2), "answers": result.predictions["answer"].tolist(),
             "ignored": result.environment.get("engine_ignored", [])}

@@ -1,13 +1,14 @@
 """A proxy in front of a real server that fails on cue, for the engine tests.
 
 The proxy is real HTTP between the client and the real server: it answers the first requests with the
-statuses it is given (429, 500, …), then forwards every request and counts them; ``stop()`` makes it a
+statuses it is given (429, 500, …) after ``delay`` seconds, then forwards every request and counts them; ``stop()`` makes it a
 server that is no longer listening, ``start()`` brings it back on the same port.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -17,8 +18,10 @@ from seedscope.runners.icl.engines.local_server import free_port
 class Proxy:
     """Forwards to ``target`` (a server's ``/v1`` URL), answering the first requests with ``failures`` statuses."""
 
-    def __init__(self, target: str, failures: list[int] | None = None, stop_after: int | None = None):
+    def __init__(self, target: str, failures: list[int] | None = None, stop_after: int | None = None,
+                 delay: float = 0.0):
         self.root = target.rstrip("/").removesuffix("/v1")
+        self.delay = delay
         self.failures = list(failures or [])
         self.stop_after = stop_after
         self.forwarded = 0
@@ -44,6 +47,7 @@ class Proxy:
                 self._forward(self.rfile.read(int(self.headers.get("content-length", 0))))
 
             def _forward(self, body):
+                time.sleep(proxy.delay)
                 if proxy.failures:
                     status = proxy.failures.pop(0)
                     proxy.failed += 1

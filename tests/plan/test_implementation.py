@@ -42,7 +42,7 @@ def test_vary_names_the_implementation_in_run_ids_and_sets_the_family_key():
 
 @pytest.mark.parametrize(("options", "message"), [
     (["precison=fp32"], "unknown implementation setting 'precison'; known: engine, precision, batch_size, attention, threads, "
-                        "device, padding_side, deterministic, tf32, rerun (did you mean precision?)"),
+                        "device, padding_side, deterministic, tf32, max_num_seqs, batch_invariant, rerun (did you mean precision?)"),
     (["attention=sdp"], "implementation setting attention takes eager, sdpa, flash, not 'sdp' (did you mean sdpa?)"),
     (["threads=two"], "implementation setting threads takes a whole number of at least 1, not 'two'"),
     (["batch_size=1,1"], "implementation setting batch_size needs distinct values"),
@@ -77,3 +77,24 @@ def test_the_implementation_factor_of_a_factor_study():
     assert last.hparams == {"shots": 1, "batch_size": 4, "precision": "bf16"} and last.seeds.tied_seed is not None
     with pytest.raises(SeedscopeError, match="the implementation factor needs two implementations or more"):
         factor_study_plan("sst2", "m", ["implementation"], 2, 2, 2, "icl", runner="icl")
+
+
+@pytest.mark.parametrize(("axes", "message"), [
+    (["engine=hf,openai", "precision=fp32,bf16"], "the openai engine cannot honour the implementation setting precision "
+                                                   "(it honours engine, rerun)"),
+    (["engine=hf,vllm", "max_num_seqs=1,8"], "the hf engine cannot honour the implementation setting max_num_seqs"),
+    (["batch_invariant=true,false"], "the hf engine cannot honour the implementation setting batch_invariant"),
+])
+def test_a_setting_the_run_s_engine_cannot_honour_is_refused(axes, message):
+    with pytest.raises(SeedscopeError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        for implementation in combinations(parse_axes(axes)):
+            implementation.hparams("icl")
+
+
+def test_each_engine_takes_the_settings_it_honours_and_tags_them():
+    tags = [impl.tag for impl in combinations(parse_axes(["engine=vllm", "max_num_seqs=1,8", "batch_invariant=false"]))]
+    assert tags == ["impl-vllm-seqs1-nobinv", "impl-vllm-seqs8-nobinv"]
+    assert combinations(parse_axes(["max_num_seqs=4"]))[0].hparams("icl", "vllm") == {"max_num_seqs": 4}
+    assert [impl.hparams("icl") for impl in combinations(parse_axes(["engine=hf,openai", "rerun=1,2"]))][-1] == {
+        "engine": "openai", "rerun": 2}
+    assert setting_of_part("seqs8") == "max_num_seqs" and setting_of_part("binv") == "batch_invariant"

@@ -156,9 +156,10 @@ Seeds = Annotated[Optional[str], typer.Option(
     "--seeds", help="Comma-separated seeds; default: the paper's 42,52,…,132 (demo: 42,52,62,72,82).")]
 ImplementationAxes = Annotated[Optional[list[str]], typer.Option(
     "--implementation", help="An implementation setting to vary, SETTING=VALUE[,VALUE…] (repeatable; every combination "
-    "runs every seed, its run ids end in impl-…): precision (fp32, bf16, fp16), batch_size, attention (eager, sdpa, "
-    "flash), threads, device (cpu, cuda), padding_side (left, right), deterministic (true, false, strict), rerun "
-    "(identical reruns: the noise floor). See docs/implementation.md.")]
+    "runs every seed, its run ids end in impl-…): engine (hf, openai, vllm), precision (fp32, bf16, fp16), batch_size, "
+    "attention (eager, sdpa, flash), threads, device (cpu, cuda), padding_side (left, right), deterministic (true, false, "
+    "strict), tf32, max_num_seqs and batch_invariant (vllm), rerun (identical reruns: the noise floor). See "
+    "docs/implementation.md.")]
 Repeat = Annotated[Optional[int], typer.Option(
     "--repeat", min=2, help="Run everything R times, identically (--implementation rerun=1..R): an engine's noise floor. A "
     "server is asked again each time (its answers are cached per repeat), greedy at temperature 0 unless --samples.")]

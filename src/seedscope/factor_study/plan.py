@@ -165,7 +165,8 @@ def factor_study_plan(
     mitigation = draw_seeds(mitigation_master_seed, max(n_mitigation, n_golden))
 
     def spec(seeds: FactorSeeds, tag: str, implementation: Implementation | None = None) -> RunSpec:
-        settings = {**(hparams or {}), **(implementation.hparams(method) if implementation else {})}
+        settings = {**(hparams or {}),
+                    **(implementation.hparams(method, (hparams or {}).get("engine", "hf")) if implementation else {})}
         return RunSpec(task=task, model=model, seeds=seeds, method=method, hparams=settings, model_name=model_name,
                        tag=tag)
 

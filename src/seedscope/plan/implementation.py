@@ -36,6 +36,8 @@ SETTINGS: dict[str, tuple | type] = {
     "padding_side": ("left", "right"),
     "deterministic": (True, False, "strict"),
     "tf32": (True, False),
+    "max_num_seqs": int,
+    "batch_invariant": (True, False),
     "rerun": int,
 }
 #: what each setting changes (CLI help and docs)
@@ -49,21 +51,29 @@ DESCRIPTIONS: dict[str, str] = {
     "padding_side": "which side short rows of a batch are padded on",
     "deterministic": "deterministic kernels (strict: fail where none exists)",
     "tf32": "TensorFloat-32 matrix products and convolutions for fp32 on a GPU (on: 10-bit mantissa inputs)",
+    "max_num_seqs": "engine vllm: sequences vLLM batches in one step",
+    "batch_invariant": "engine vllm: batch-invariant kernels, an answer independent of its batch (GPUs only)",
     "rerun": "an identical rerun (changes nothing): the noise floor of one implementation",
 }
 #: the settings each runner family can honour, and the hyper-parameter each one sets
 HONOURED: dict[str, dict[str, str]] = {
-    "icl": {"engine": "engine", "precision": "precision", "batch_size": "batch_size", "attention": "attention", "threads": "threads",
-            "device": "device", "padding_side": "padding_side", "deterministic": "deterministic", "tf32": "tf32",
-            "rerun": "rerun"},
+    "icl": {"engine": "engine", "precision": "precision", "batch_size": "batch_size", "attention": "attention",
+            "threads": "threads", "device": "device", "padding_side": "padding_side", "deterministic": "deterministic", "tf32": "tf32",
+            "max_num_seqs": "max_num_seqs", "batch_invariant": "batch_invariant", "rerun": "rerun"},
     "finetune": {"precision": "precision", "batch_size": "per_device_eval_batch_size", "threads": "threads",
                  "device": "device", "deterministic": "deterministic", "tf32": "tf32", "rerun": "rerun"},
     "meta": {"batch_size": "encoder_batch_size", "threads": "threads", "device": "device",
              "deterministic": "deterministic", "tf32": "tf32", "rerun": "rerun"},
 }
+#: what each engine of a prompted run can honour: a server computes with its own settings, vLLM with its own kernels
+ENGINE_HONOURS: dict[str, tuple[str, ...]] = {
+    "hf": tuple(name for name in HONOURED["icl"] if name not in ("max_num_seqs", "batch_invariant")),
+    "openai": ("engine", "rerun"),
+    "vllm": ("engine", "precision", "max_num_seqs", "batch_invariant", "rerun"),
+}
 #: the prefix of every implementation tag (how a store's runs are told apart by implementation)
 TAG_PREFIX = "impl-"
-_SHORT = {"batch_size": "b", "threads": "t", "padding_side": "pad", "rerun": "r"}
+_SHORT = {"batch_size": "b", "threads": "t", "padding_side": "pad", "max_num_seqs": "seqs", "rerun": "r"}
 
 
 def _close(word: str, known: Iterable[str]) -> str:
@@ -116,23 +126,30 @@ class Implementation:
                 parts.append({True: "det", False: "nodet", "strict": "strict"}[value])
             elif name == "tf32":
                 parts.append("tf32" if value else "notf32")
+            elif name == "batch_invariant":
+                parts.append("binv" if value else "nobinv")
             elif name == "padding_side":
                 parts.append(f"pad{value[0]}")
             else:
                 parts.append(f"{_SHORT.get(name, '')}{value}")
         return TAG_PREFIX + ("-".join(parts) or "default")
 
-    def hparams(self, method: str) -> dict[str, Any]:
-        """The hyper-parameters that carry this implementation into a run of ``method``; a setting its runner
-        cannot honour is refused."""
+    def hparams(self, method: str, engine: str = "hf") -> dict[str, Any]:
+        """The hyper-parameters that carry this implementation into a run of ``method`` (a prompted run: through
+        ``engine`` unless the implementation names one); a setting its runner or engine cannot honour is refused."""
         from seedscope.plan.runs import runner_of
 
         family = runner_of(method)
         honoured = HONOURED[family]
+        engine = dict(self.settings).get("engine", engine)
         for name, _ in self.settings:
             if name not in honoured:
                 raise SeedscopeError(f"the {family} runner (method {method}) cannot honour the implementation setting "
                                      f"{name}; it honours {', '.join(honoured)}")
+            if family == "icl" and name not in ENGINE_HONOURS[engine]:
+                raise SeedscopeError(f"the {engine} engine cannot honour the implementation setting {name} (it honours "
+                                     f"{', '.join(ENGINE_HONOURS[engine])}); vary {name} in a sweep of an engine that "
+                                     "does, apart from the engine axis")
         return {honoured[name]: value for name, value in self.settings}
 
 
@@ -193,7 +210,7 @@ def vary(specs: Sequence["RunSpec"], implementations: Sequence[Implementation]) 
     for spec in specs:
         groups.setdefault((spec.task, spec.model, spec.method), []).append(spec)
     varied = [
-        dataclasses.replace(spec, hparams={**spec.hparams, **impl.hparams(spec.method)},
+        dataclasses.replace(spec, hparams={**spec.hparams, **impl.hparams(spec.method, spec.hparams.get("engine", "hf"))},
                             tag=".".join(t for t in (spec.tag, impl.tag) if t))
         for group in groups.values() for impl in implementations for spec in group
     ]
@@ -208,6 +225,7 @@ def setting_of_part(part: str) -> str | None:
             if part.startswith(short) and part[len(short):].isdigit():
                 return name
         elif part in {str(v).lower() for v in kind} or (name == "padding_side" and part in ("padl", "padr")) or (
-                name == "deterministic" and part in ("det", "nodet")) or (name == "tf32" and part in ("tf32", "notf32")):
+                name == "deterministic" and part in ("det", "nodet")) or (name == "tf32" and part in ("tf32", "notf32")) or (
+                name == "batch_invariant" and part in ("binv", "nobinv")):
             return name
     return None

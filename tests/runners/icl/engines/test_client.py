@@ -84,3 +84,14 @@ def test_the_first_failure_ends_the_run_and_asks_nothing_more():
         assert proxy.failed <= 2  # the one that failed and the one in flight beside it; not the other 18
     finally:
         proxy.stop()
+
+
+def test_a_server_slower_than_the_timeout_is_one_line():
+    proxy = Proxy("http://127.0.0.1:9/v1", failures=[500], delay=2.0).start()
+    try:
+        client = _client(proxy.url, request_timeout=0.5, max_retries=1)
+        with pytest.raises(SeedscopeError, match=rf"^the server at {proxy.url} did not answer within request_timeout "
+                                                 r"\(0.5 s\), asked 2 time\(s\); raise request_timeout or lower concurrency$"):
+            client.ask(COMPLETIONS, {"prompt": "a", "max_tokens": 1})
+    finally:
+        proxy.stop()

@@ -48,6 +48,7 @@ class ServerClient:
         self._client = openai.OpenAI(base_url=settings.base_url, api_key=api_key(settings.api_key_env),
                                      timeout=settings.request_timeout, max_retries=settings.max_retries)
         self._retries = settings.max_retries
+        self._timeout = settings.request_timeout
         self._cache = ResponseCache.of_sweep()
         self._lock = threading.Lock()
         self.asked = 0
@@ -112,13 +113,15 @@ class ServerClient:
     def _request(self, endpoint: str, payload: dict[str, Any]) -> dict:
         import openai
 
-        extra = {name: payload.pop(name) for name in ("top_k",) if name in payload}
+        payload = dict(payload)
+        extra = {name: payload.pop(name) for name in ("top_k",) if name in payload}  # not an OpenAI parameter
         create = self._client.completions.create if endpoint == COMPLETIONS else self._client.chat.completions.create
         try:
             return create(**payload, **({"extra_body": extra} if extra else {})).model_dump()
         except openai.APITimeoutError:
-            raise SeedscopeError(f"the server at {self.base_url} did not answer within the request_timeout, "
-                                 f"{self._retries} retries included; raise request_timeout or lower concurrency") from None
+            raise SeedscopeError(f"the server at {self.base_url} did not answer within request_timeout "
+                                 f"({self._timeout:g} s), asked {self._retries + 1} time(s); raise request_timeout or "
+                                 "lower concurrency") from None
         except openai.APIConnectionError:
             raise SeedscopeError(f"no server answers at {self.base_url} (is it running, and is the URL right?)") from None
         except openai.AuthenticationError as error:

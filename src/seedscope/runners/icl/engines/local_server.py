@@ -10,6 +10,7 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from contextlib import contextmanager
@@ -51,22 +52,25 @@ def transformers_server(folder: str | Path, port: int | None = None, timeout: fl
     else:
         _check_free(port)
     command = [str(program), "serve", str(folder), "--host", "127.0.0.1", "--port", str(port), "--device", "cpu"]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + timeout
-        while not _healthy(port):
-            if process.poll() is not None or time.monotonic() > deadline:
-                process.kill()
-                reason = (process.stderr.read() or "").strip().splitlines()[-1:] or ["no output"]
-                raise SeedscopeError(f"transformers serve did not start within {timeout:.0f} s: {reason[0]}")
-            time.sleep(0.5)
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        process.terminate()
+    # its log goes to a file: a pipe nobody reads fills up, and the server then stops in the middle of a write
+    with tempfile.TemporaryFile("w+") as log:
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log, text=True)
         try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
+            deadline = time.monotonic() + timeout
+            while not _healthy(port):
+                if process.poll() is not None or time.monotonic() > deadline:
+                    process.kill()
+                    log.seek(0)
+                    reason = log.read().strip().splitlines()[-1:] or ["no output"]
+                    raise SeedscopeError(f"transformers serve did not start within {timeout:.0f} s: {reason[0]}")
+                time.sleep(0.5)
+            yield f"http://127.0.0.1:{port}/v1"
+        finally:
+            process.terminate()
+            try:
+                process.wait(30)
+            except subprocess.TimeoutExpired:
+                process.kill()
 
 
 def _healthy(port: int) -> bool:
