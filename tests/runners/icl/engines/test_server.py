@@ -1,7 +1,10 @@
-"""The openai engine: log-likelihoods read from echoed log-probabilities (by hand), and the real
+"""The openai engine: log-likelihoods read from echoed log-probabilities (vLLM server's own answers), and the real
 ``transformers serve`` on SmolLM2 — greedy answers equal to the hf engine's, what it ignores said, scoring refused."""
 
 from __future__ import annotations
+
+import json
+from pathlib import Path
 
 import pytest
 
@@ -10,23 +13,31 @@ from seedscope.plan import FactorSeeds, RunSpec
 from seedscope.plan.hparams import ICLSettings
 from seedscope.prompts import build_prompts, get_format, get_task_prompt
 from seedscope.runners.icl import runner as icl
-from seedscope.runners.icl.engines.server import ServerEngine, continuation_logprob, scoring_payload
+from seedscope.runners.icl.engines.server import ServerEngine, choice_texts, continuation_logprob, scoring_payload
 from seedscope.runners.icl.sampling import Sampler
 from seedscope.tasks import get_task
 
-#: an echoed completion as vLLM's server returns it: "Review: fine. Answer: yes" and one generated token
-ECHOED = {"choices": [{"index": 0, "text": "Review: fine. Answer: yes!", "logprobs": {
-    "tokens": ["Review", ":", " fine", ".", " Answer", ":", " yes", "!"],
-    "token_logprobs": [None, -1.5, -3.0, -0.5, -2.0, -0.25, -0.75, -4.0],
-    "text_offset": [0, 6, 7, 12, 13, 20, 21, 25]}}]}
+#: vLLM's server's answers (fixtures/vllm-server/README.md: the commands that wrote them)
+RESPONSES = Path(__file__).parent / "fixtures" / "vllm-server"
 
 
 def test_the_answer_is_the_sum_over_the_tokens_that_start_inside_it():
-    assert continuation_logprob(ECHOED, "Review: fine. Answer:", " yes") == -0.75
-    assert continuation_logprob(ECHOED, "Review: fine.", " Answer: yes") == -2.0 - 0.25 - 0.75
-    # the generated token after the text is never counted
-    assert continuation_logprob(ECHOED, "Review: fine. Answer", ": yes") == -1.0
+    echoed = json.loads((RESPONSES / "echo.json").read_text())  # "Review: a gorgeous, witty film.\nSentiment: positive"
+    logprobs = echoed["choices"][0]["logprobs"]
+    by_offset = dict(zip(logprobs["text_offset"], logprobs["token_logprobs"]))
+    context = "Review: a gorgeous, witty film.\nSentiment:"
+    assert continuation_logprob(echoed, context, " positive") == by_offset[42] == pytest.approx(-2.9105634689)
+    assert continuation_logprob(echoed, "Review: a gorgeous, witty film.", "\nSentiment: positive") == pytest.approx(
+        sum(by_offset[offset] for offset in (31, 32, 36, 41, 42)))
+    # the token generated after the text (offset 51) is never counted
+    assert continuation_logprob(echoed, "Review: a gorgeous, witty film.\nSentiment", ": positive") == pytest.approx(
+        by_offset[41] + by_offset[42])
     assert scoring_payload("a", " b") == {"prompt": "a b", "max_tokens": 1, "echo": True, "logprobs": 1, "temperature": 0}
+
+
+def test_a_sampled_answer_s_choices_are_read_in_order():
+    sampled = json.loads((RESPONSES / "sampled.json").read_text())
+    assert choice_texts(sampled) == [" I'm so", " Incontá"] and sampled["system_fingerprint"].startswith("vllm-0.32.0")
 
 
 @pytest.mark.parametrize("response", [

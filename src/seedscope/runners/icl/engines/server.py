@@ -105,7 +105,7 @@ class ServerEngine:
                   else [{"messages": messages} for messages in prompts.messages])
         if sampler is None:
             requests = [(endpoint, {**body, "max_tokens": max_new_tokens, "temperature": 0}) for body in bodies]
-            return [_texts(answer)[0] for answer in self.client.ask_all(requests, on_step)]
+            return [choice_texts(answer)[0] for answer in self.client.ask_all(requests, on_step)]
         return self._sample(endpoint, bodies, max_new_tokens, sampler, example_ids, on_step)
 
     def _sample(self, endpoint: str, bodies: list[dict], max_new_tokens: int, sampler: Sampler, example_ids: list[str],
@@ -116,14 +116,14 @@ class ServerEngine:
         seeds = np.asarray(sampler.seeds(example_ids)).reshape(len(bodies), sampler.samples)
         if sampler.samples > 1:  # one request of n draws per prompt, if the server honours n
             first = self.client.ask(endpoint, {**bodies[0], **shaping, "n": sampler.samples, "seed": int(seeds[0, 0])})
-            if len(_texts(first)) == sampler.samples:
+            if len(choice_texts(first)) == sampler.samples:
                 rest = self.client.ask_all([(endpoint, {**body, **shaping, "n": sampler.samples, "seed": int(row[0])})
                                             for body, row in zip(bodies[1:], seeds[1:])], on_step)
-                return self._checked([_texts(answer) for answer in [first, *rest]], sampler)
-            self._note(f"the server returned {len(_texts(first))} choice(s) when asked for n={sampler.samples}; each "
+                return self._checked([choice_texts(answer) for answer in [first, *rest]], sampler)
+            self._note(f"the server returned {len(choice_texts(first))} choice(s) when asked for n={sampler.samples}; each "
                        "draw was asked for alone, with its own seed")
         requests = [(endpoint, {**body, **shaping, "seed": int(seed)}) for body, row in zip(bodies, seeds) for seed in row]
-        answers = [_texts(answer)[0] for answer in self.client.ask_all(requests, on_step)]
+        answers = [choice_texts(answer)[0] for answer in self.client.ask_all(requests, on_step)]
         return self._checked([answers[i: i + sampler.samples] for i in range(0, len(answers), sampler.samples)], sampler)
 
     def _checked(self, drawn: list[list[str]], sampler: Sampler) -> list[list[str]]:
@@ -150,7 +150,7 @@ class ServerEngine:
         self.client.close()
 
 
-def _texts(response: dict) -> list[str]:
+def choice_texts(response: dict) -> list[str]:
     """The text of every choice of a completion or chat response, in index order."""
     choices = sorted(response.get("choices") or [], key=lambda choice: choice.get("index", 0))
     return [choice["text"] if "text" in choice else (choice.get("message") or {}).get("content") or "" for choice in choices]
