@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import threading
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 from seedscope.errors import SeedscopeError
 from seedscope.store.responses import ResponseCache, request_key
@@ -75,8 +75,7 @@ class ServerClient:
                 self.fingerprints.add(response["system_fingerprint"])
         return response
 
-    def ask_all(self, requests: Sequence[tuple[str, dict]], on_step: StepHook | None = None,
-                then: Callable[[int, dict], None] | None = None) -> list[dict]:
+    def ask_all(self, requests: Sequence[tuple[str, dict]], on_step: StepHook | None = None) -> list[dict]:
         """Every (endpoint, payload) asked, ``concurrency`` at a time, answers in the requests' order."""
         answers: list[dict | None] = [None] * len(requests)
         done = 0
@@ -91,8 +90,6 @@ class ServerClient:
             except BaseException:
                 stop.set()
                 raise
-            if then is not None:
-                then(index, answers[index])
             with self._lock:
                 done += 1
                 finished = done
