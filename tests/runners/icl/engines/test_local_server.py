@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import urllib.request
 
@@ -22,8 +23,12 @@ def test_a_taken_port_is_one_line(tiny_llama):
 
 
 def test_the_server_answers_inside_the_block_and_is_stopped_after_it(tiny_llama):
+    def complete(url: str) -> dict:
+        body = json.dumps({"model": str(tiny_llama), "prompt": "The film was", "max_tokens": 1}).encode()
+        request = urllib.request.Request(url + "/completions", body, {"content-type": "application/json"})
+        return json.loads(urllib.request.urlopen(request, timeout=60).read())
+
     with transformers_server(tiny_llama) as url:
-        models = urllib.request.urlopen(url + "/models", timeout=10).read().decode()
-        assert str(tiny_llama) in models
+        assert len(complete(url)["choices"]) == 1
     with pytest.raises(OSError):
-        urllib.request.urlopen(url + "/models", timeout=5)
+        complete(url)
