@@ -47,6 +47,9 @@ class Proxy:
                 self._forward(self.rfile.read(int(self.headers.get("content-length", 0))))
 
             def _forward(self, body):
+                if proxy.stop_after is not None and proxy.forwarded >= proxy.stop_after:
+                    self.close_connection = True  # killed: a request that still got in is dropped unanswered
+                    return
                 time.sleep(proxy.delay)
                 if proxy.failures:
                     status = proxy.failures.pop(0)
