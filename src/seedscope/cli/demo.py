@@ -128,11 +128,10 @@ def print_took(started: float, out: Path, console: Console) -> None:
 def run_engines_demo(config, specs, out: Path, data_dir, console: Console, started: float) -> None:
     """SmolLM2 here and through ``transformers serve`` on this machine; then one prompt asked of the server repeatedly."""
     from seedscope.cli.outputs import print_notes
-    from seedscope.runners.checkpoints import model_folder
     from seedscope.runners.icl.engines.local_server import transformers_server
     from seedscope.workflows.demos import ENGINES_DEMO_PORT, ask_one_prompt_repeatedly
 
-    folder = model_folder(specs[0].model)
+    folder = specs[0].hparams["served_model"]  # the converted folder, which the server names the model by
     console.print(f"starting transformers serve on {escape(folder)} (port {ENGINES_DEMO_PORT}) …", highlight=False)
     with transformers_server(folder, port=ENGINES_DEMO_PORT):
         run_sweep(config, console, resume=(out / "catalog.sqlite").is_file(), specs=specs,

@@ -237,13 +237,12 @@ def engine_settings(params: Mapping[str, Any]) -> dict[str, Any]:
         raise SeedscopeError(f"{ENGINE_FLAGS[next(iter(given))]} chooses what prompts a model; add --runner icl")
     if given.get("engine", "hf") not in ENGINES:
         raise SeedscopeError(f"unknown engine {given['engine']!r}; known: {', '.join(ENGINES)}")
-    asks_server = given.get("engine") == "openai" or any(
-        option.replace(" ", "").startswith("engine=") and "openai" in option for option in params.get("implementation") or [])
+    asks_server = given.get("engine") == "openai" or "openai" in implementation_axes(params).get("engine", [])
     server_flags = [ENGINE_FLAGS[key] for key in ("base_url", "api_key_env") if key in given]
     if server_flags and not asks_server:
         raise SeedscopeError(f"{server_flags[0]} names a server, and no run asks one; add --engine openai (or "
                              "--implementation engine=hf,openai)")
-    if asks_server and "base_url" not in given and given.get("engine") == "openai":
+    if given.get("engine") == "openai" and "base_url" not in given:
         raise SeedscopeError("--engine openai asks a server; name it with --base-url http://host:port/v1")
     return given
 

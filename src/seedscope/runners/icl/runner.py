@@ -146,7 +146,8 @@ def check(spec: RunSpec, data_dir: str | os.PathLike | None = None) -> None:
 
 def check_server(spec: RunSpec, settings: ICLSettings, prompt: TaskPrompt, demos: pd.DataFrame,
                  tests: pd.DataFrame) -> None:
-    """The server answers the first example of every format as the run will ask it (the answers are cached)."""
+    """The server answers the first example of every format as the run will ask it (before the store exists, so
+    these answers are not cached: the run asks them again)."""
     from seedscope.runners.checkpoints import load_model_config, model_folder
     from seedscope.runners.icl.engines.server import ServerEngine
 
