@@ -9,7 +9,8 @@ the dropout of scaled-dot-product attention) by a counter-based one: the keep ma
 hash of the member's seed, the optimiser step, the call's index within the step and the value's
 coordinates. Integer arithmetic only, so vmap batches it over the members' seeds like any other
 operation; scaled-dot-product attention with dropout is computed plainly for the same reason
-(without dropout it is torch's own kernel, as in the sequential run). The mask of a member is the
+(without dropout it is torch's own kernel, as in the sequential run, called once for all the
+members: :mod:`.folded_attention`). The mask of a member is the
 same whichever members share its group. The masks are not torch's (a fused run with dropout
 cannot equal a sequential one bit for bit), but they are drawn with the same probability,
 independently per value.
@@ -19,11 +20,12 @@ from __future__ import annotations
 
 import inspect
 import math
-import warnings
 
 import torch
 import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
+
+from seedscope.runners.finetune.folded_attention import attention
 
 _WORD = 0xFFFFFFFF
 _DROPOUT = inspect.signature(F.dropout)
@@ -94,14 +96,11 @@ class MemberDropout(TorchFunctionMode):
         return torch.where(keep, values / (1.0 - p), 0.0)
 
     def _attention(self, query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa):
-        """Without dropout, torch's kernel: the sequential run's numbers and memory (on a CPU vmap runs its fused
-        kernel member by member, for want of a batching rule). With dropout, computed plainly (the math kernel's
-        steps), which vmap batches over the members, with the member's dropout."""
+        """Without dropout, torch's kernel, once for all the members (:mod:`.folded_attention`): the sequential run's
+        numbers. With dropout, computed plainly (the math kernel's steps), which vmap batches over the members, with
+        the member's dropout."""
         if dropout_p == 0:
-            with warnings.catch_warnings():
-                warnings.filterwarnings("ignore", "There is a performance drop because we have not yet implemented")
-                return F.scaled_dot_product_attention(query, key, value, attn_mask=attn_mask, is_causal=is_causal,
-                                                      scale=scale, enable_gqa=enable_gqa)
+            return attention(query, key, value, attn_mask, is_causal, scale, enable_gqa)
         if enable_gqa:  # grouped-query attention: each key/value head serves a group of query heads
             group = query.size(-3) // key.size(-3)
             key, value = key.repeat_interleave(group, dim=-3), value.repeat_interleave(group, dim=-3)
