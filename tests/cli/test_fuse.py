@@ -67,11 +67,12 @@ def test_what_cannot_be_fused_is_refused_with_one_sentence_and_nothing_written(t
     assert not out.exists()
 
 
-def test_plan_only_prices_fusing_and_never_picks_it_on_a_cpu(tmp_path, tiny_bert, data_dir, cli):
+def test_plan_only_prices_fusing_from_a_measurement(tmp_path, tiny_bert, data_dir, cli):
     code, printed, _ = cli(_sweep(tiny_bert, tmp_path / "exp", data_dir, "--fuse", "3", "--plan-only"))
     printed = " ".join(printed.split())
-    assert code == 0 and "fused, --fuse 3:" in printed and "1 group(s) of up to 3" in printed
-    assert "would pick: one after another" in printed and not (tmp_path / "exp").exists()
+    assert code == 0 and "timing 3 fused runs of glue-rte" in printed and "fused, --fuse 3:" in printed
+    assert "1 group(s) of up to 3, training at" in printed and "(measured here, 6 steps each)" in printed
+    assert "would pick: " in printed and not (tmp_path / "exp").exists()
     code, printed, _ = cli(_sweep(tiny_bert, tmp_path / "exp", data_dir, "--set", "group_by_length=true",
                                   "--plan-only", "--parallel", "2"))
     assert code == 0 and "fused, --fuse 2: — (not available for this plan: --fuse cannot run group_by_length" in (

@@ -38,6 +38,8 @@ def test_runs_stored_without_flops_are_named_and_a_plan_that_trains_nothing_has_
 
 
 def test_a_fused_runs_work_is_its_share_of_the_groups():
-    timings = {"model_flops": 8e12, "mfu": 0.3, "runs_counted": 4}
-    assert work_of(timings, "cuda:0 NVIDIA H100", 2.0) == {"flops": 4e12, "mfu": 0.3, "device": "cuda:0 NVIDIA H100"}
-    assert math.isnan(work_of({"total_seconds": 3.0}, "cpu")["flops"])  # an older store
+    timings = {"model_flops": 8e12, "mfu": 0.3, "runs_counted": 4, "train_seconds": 1.5}
+    assert work_of(timings, "cuda:0 NVIDIA H100", 2.0) == {"flops": 4e12, "mfu": 0.3, "device": "cuda:0 NVIDIA H100",
+                                                           "train_seconds": 3.0}  # a short run's, scaled to the whole
+    older = work_of({"total_seconds": 3.0}, "cpu")  # an older store
+    assert math.isnan(older["flops"]) and math.isnan(older["train_seconds"])

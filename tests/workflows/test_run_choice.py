@@ -41,49 +41,68 @@ def test_gpu_slowdown_follows_the_measured_ends():
     assert run_choice.gpu_slowdown(4, None) == 4.0
 
 
-def test_ways_and_the_pick(monkeypatch):
-    def timed(specs, data_dir, *, parallel, store, on_calibrate):  # a CPU: each run slower with fewer threads
-        return pd.DataFrame({"task": "rte", "to_do": [1] * 8, "example_epochs": 1.0, "seconds": 10.0 * parallel ** 0.5,
-                             "source": "short timed run"})
+def _timed(seconds: float, train: float):
+    """``run_seconds`` of a CPU: each run ``seconds`` alone at full threads, ``train`` of them training."""
+    def timed(specs, data_dir, *, parallel, store, on_calibrate):  # slower with fewer threads
+        slower = parallel ** 0.5
+        return pd.DataFrame({"task": "rte", "to_do": [1] * 8, "example_epochs": 1.0, "seconds": seconds * slower,
+                             "train_seconds": train * slower, "source": "short timed run"})
+    return timed
 
-    monkeypatch.setattr(run_choice, "run_seconds", timed)
+
+def test_ways_and_the_pick(monkeypatch):
+    monkeypatch.setattr(run_choice, "run_seconds", _timed(10.0, 10.0))
     monkeypatch.setattr(run_choice, "_cores", lambda: 4)
+    measured = []
+    monkeypatch.setattr(run_choice, "fused_speedup", lambda group, data_dir: measured.append(len(group)) or 0.8)
     specs = seed_sweep(["rte"], ["m"], range(1, 9))
     found = run_choice.ways(specs, None, [1, 4], gpus=0, parameters=None)
     assert [way.name for way in found] == ["one after another", "packed, --parallel 4", "fused, --fuse 4"]
     assert found[0].seconds == 80.0 and found[1].seconds == 40.0  # two waves of runs taking 20 s at one thread
     assert found[1].note == "2 wave(s) of up to 4, 1 threads each"
-    assert found[2].seconds == pytest.approx(100.0) and "measured on a CPU" in found[2].note  # 80 s at 0.80×
+    assert found[2].seconds == pytest.approx(100.0)  # 80 s of training at 0.80×
+    assert "training at 0.80× the throughput of one after another (measured here, 6 steps each)" in found[2].note
+    assert measured == [4]  # one profile: timed once, for its first group
     assert run_choice.pick(found).parallel == 4
+    monkeypatch.setattr(run_choice, "fused_speedup", lambda group, data_dir: 1.0)
     on_gpu = run_choice.ways(specs, None, [1, 2], gpus=1, parameters=355_000_000)  # no gain: the tie goes to fewer
     assert on_gpu[0].seconds == on_gpu[1].seconds == on_gpu[2].seconds and run_choice.pick(on_gpu).parallel == 1
     assert run_choice.pick(on_gpu).fuse == 1
     assert run_choice.candidates(cores=16, gpus=1) == [1, 2, 4, 8] and run_choice.candidates(2, 0) == [1, 2]
 
 
-def test_fused_speedup_is_measured_on_a_cpu_and_assumed_on_a_gpu(monkeypatch):
-    assert run_choice.fused_speedup(8, 0, 22_713_216) == run_choice.FUSED_CPU_SPEEDUP == 0.80
-    assert run_choice.fused_speedup(8, 1, 22_713_216) == run_choice.FUSED_GPU_GOAL == 5.0  # the goal, assumed
-    assert run_choice.fused_speedup(2, 1, 22_713_216) == 2.0  # never more than K
-    assert run_choice.fused_speedup(8, 1, 355_000_000) == 1.0 and run_choice.fused_speedup(8, 1, None) == 1.0
-    monkeypatch.setattr(run_choice, "run_seconds", lambda specs, data_dir, **_: pd.DataFrame(
-        {"task": "rte", "to_do": [1] * 8, "example_epochs": 1.0, "seconds": 10.0, "source": "short timed run"}))
+def test_a_fused_group_gains_on_its_training_alone_as_measured(monkeypatch):
+    monkeypatch.setattr(run_choice, "run_seconds", _timed(10.0, 6.0))  # 4 s of each run are not training
+    monkeypatch.setattr(run_choice, "fused_speedup", lambda group, data_dir: 6.0)
+    announced = []
     specs = seed_sweep(["rte"], ["m"], range(1, 9))
-    found = run_choice.ways(specs, None, [1, 4], gpus=1, parameters=100_000_000)  # packing shares a GPU badly here
-    packed, fused = found[1], found[2]
-    assert fused.seconds < packed.seconds and run_choice.pick(found) == fused and (fused.parallel, fused.fuse) == (1, 4)
-    lora = run_choice.ways(seed_sweep(["rte"], ["m"], range(1, 9), method="lora"), None, [1, 4], gpus=1,
-                           parameters=100_000_000)[2]
-    assert lora.seconds == pytest.approx(80 / run_choice.FUSED_LORA_GPU_GOAL) and "2.00× the throughput" in lora.note
-    assert run_choice.fused_speedup(4, 0, None, lora=True) == run_choice.FUSED_LORA_CPU_SPEEDUP
-    assert "pass the base" not in lora.note  # a model that cannot be sized: all at once
+    found = run_choice.ways(specs, None, [1, 4], gpus=1, parameters=355_000_000, fuse=3,
+                            on_fuse_timing=lambda spec, k: announced.append((spec.run_id, k)))
+    fused = found[2]
+    # groups of 3, 3, 2: the speed-up is capped at each group's size; what is not training counts whole
+    assert fused.seconds == pytest.approx(8 * 4.0 + 6 * 6.0 / 3 + 2 * 6.0 / 2)
+    assert announced == [(specs[0].run_id, 3)] and run_choice.pick(found) == fused
+    assert "3 group(s) of up to 3, training at 6.00×" in fused.note
+    monkeypatch.setattr(run_choice, "run_seconds", lambda specs, data_dir, **_: pd.DataFrame(
+        {"task": "rte", "to_do": [1] * 8, "example_epochs": 1.0, "seconds": 10.0, "train_seconds": float("nan"),
+         "source": "finished runs"}))  # runs stored before their training seconds were: all of it counts
+    assert run_choice.ways(specs, None, [1, 2], gpus=1, parameters=None)[2].seconds == pytest.approx(40.0)
+
+
+def test_fused_lora_says_how_many_pass_the_base_at_once(monkeypatch):
+    monkeypatch.setattr(run_choice, "run_seconds", _timed(10.0, 10.0))
+    monkeypatch.setattr(run_choice, "fused_speedup", lambda group, data_dir: 2.0)
+    lora = seed_sweep(["rte"], ["m"], range(1, 9), method="lora")
+    assert "pass the base" not in run_choice.ways(lora, None, [1, 4], gpus=1, parameters=None)[2].note
     monkeypatch.setattr(run_choice, "fused_per_pass", lambda spec, members: 1)  # a base that keeps one at a time
-    bounded = run_choice.ways(seed_sweep(["rte"], ["m"], range(1, 9), method="lora"), None, [1, 4], gpus=1,
-                              parameters=100_000_000)[2]
-    assert bounded.seconds == pytest.approx(80.0) and "1.00× the throughput" in bounded.note  # a pass of one gains nothing
+    bounded = run_choice.ways(lora, None, [1, 4], gpus=1, parameters=100_000_000)[2]
+    assert bounded.seconds == pytest.approx(40.0) and "2.00× the throughput" in bounded.note
     assert "LoRA members pass the base 1 at a time, so that the group's peak memory stays within 1.5× one run's" \
         in bounded.note
-    assert run_choice.fused_speedup(4, 1, None, lora=True, per_pass=2) == 2.0
+
+
+def test_a_plan_that_cannot_be_fused_says_why(monkeypatch):
+    monkeypatch.setattr(run_choice, "run_seconds", _timed(10.0, 10.0))
     grouped = seed_sweep(["rte"], ["m"], range(1, 9), hparams={"group_by_length": True})
     unfusable = run_choice.ways(grouped, None, [1, 4], gpus=1, parameters=100_000_000)[2]
     assert unfusable.seconds is None and "group_by_length" in unfusable.note

@@ -62,5 +62,8 @@ def _ways(specs, data_dir, console: Console, parallel: int | str, store, fuse: i
     found = ways(specs, data_dir, parallels, gpus=gpus, parameters=largest_model(specs), store=store, timed=timed,
                  fuse=fuse if fuse > 1 else None,
                  on_calibrate=lambda spec: console.print(f"timing a short run of {spec.task} ({spec.model_name}, "
-                                                         f"{spec.method}) …", highlight=False))
+                                                         f"{spec.method}) …", highlight=False),
+                 on_fuse_timing=lambda spec, k: console.print(f"timing {k} fused runs of {spec.task} "
+                                                              f"({spec.model_name}, {spec.method}) against one …",
+                                                              highlight=False))
     return found, timed, gpus, max(parallels) if asked is None else asked

@@ -78,16 +78,17 @@ def calibrate(spec: RunSpec, data_dir, run: Callable) -> tuple[float, dict]:
 
 
 #: the work of a run that trains nothing
-NO_WORK = {"flops": 0.0, "mfu": float("nan"), "device": ""}
+NO_WORK = {"flops": 0.0, "mfu": float("nan"), "device": "", "train_seconds": 0.0}
 
 
 def work_of(timings: dict, device: str, scale: float = 1.0) -> dict:
-    """A run's model FLOPs (its own share of a fused group's, times ``scale``), its MFU and device, from its timings;
-    NaN FLOPs for a run stored before seedscope recorded them."""
+    """A run's model FLOPs (its own share of a fused group's, times ``scale``), its MFU and device, and its training
+    seconds (times ``scale``), from its timings; NaN for what a run stored before seedscope recorded it lacks."""
+    train = float(timings.get("train_seconds", float("nan"))) * scale
     if "model_flops" not in timings:
-        return {"flops": float("nan"), "mfu": float("nan"), "device": device}
+        return {"flops": float("nan"), "mfu": float("nan"), "device": device, "train_seconds": train}
     share = float(timings["model_flops"]) / max(1, int(timings.get("runs_counted", 1)))
-    return {"flops": share * scale, "mfu": float(timings["mfu"]), "device": device}
+    return {"flops": share * scale, "mfu": float(timings["mfu"]), "device": device, "train_seconds": train}
 
 
 def finished_work(store: ExperimentStore | None) -> dict[str, dict]:
@@ -105,7 +106,8 @@ def finished_work(store: ExperimentStore | None) -> dict[str, dict]:
         return {}
     frame = pd.DataFrame(rows)
     return {key: {"flops": float(group["flops"].median()), "mfu": float(group["mfu"].median()),
-                  "device": str(group["device"].iloc[0])} for key, group in frame.groupby("profile")}
+                  "device": str(group["device"].iloc[0]), "train_seconds": float(group["train_seconds"].median())}
+            for key, group in frame.groupby("profile")}
 
 
 def h100_hours(frame: pd.DataFrame) -> tuple[float, str] | None:
@@ -146,7 +148,7 @@ def finished_durations(store: ExperimentStore | None) -> dict[str, float]:
 def run_seconds(specs: Sequence[RunSpec], data_dir, *, parallel: int = 1, store: ExperimentStore | None = None,
                 on_calibrate: Callable[[RunSpec], None] | None = None) -> pd.DataFrame:
     """One row per run: task, to_do (0 or 1), training example-epochs, estimated seconds alone, their source, and its
-    work: model FLOPs, the MFU measured and the device it was measured on (:func:`work_of`).
+    work: model FLOPs, the MFU measured and the device it was measured on, its training seconds (:func:`work_of`).
 
     ``seconds`` is the run's time on this machine with the threads of one worker of ``parallel``.
     """
@@ -162,7 +164,7 @@ def run_seconds(specs: Sequence[RunSpec], data_dir, *, parallel: int = 1, store:
             if key not in per_profile:  # the seeds change neither the time nor the data sizes
                 if key in known:
                     seconds, source = known[key], "finished runs"
-                    work = known_work.get(key, {**NO_WORK, "flops": float("nan")})
+                    work = known_work.get(key, {**NO_WORK, "flops": float("nan"), "train_seconds": float("nan")})
                 else:
                     if on_calibrate:
                         on_calibrate(spec)

@@ -12,19 +12,13 @@ Each way's wall time comes from the same per-run estimates as ``--plan-only``'s 
   slowdown is interpolated in the logarithm of the parameter count.
 - **fused K** — up to K runs that differ only in their seeds trained as one stacked model in one
   process (``--fuse K``, :mod:`seedscope.executors.fused`; LoRA runs as K adapters over one
-  shared base); offered when every run to do can be fused (see
-  :func:`seedscope.executors.fused.check_fusable`). Each group takes its members' summed time
-  divided by a speed-up, never more than K. On a CPU that speed-up was *measured*: 0.80 for full
-  fine-tuning (four MiniLM copies by vmap at one thread ran at 0.80× the throughput of the same
-  four one after another), :data:`FUSED_LORA_CPU_SPEEDUP` for LoRA (``bench_lora.py --fuse 4``,
-  SmolLM2). On a GPU it is *assumed* (unmeasured): for full fine-tuning :data:`FUSED_GPU_GOAL`
-  (5×, the goal set for 8 MiniLM-sized seeds) for models up to 25 M parameters, no gain (1×) from
-  300 M on, interpolated between like the packing slowdown; for LoRA :data:`FUSED_LORA_GPU_GOAL`
-  (2×, the goal set for 4 adapters over a 3B base). A LoRA group passes its members through the
-  shared base a few at a time, as few as keep its peak memory within 1.5× one run's
-  (:func:`~seedscope.runners.finetune.footprint.fused_per_pass`); on a GPU a pass of c members is
-  assumed to gain what a group of c would (``min(c, 2)``), on a CPU the measured ratio is that of
-  passes of one member, the default there.
+  shared base, passing it as few at a time as keep the group's peak memory within 1.5× one run's,
+  :func:`~seedscope.runners.finetune.footprint.fused_per_pass`); offered when every run to do can
+  be fused (see :func:`seedscope.executors.fused.check_fusable`). Each group's training takes its
+  members' summed time divided by the speed-up *measured* here for its profile
+  (:mod:`seedscope.workflows.fused_costing`: a short fused group against a short run alone, on this
+  device), never more than the group's size; what is not training (setting up, evaluating) is not
+  fused and counts whole.
 
 ``--parallel auto`` takes the way with the lowest estimate (ties: fewer at once).
 """
@@ -38,22 +32,14 @@ from typing import Callable, Sequence
 import pandas as pd
 
 from seedscope.plan import RunSpec
+from seedscope.plan.runs import profile
 from seedscope.runners.finetune.footprint import FUSED_LORA_MEMORY, fused_per_pass
 from seedscope.store import ExperimentStore
 from seedscope.workflows.costing import packed_wall, run_seconds
+from seedscope.workflows.fused_costing import TIMED_STEPS, fused_speedup
 
 #: parameter counts at which runs sharing a GPU were measured to keep their speed, and to gain nothing
 SHARES_FREELY, SHARES_NOTHING = 25e6, 300e6
-#: fused K against K runs one after another on a CPU: measured (4 MiniLM copies by vmap, one thread)
-FUSED_CPU_SPEEDUP = 0.80
-#: fused K against K runs one after another on a GPU for a small model: ASSUMED, the goal for 8 MiniLM-sized seeds
-FUSED_GPU_GOAL = 5.0
-#: K LoRA adapters over one base against K LoRA runs one after another on a CPU, passing one at a time as the
-#: smollm2-lora-cpu preset's memory bound has them: measured (SmolLM2, 4 adapters): all four at once ran at 0.84× the
-#: throughput of one after another, and one at a time at 0.84× the speed of all at once (bench_lora.py --pass-speed)
-FUSED_LORA_CPU_SPEEDUP = 0.71
-#: the same on a GPU: ASSUMED, the goal for 4 adapters over a Llama-3B-sized base
-FUSED_LORA_GPU_GOAL = 2.0
 
 
 @dataclass(frozen=True)
@@ -91,21 +77,10 @@ def gpu_slowdown(parallel: int, parameters: int | None) -> float:
     return 1.0 + _crowding(parameters) * (parallel - 1)
 
 
-def fused_speedup(fuse: int, gpus: int, parameters: int | None, lora: bool = False, per_pass: int | None = None
-                  ) -> float:
-    """Fused ``fuse`` (LoRA: ``per_pass`` members through the base at once, default all) against the same runs one
-    after another: measured on a CPU, assumed on a GPU (see the module)."""
-    if not gpus:
-        return FUSED_LORA_CPU_SPEEDUP if lora else FUSED_CPU_SPEEDUP
-    if lora:
-        return min(float(per_pass or fuse), FUSED_LORA_GPU_GOAL)
-    if parameters is None:
-        return 1.0  # nothing known: assume no gain
-    return 1.0 + (1.0 - _crowding(parameters)) * (min(float(fuse), FUSED_GPU_GOAL) - 1.0)
-
-
-def fused_way(specs: Sequence[RunSpec], timed: pd.DataFrame, fuse: int, gpus: int, parameters: int | None) -> Way:
-    """The wall time of the runs to do fused ``fuse`` at a time (``timed``: their seconds alone, in plan order)."""
+def fused_way(specs: Sequence[RunSpec], timed: pd.DataFrame, fuse: int, speedup: Callable[[list[RunSpec]], float]
+              ) -> Way:
+    """The wall time of the runs to do fused ``fuse`` at a time (``timed``: their seconds alone and their training
+    seconds, in plan order); ``speedup(group)`` measures a group's speed-up, once per profile."""
     from seedscope.errors import SeedscopeError
     from seedscope.executors.fused import check_fusable, fused_groups
 
@@ -115,20 +90,26 @@ def fused_way(specs: Sequence[RunSpec], timed: pd.DataFrame, fuse: int, gpus: in
         check_fusable(todo)
     except SeedscopeError as error:
         return Way(name, 1, None, f"not available for this plan: {error}", fuse)
-    seconds = dict(zip((spec.run_id for spec in specs), timed["seconds"]))
+    seconds = {spec.run_id: (total, train) for spec, total, train in zip(specs, timed["seconds"],
+                                                                          timed["train_seconds"])}
     groups = fused_groups(todo, fuse)
-    passes = [fused_per_pass(group[0], len(group)) for group in groups]
-    speedups = [fused_speedup(fuse, gpus, parameters, group[0].method == "lora", per_pass)
-                for group, per_pass in zip(groups, passes)]
-    wall = sum(sum(seconds[spec.run_id] for spec in group) / min(speedup, len(group))
-               for group, speedup in zip(groups, speedups))
-    how = ("measured on a CPU" if not gpus else "assumed on a GPU, unmeasured")
-    rates = " or ".join(f"{speedup:.2f}×" for speedup in sorted(set(speedups)))
-    bounded = sorted({per_pass for group, per_pass in zip(groups, passes) if per_pass < len(group)})
+    measured: dict[str, float] = {}
+    for group in groups:
+        if profile(group[0]) not in measured:
+            measured[profile(group[0])] = speedup(group)
+    wall = 0.0
+    for group in groups:
+        gain = min(measured[profile(group[0])], len(group))
+        for total, train in (seconds[spec.run_id] for spec in group):
+            train = total if math.isnan(train) else min(train, total)  # a finished run stored before it was recorded
+            wall += total - train + train / gain
+    rates = " or ".join(f"{gain:.2f}×" for gain in sorted(set(measured.values())))
+    bounded = sorted({per_pass for per_pass, group in ((fused_per_pass(group[0], len(group)), group)
+                                                       for group in groups) if per_pass < len(group)})
     memory = (f"; LoRA members pass the base {' or '.join(map(str, bounded))} at a time, so that the group's peak "
               f"memory stays within {FUSED_LORA_MEMORY}× one run's" if bounded else "")
-    return Way(name, 1, wall, f"{len(groups)} group(s) of up to {fuse}, {rates} the throughput of one after "
-               f"another ({how}){memory}", fuse)
+    return Way(name, 1, wall, f"{len(groups)} group(s) of up to {fuse}, training at {rates} the throughput of one "
+               f"after another (measured here, {TIMED_STEPS} steps each){memory}", fuse)
 
 
 def candidates(cores: int, gpus: int) -> list[int]:
@@ -143,9 +124,10 @@ def timed_as(parallel: int, gpus: int) -> int:
 
 def ways(specs: Sequence[RunSpec], data_dir, parallels: Sequence[int], *, gpus: int, parameters: int | None,
          store: ExperimentStore | None = None, on_calibrate: Callable[[RunSpec], None] | None = None,
-         timed: dict[int, pd.DataFrame] | None = None, fuse: int | None = None) -> list[Way]:
+         timed: dict[int, pd.DataFrame] | None = None, fuse: int | None = None,
+         on_fuse_timing: Callable[[RunSpec, int], None] | None = None) -> list[Way]:
     """The estimated wall time of each K in ``parallels`` (1: one after another), then fused at ``fuse`` (default:
-    the largest K, when it is more than 1).
+    the largest K, when it is more than 1); ``on_fuse_timing(spec, K)`` before a profile's fused group is timed.
 
     ``timed`` keeps :func:`~seedscope.workflows.costing.run_seconds`' rows per :func:`timed_as` K for the caller.
     """
@@ -172,7 +154,13 @@ def ways(specs: Sequence[RunSpec], data_dir, parallels: Sequence[int], *, gpus: 
     if fuse > 1:
         if 1 not in timed:
             timed[1] = run_seconds(specs, data_dir, parallel=1, store=store, on_calibrate=on_calibrate)
-        found.append(fused_way(specs, timed[1], fuse, gpus, parameters))
+
+        def measured(group: list[RunSpec]) -> float:
+            if on_fuse_timing:
+                on_fuse_timing(group[0], len(group))
+            return fused_speedup(group, data_dir)
+
+        found.append(fused_way(specs, timed[1], fuse, measured))
     return found
 
 

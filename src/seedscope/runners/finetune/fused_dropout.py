@@ -18,7 +18,6 @@ independently per value.
 
 from __future__ import annotations
 
-import inspect
 import math
 
 import torch
@@ -28,9 +27,16 @@ from torch.overrides import TorchFunctionMode
 from seedscope.runners.finetune.folded_attention import attention
 
 _WORD = 0xFFFFFFFF
-_DROPOUT = inspect.signature(F.dropout)
-_ATTENTION = inspect.signature(lambda query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
-                               enable_gqa=False: None)
+#: the arguments of the two functions replaced, in order, with their defaults
+_DROPOUT = {"input": None, "p": 0.5, "training": True, "inplace": False}
+_ATTENTION = {"query": None, "key": None, "value": None, "attn_mask": None, "dropout_p": 0.0, "is_causal": False,
+              "scale": None, "enable_gqa": False}
+
+
+def _arguments(names: dict, args: tuple, kwargs: dict) -> dict:
+    """A call's arguments by name, defaults filled in (plain dictionaries, which ``torch.compile`` traces, where
+    ``inspect.Signature.bind`` breaks its graph)."""
+    return {**names, **dict(zip(names, args)), **kwargs}
 
 
 def _times(x: torch.Tensor, constant: int) -> torch.Tensor:
@@ -76,16 +82,12 @@ class MemberDropout(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         if func is F.dropout:
-            bound = _DROPOUT.bind(*args, **kwargs)
-            bound.apply_defaults()
-            values = bound.arguments
+            values = _arguments(_DROPOUT, args, kwargs)
             if values["training"] and values["p"] > 0:
                 return self._drop(values["input"], values["p"])
             return values["input"]
         if func is F.scaled_dot_product_attention:
-            bound = _ATTENTION.bind(*args, **kwargs)
-            bound.apply_defaults()
-            return self._attention(**bound.arguments)
+            return self._attention(**_arguments(_ATTENTION, args, kwargs))
         return func(*args, **kwargs)
 
     def _drop(self, values: torch.Tensor, p: float) -> torch.Tensor:
