@@ -11,8 +11,10 @@ Stages (random-weight models of the real shapes, built on the GPU from the stage
    with ``--parallel 1``, ``--parallel 4`` and ``--parallel auto`` through the CLI, whole
    processes (packing starts K at once and its workers keep the tokenized data and the
    checkpoint between runs; auto times a short run first and says what it picked); the
-   sweeps' predictions compared, restarts with fewer at once counted; ``parallel_cli_large``: 6 RoBERTa-large-sized seeds of 400 RTE
-   examples, ``--parallel 1`` against ``--parallel 2``.
+   sweeps' predictions compared, restarts with fewer at once counted; ``fused_cli``: the same 8 seeds
+   with ``--fuse 8``, without and with ``--set cuda_graphs=true`` (their predictions compared);
+   ``parallel_cli_large``: 6 RoBERTa-large-sized seeds of 400 RTE examples, ``--parallel 1`` against
+   ``--parallel 2``.
 3. ``meta_cuda``: the meta-learning runner on CUDA (MiniLM-sized encoder, preset
    ``minilm-meta-cpu``, SST-2): one run per method, then the first again (bit-identity).
 4. ``generation``: greedy generation of a SmolLM2-135M-sized model, 200 SST-2 prompts, after
@@ -150,9 +152,10 @@ def determinism():
             "false_against_true": same(runs[1], runs[0])}
 
 
-def sweep(out, parallel, task="sst2", model="mini", seeds="1,2,3,4,5,6,7,8", examples=8000, length=64, batch=32):
+def sweep(out, parallel, task="sst2", model="mini", seeds="1,2,3,4,5,6,7,8", examples=8000, length=64, batch=32,
+          extra=()):
     command = [sys.executable, "-m", "seedscope", "sweep", "--task", task, "--model", f"{TMP}/{model}",
-               "--seeds", seeds, "--out", out, "--parallel", str(parallel),
+               "--seeds", seeds, "--out", out, *(["--parallel", str(parallel)] if parallel else []), *extra,
                "--set", f"max_train_examples={40 if TINY else examples}", "--set", f"max_seq_length={length}",
                "--set", f"per_device_train_batch_size={batch}", "--set", "num_train_epochs=1", "--set", "precision=auto"]
     started = time.perf_counter()
@@ -160,7 +163,8 @@ def sweep(out, parallel, task="sst2", model="mini", seeds="1,2,3,4,5,6,7,8", exa
     if done.returncode:
         raise RuntimeError(done.stdout[-1500:] + done.stderr[-1500:])
     sweep.printed = done.stdout
-    print(f"sweep --parallel {parallel} of {seeds} ({model}): {time.perf_counter() - started:.1f} s", flush=True)
+    print(f"sweep --parallel {parallel} {' '.join(extra)} of {seeds} ({model}): {time.perf_counter() - started:.1f} s",
+          flush=True)
     return round(time.perf_counter() - started, 1)
 
 
@@ -184,6 +188,28 @@ def parallel_cli():
             "packing_retries_4": [t.get("packing_retries") for t in timings],
             "setup_seconds_4": [round(t["setup_seconds"], 2) for t in timings],
             "same_predictions": same(read(f"{TMP}/p1"), read(f"{TMP}/p4"))}
+
+
+@stage("fused_cli", 150)
+def fused_cli():
+    """The same 8 seeds fused (``--fuse 8``), without and with ``cuda_graphs``, against --parallel 1 (parallel_cli's
+    if it ran)."""
+    import pandas as pd
+
+    from seedscope.store import ExperimentStore
+
+    examples = int(os.environ.get("PARALLEL_EXAMPLES", "8000"))
+    one = res["stages"].get("parallel_cli", {}).get("parallel_1_wall") or sweep(f"{TMP}/p1", 1, examples=examples)
+    fused = sweep(f"{TMP}/f8", None, examples=examples, extra=("--fuse", "8"))
+    if not CUDA:  # the dry run: CUDA graphs are refused on a CPU
+        return {"parallel_1_wall": one, "fuse_8_wall": fused, "ratio": round(one / fused, 2)}
+    graphs = sweep(f"{TMP}/g8", None, examples=examples, extra=("--fuse", "8", "--set", "cuda_graphs=true"))
+    read = lambda d: pd.concat(pd.read_parquet(f) for f in sorted(  # noqa: E731
+        __import__("glob").glob(f"{d}/predictions/*.parquet"))).sort_values(["run", "example_id"]).reset_index(drop=True)
+    train = lambda d: round(float(ExperimentStore.open(d).runs()["timings"].iloc[0]["train_seconds"]), 1)  # noqa: E731
+    return {"parallel_1_wall": one, "fuse_8_wall": fused, "fuse_8_graphs_wall": graphs, "ratio": round(one / fused, 2),
+            "ratio_graphs": round(one / graphs, 2), "train_seconds_fused": train(f"{TMP}/f8"),
+            "train_seconds_graphs": train(f"{TMP}/g8"), "graphs_against_fused": same(read(f"{TMP}/f8"), read(f"{TMP}/g8"))}
 
 
 @stage("parallel_cli_large", 150)

@@ -58,6 +58,7 @@ def test_execution_fused_in_a_config_fuses_every_seed(tmp_path, tiny_bert, data_
     (["--fuse", "2", "--method", "lora", "--set", "group_by_length=true"], "cannot run group_by_length"),
     (["--fuse", "2", "--set", "group_by_length=true"], "cannot run group_by_length"),
     (["--fuse", "2", "--task", "copa"], "not copa's multiple-choice head"),  # the last --task counts
+    (["--fuse", "2", "--set", "cuda_graphs=true"], "cuda_graphs: true captures CUDA graphs, and these runs train on cpu"),
 ])
 def test_what_cannot_be_fused_is_refused_with_one_sentence_and_nothing_written(tmp_path, tiny_bert, data_dir, cli,
                                                                               extra, words):

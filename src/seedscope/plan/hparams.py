@@ -94,6 +94,8 @@ class FinetuneSettings(DataSettings):
     # fused seeds (--fuse): members of a group per forward and backward pass; None: as many as keep a LoRA group's
     # peak memory within 1.5x one LoRA run's (seedscope.runners.finetune.footprint), every member for full fine-tuning
     fused_chunk: int | None = Field(None, ge=1, description="fused members per forward and backward pass")
+    cuda_graphs: bool = Field(False, description="fused seeds on a GPU: replay each step's loss pass as a CUDA graph "
+                              "(torch.compile's cudagraphs backend; needs padding buckets or max_length)")
 
     @model_validator(mode="after")
     def _check(self) -> "FinetuneSettings":

@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from seedscope.runners.finetune.folded_attention import attention
+from seedscope.runners.finetune.folded_attention import attention, compiled_fold_works
 
 K, B, H, L, D = 3, 2, 4, 5, 8
 
@@ -20,10 +20,16 @@ def _member(t, dim, k):
     return t if t is None or dim is None else t.select(dim, k)
 
 
-@pytest.mark.parametrize("case", ["no mask", "padding mask", "mask shared by the batch", "one mask for all members",
-                                  "float mask, no batch", "causal", "members not first", "grouped-query",
-                                  "keys every member shares"])
-def test_folded_attention_equals_attention_member_by_member_and_hits_no_fallback(case):
+CASES = ["no mask", "padding mask", "mask shared by the batch", "one mask for all members", "float mask, no batch",
+         "causal", "members not first", "grouped-query", "keys every member shares"]
+COMPILED = pytest.mark.skipif(not compiled_fold_works(), reason="this torch loses gradients through a custom vmap rule")
+
+
+@pytest.mark.parametrize("how, case", [("run", case) for case in CASES] + [
+    pytest.param("compiled", case, marks=COMPILED) for case in ("padding mask", "grouped-query", "keys every member shares")])
+def test_folded_attention_equals_attention_member_by_member_and_hits_no_fallback(how, case):
+    """Run as it is, and compiled as one graph (``fullgraph``; the ``aot_eager`` backend traces what CUDA graphs
+    capture on a GPU)."""
     torch.manual_seed(0)
     q, k, v = (torch.randn(K, B, H, L, D) for _ in range(3))
     mask, dims, options = None, (0, 0, 0, None), {}
@@ -50,7 +56,11 @@ def test_folded_attention_equals_attention_member_by_member_and_hits_no_fallback
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            out = torch.vmap(lambda *t: attention(*t, **options), in_dims=dims)(*folded, mask)
+            vmapped = torch.vmap(lambda *t: attention(*t, **options), in_dims=dims)
+            if how == "compiled":
+                torch._dynamo.reset()
+                vmapped = torch.compile(vmapped, backend="aot_eager", fullgraph=True)
+            out = vmapped(*folded, mask)
             _weighted(out).backward()
     finally:
         torch._C._functorch._set_vmap_fallback_warning_enabled(False)

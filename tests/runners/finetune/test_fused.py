@@ -187,7 +187,7 @@ def test_a_pass_keeps_its_own_members_activations_alone_and_each_members_loss_an
     for per_pass in (3, 1):
         group = fused_training.FusedModel([finetune.fresh_model(s, p) for s, p in zip(specs, prepared)], "cpu", per_pass)
         weights = {t.untyped_storage().data_ptr() for t in [*group.params.values(), *group.shared.values()]}
-        saved, losses = [], group.losses
+        saved, losses = [], group.loss_pass
 
         def keep(tensor):
             if tensor.untyped_storage().data_ptr() not in weights:
@@ -199,7 +199,7 @@ def test_a_pass_keeps_its_own_members_activations_alone_and_each_members_loss_an
             with torch.autograd.graph.saved_tensors_hooks(keep, lambda tensor: tensor):
                 return losses(*args, **kwargs)
 
-        group.losses = counted
+        group.loss_pass = counted
         values = group.backward([collate(rows)] * 3, tokenizer, torch.tensor([1, 2, 3]), torch.full((3,), 8), 0, 1,
                                 "fp32")
         found[per_pass] = saved, values, {name: p.grad for name, p in group.params.items()}
@@ -277,3 +277,21 @@ def test_with_dropout_ten_fused_seeds_and_ten_sequential_ones_are_statistically_
     pair = comparison.pairs.iloc[0]
     assert pair["paired"] and pair["n_matched"] == 10
     assert pair["p_permutation"] > 0.05 and pair["p_wilcoxon"] > 0.05
+
+
+def test_cuda_graphs_are_refused_without_fixed_shapes_or_a_torch_that_keeps_their_gradients(monkeypatch):
+    """What a CPU can check of ``cuda_graphs: true`` (the GPU itself is refused in tests/cli/test_fuse.py)."""
+    from seedscope.plan.hparams import FinetuneSettings
+    from seedscope.runners.finetune import folded_attention
+
+    monkeypatch.setattr(fused, "compute_device", lambda device: torch.device("cuda"))  # as on a GPU machine
+    monkeypatch.setattr(folded_attention, "compiled_fold_works", lambda: True)  # torch 2.13's behaviour
+    with pytest.raises(SeedscopeError, match="padding: dynamic pads every batch to its own length"):
+        fused.check_graphs(FinetuneSettings(cuda_graphs=True, padding="dynamic"))
+    fused.check_graphs(FinetuneSettings(cuda_graphs=True))  # padding auto: buckets on a GPU
+    fused.check_graphs(FinetuneSettings(cuda_graphs=True, padding="max_length"))
+    monkeypatch.setattr(folded_attention, "compiled_fold_works", lambda: False)  # torch 2.5's behaviour
+    with pytest.raises(SeedscopeError, match="compiled vmap rules keep gradients"):
+        fused.check_graphs(FinetuneSettings(cuda_graphs=True))
+    assert fused.graph_options(FinetuneSettings(cuda_graphs=True)) == {"backend": "cudagraphs"}
+    assert fused.graph_options(FinetuneSettings()) is None

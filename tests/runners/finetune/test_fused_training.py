@@ -10,6 +10,7 @@ import torch
 from seedscope.plan import RunSpec
 from seedscope.plan.seeds import FactorSeeds
 from seedscope.runners.finetune import fused, fused_training
+from seedscope.runners.finetune.folded_attention import compiled_fold_works
 from seedscope.runners.finetune.fused_training import masks_without_reads
 from seedscope.runners.finetune.host_reads import HostReads
 
@@ -112,3 +113,36 @@ def test_one_fused_optimiser_steps_every_member(tiny_bert, tmp_path):
         p.grad = torch.ones_like(p)
     optimizer.step()
     assert all(not torch.equal(p[k], before[id(p)][k]) for p in held for k in range(4))
+
+
+@pytest.mark.skipif(not compiled_fold_works(), reason="this torch loses gradients through a custom vmap rule")
+@pytest.mark.parametrize("model, method", [("tiny_bert", "full"), ("tiny_llama", "lora")])
+def test_a_compiled_loss_pass_is_one_graph_that_trains_as_before(request, data_dir, monkeypatch, model, method):
+    """``cuda_graphs: true`` compiles the loss pass as one graph, which a GPU replays as a CUDA graph. Here it is traced
+    with the ``aot_eager`` backend (the same graph, run without the capture): the members train as uncompiled
+    (losses and predictions), through the same graph for every step and pass (no recompiling per micro-batch or per
+    member), and vmap loops over no member."""
+    import warnings
+
+    hparams = {**HPARAMS, "max_train_examples": 32, "max_steps": 6, "padding": "max_length", "max_seq_length": 32,
+               **({"lora_r": 4, "fused_chunk": 1} if method == "lora" else {})}
+    specs = [RunSpec("sst2", str(request.getfixturevalue(model)), FactorSeeds.tied(seed), method, hparams)
+             for seed in (1, 2, 3)]
+    plain = fused.run_group(specs, data_dir)
+    monkeypatch.setattr(fused, "graph_options", lambda settings: {"backend": "aot_eager"})
+    torch._dynamo.reset()
+    torch._dynamo.utils.counters.clear()
+    torch._C._functorch._set_vmap_fallback_warning_enabled(True)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            compiled = fused.run_group(specs, data_dir)
+    finally:
+        torch._C._functorch._set_vmap_fallback_warning_enabled(False)
+    # 6 steps (× 3 passes of one LoRA member): one graph, and one more after the first call, whose head sets its
+    # config's problem_type (a guard of the first graph)
+    assert torch._dynamo.utils.counters["stats"]["unique_graphs"] <= 2
+    assert not [w for w in caught if "batching rule" in str(w.message)]
+    for before, after in zip(plain, compiled):
+        assert after.metrics["train_loss"] == pytest.approx(before.metrics["train_loss"], abs=1e-6)
+        assert after.predictions["prediction"].tolist() == before.predictions["prediction"].tolist()

@@ -67,6 +67,25 @@ def check(spec: RunSpec) -> None:
     if named:
         raise SeedscopeError(f"--fuse cannot run {named[0]} (a sequential run would not be matched); leave --fuse out "
                              "or change the setting")
+    if settings.cuda_graphs:
+        check_graphs(settings)
+
+
+def check_graphs(settings: FinetuneSettings) -> None:
+    """Refuse ``cuda_graphs: true`` where there is no CUDA graph to capture: no GPU, shapes that change with every
+    batch, or a torch that loses the gradients through the attention fold's compiled rule."""
+    from seedscope.runners.finetune.folded_attention import compiled_fold_works
+
+    device = compute_device(settings.device)
+    if device.type != "cuda":
+        raise SeedscopeError(f"cuda_graphs: true captures CUDA graphs, and these runs train on {device.type}; leave it "
+                             "out or train on a GPU")
+    if settings.padding_for("cuda") == "dynamic":
+        raise SeedscopeError("cuda_graphs: true needs fixed shapes, and padding: dynamic pads every batch to its own "
+                             "length; set padding to buckets or max_length")
+    if not compiled_fold_works():
+        raise SeedscopeError(f"cuda_graphs: true needs a torch whose compiled vmap rules keep gradients, and torch "
+                             f"{torch.__version__} does not (2.13 does); leave it out or upgrade torch")
 
 
 def check_kind(kind: str, task: str) -> None:
@@ -120,7 +139,7 @@ def _run_group(specs: Sequence[RunSpec], data_dir, on_step, kernels: Kernels) ->
         trained_at = time.perf_counter()
         trained = train_members(models, members, training_arguments(settings, specs[0], head.precision, scratch),
                                 run_collator(head, *prepared[1:]), head.tokenizer, device, head.precision, hook,
-                                meter.stacked, per_pass)
+                                meter.stacked, per_pass, graph_options(settings))
         train_seconds = time.perf_counter() - trained_at
         figures = throughput(meter, models[0], train_seconds, device, head.precision, len(specs))
         outcomes = [_evaluate(k, specs, prepared, models, trained, scratch, per_pass) for k in range(len(specs))]
@@ -134,6 +153,12 @@ def _run_group(specs: Sequence[RunSpec], data_dir, on_step, kernels: Kernels) ->
     del models, trained
     free_gpu_memory()
     return outcomes
+
+
+def graph_options(settings: FinetuneSettings) -> dict | None:
+    """``torch.compile``'s options for the loss pass: the ``cudagraphs`` backend (ATen operations replayed as a CUDA
+    graph; no kernels generated, so nothing to compile for minutes) with ``cuda_graphs: true``, else None."""
+    return {"backend": "cudagraphs"} if settings.cuda_graphs else None
 
 
 def _evaluate(k: int, specs, prepared, models, trained: Trained, scratch: str, per_pass: int) -> Outcome:
@@ -151,7 +176,8 @@ def _evaluate(k: int, specs, prepared, models, trained: Trained, scratch: str, p
     evaluated_at = time.perf_counter()
     output = trainer.predict(mine.eval_features)
     eval_seconds = time.perf_counter() - evaluated_at
-    execution = {"execution": "fused", "fused_members": len(specs), "fused_member": k, "fused_per_pass": per_pass}
+    execution = {"execution": "fused", "fused_members": len(specs), "fused_member": k, "fused_per_pass": per_pass,
+                 "cuda_graphs": mine.settings.cuda_graphs}
     timings = {"eval_seconds": eval_seconds, "train_examples": len(mine.train_features),
                "eval_examples": len(mine.eval_features), "optimizer_steps": trained.steps,
                "eval_examples_per_second": len(mine.eval_features) / eval_seconds if eval_seconds > 0 else float("nan")}

@@ -198,7 +198,7 @@ class FusedModel:
     member's loss. Full fine-tuning stacks every weight; LoRA runs keep one copy of their frozen base, through which
     the members' sub-batches pass together, each with its own adapter and head."""
 
-    def __init__(self, models: Sequence, device, per_pass: int | None = None):
+    def __init__(self, models: Sequence, device, per_pass: int | None = None, compiled: dict | None = None):
         self.per_pass = min(per_pass or len(models), len(models))
         self.base = meta_copy(models[0])
         self.base.train()
@@ -209,11 +209,22 @@ class FusedModel:
         self.shared = {name: t.to(device) for name, t in {**shared, **shared_buffers}.items()}
         self.pass_items = accepts_loss_kwargs(models[0])
         self.causal = any(getattr(module, "is_causal", False) is True for module in models[0].modules())
+        self.compiled = compiled is not None
+        self.loss_pass = self._compile(compiled) if self.compiled else self.losses
 
-    def losses(self, batch: dict[str, torch.Tensor], masks, seeds: torch.Tensor, items: torch.Tensor, index: int,
-               members: slice = slice(None)):
-        """The loss of each of ``members`` on its part of ``batch`` (the inputs hold those members' rows alone);
-        dropout from ``seeds`` at micro-batch ``index``."""
+    def _compile(self, options: dict):
+        """The loss pass as one graph (``torch.compile`` with ``options``: on a GPU the ``cudagraphs`` backend,
+        which replays it as a CUDA graph): shapes fixed, one graph per padded length and pass; the weights and
+        buffers keep their addresses (the optimiser steps them in place), so a graph reads them where they are."""
+        for tensor in (*self.params.values(), *self.buffers.values(), *self.shared.values()):
+            torch._dynamo.mark_static_address(tensor)
+        return torch.compile(self.losses, fullgraph=True, dynamic=False, **options)
+
+    def losses(self, params: dict[str, torch.Tensor], buffers: dict[str, torch.Tensor], batch: dict[str, torch.Tensor],
+               masks, seeds: torch.Tensor, items: torch.Tensor, index: torch.Tensor):
+        """The loss of each member whose stacked weights and buffers are given, on its part of ``batch``; dropout from
+        ``seeds`` at micro-batch ``index`` (a tensor, so that a compiled pass is not specialised to each micro-batch,
+        and the passes of a few members at a time are one graph)."""
 
         def member_loss(params, buffers, shared, inputs, mask, seed, count):
             extra = {"num_items_in_batch": count} if self.pass_items else {}
@@ -222,12 +233,9 @@ class FusedModel:
                                          {**inputs, "attention_mask": mask, **extra})
             return output.loss
 
-        def mine(stacked: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-            return stacked if members == slice(None) else {name: t[members] for name, t in stacked.items()}
-
         dims = (0, 0, None, 0, None if masks is None else 0, 0, 0)
-        return vmap(member_loss, in_dims=dims, randomness="error")(mine(self.params), mine(self.buffers), self.shared,
-                                                                  batch, masks, seeds, items)
+        return vmap(member_loss, in_dims=dims, randomness="error")(params, buffers, self.shared, batch, masks, seeds,
+                                                                  items)
 
     def backward(self, batches: Sequence[dict], tokenizer, seeds: torch.Tensor, items: torch.Tensor, index: int,
                  divide: int, precision: str, on_batches: Callable[[list[dict]], None] | None = None) -> torch.Tensor:
@@ -236,14 +244,19 @@ class FusedModel:
         batches padded to the longest of the pass (one member alone: to its own, as its sequential run's).
         ``on_batches`` sees each pass's batches before they are stacked."""
         members, done = len(seeds), []
+        at = torch.tensor(index, dtype=torch.int64).to(seeds.device, non_blocking=True)
         for start in range(0, members, self.per_pass):
             part = slice(None) if self.per_pass >= members else slice(start, start + self.per_pass)
             if on_batches:
                 on_batches(batches[part])
             batch = stacked(batches[part], tokenizer.pad_token_id, tokenizer.padding_side, seeds.device)
             masks = attention_masks(self.base.config, batch.pop("attention_mask"), self.causal)
+            if self.compiled:  # a new step for CUDA graphs: the previous replay's outputs are no longer read
+                torch.compiler.cudagraph_mark_step_begin()
+            params, buffers = ((self.params, self.buffers) if part == slice(None) else
+                               ({n: t[part] for n, t in self.params.items()}, {n: t[part] for n, t in self.buffers.items()}))
             with torch.autocast(seeds.device.type, dtype=torch.bfloat16, enabled=precision == "bf16"):
-                losses = self.losses(batch, masks, seeds[part], items[part], index, part)
+                losses = self.loss_pass(params, buffers, batch, masks, seeds[part], items[part], at)
             losses = losses / divide
             losses.sum().backward()
             done.append(losses.detach())
@@ -283,13 +296,14 @@ class Divergence:
 
 def train_members(models: Sequence, members: Sequence[Member], args, collate: Callable, tokenizer, device,
                   precision: str, on_step: Callable[[int, int], None] | None = None,
-                  on_batches: Callable[[list[dict]], None] | None = None, per_pass: int | None = None) -> Trained:
+                  on_batches: Callable[[list[dict]], None] | None = None, per_pass: int | None = None,
+                  compiled: dict | None = None) -> Trained:
     """Train the members together, ``per_pass`` at a time (None: all); see the module. ``on_step(done, total)``
     after every optimiser step; ``on_batches(member_batches)`` with each pass's member batches, on the host, before
-    they are stacked."""
+    they are stacked; ``compiled``: ``torch.compile``'s options for the loss pass (None: run as it is)."""
     from transformers import get_scheduler
 
-    fused = FusedModel(models, device, per_pass)
+    fused = FusedModel(models, device, per_pass, compiled)
     optimizer = optimiser(models, fused.params, args)
     plan = Schedule.of(len(members[0].features), args)
     total = plan.total
