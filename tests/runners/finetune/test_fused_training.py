@@ -146,3 +146,51 @@ def test_a_compiled_loss_pass_is_one_graph_that_trains_as_before(request, data_d
     for before, after in zip(plain, compiled):
         assert after.metrics["train_loss"] == pytest.approx(before.metrics["train_loss"], abs=1e-6)
         assert after.predictions["prediction"].tolist() == before.predictions["prediction"].tolist()
+
+
+@pytest.mark.parametrize("model, method", [("tiny_bert", "full"), ("tiny_llama", "lora")])
+def test_a_fused_pass_dispatches_the_same_operations_whatever_the_number_of_members(request, data_dir, model, method):
+    """One batched matrix product per linear layer and one attention call for all members: the forward and backward
+    of a pass of 3 members dispatch the products, attention and normalisation calls of a pass of one, and within 1 %
+    as many operations in all."""
+    import collections
+
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from seedscope.runners.finetune import runner as finetune
+    from seedscope.runners.finetune.features import collator
+
+    class Count(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.ops = collections.Counter()
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.ops[str(func.overloadpacket)] += 1
+            return func(*args, **(kwargs or {}))
+
+    hparams = {**HPARAMS, **({"lora_r": 4} if method == "lora" else {})}
+    counted = {}
+    for members in (1, 3):
+        specs = [RunSpec("sst2", str(request.getfixturevalue(model)), FactorSeeds.tied(seed), method, hparams)
+                 for seed in range(1, members + 1)]
+        prepared = [finetune.prepare(spec, data_dir) for spec in specs]
+        group = fused_training.FusedModel([finetune.fresh_model(s, p) for s, p in zip(specs, prepared)], "cpu")
+        batch = collator(prepared[0].kind, prepared[0].tokenizer, prepared[0].settings)(prepared[0].train_features[:8])
+        original, count = group.loss_pass, Count()
+
+        def pass_counted(*args, **kwargs):  # counted from the pass on, through its backward
+            count.__enter__()
+            return original(*args, **kwargs)
+
+        group.loss_pass = pass_counted
+        try:
+            group.backward([batch] * members, prepared[0].tokenizer, torch.arange(members), torch.full((members,), 8),
+                           0, 1, "fp32")
+        finally:
+            count.__exit__(None, None, None)
+        counted[members] = count.ops
+    products = ("aten.bmm", "aten.mm", "aten.addmm", "aten.baddbmm", "aten._scaled_dot_product_flash_attention_for_cpu",
+                "aten._scaled_dot_product_flash_attention_for_cpu_backward", "aten._softmax", "aten.native_layer_norm")
+    assert counted[1]["aten.bmm"] > 0 and all(counted[3][op] == counted[1][op] for op in products)
+    assert sum(counted[3].values()) <= 1.01 * sum(counted[1].values())  # vmap's rules reshape a little differently
