@@ -98,16 +98,19 @@ def test_a_fused_step_hits_no_vmap_fallback(request, data_dir, model, method):
 
 
 def test_one_fused_optimiser_steps_every_member(tiny_bert, tmp_path):
-    """The members' weights are stacked, so one optimiser (the Trainer's, fused AdamW by default) holds one tensor
-    per weight of the model whatever the group's size, and its single step updates every member."""
-    from transformers import AutoModelForSequenceClassification, TrainingArguments
+    """The members' weights are stacked, so one optimiser (the Trainer's: fused AdamW by default in recent
+    transformers) holds one tensor per weight of the model whatever the group's size, and its single step updates
+    every member."""
+    from transformers import AutoModelForSequenceClassification, Trainer, TrainingArguments
 
     models = [AutoModelForSequenceClassification.from_pretrained(tiny_bert) for _ in range(4)]
     group = fused_training.FusedModel(models, torch.device("cpu"))
-    optimizer = fused_training.optimiser(models, group.params, TrainingArguments(str(tmp_path), learning_rate=1e-2))
+    args = TrainingArguments(str(tmp_path), learning_rate=1e-2)
+    optimizer = fused_training.optimiser(models, group.params, args)
     held = [p for param_group in optimizer.param_groups for p in param_group["params"]]
     assert len(held) == sum(1 for p in models[0].parameters() if p.requires_grad)
-    assert all(p.shape[0] == 4 for p in held) and optimizer.defaults.get("fused") is True
+    assert all(p.shape[0] == 4 for p in held)
+    assert optimizer.defaults.get("fused") == Trainer.get_optimizer_cls_and_kwargs(args, models[0])[1].get("fused")
     before = {id(p): p.detach().clone() for p in held}
     for p in held:
         p.grad = torch.ones_like(p)
