@@ -15,7 +15,8 @@ pass's batches (padding is masked, as in any batch). Dropout
 draws from each member's ``optimisation`` seed (:mod:`.fused_dropout`). A member whose loss
 becomes NaN or infinite is stopped (its gradients zeroed from then on) and reported diverged;
 the others go on. Nothing is read from the device inside a step (:class:`Divergence` keeps the
-losses there until the end): on a GPU each such read would stall it.
+losses there until the end): on a GPU each such read would stall it. With ``cuda_graphs`` the loss
+pass is compiled as one graph, which a GPU replays as a CUDA graph (``FusedModel._compile``).
 """
 
 from __future__ import annotations
