@@ -28,6 +28,8 @@ class Proxy:
         self.failed = 0
         self.port = free_port()
         self._server: ThreadingHTTPServer | None = None
+        self._stopped = threading.Event()  # cleared while a kill is under way, so that a restart waits for the port
+        self._stopped.set()
 
     @property
     def url(self) -> str:
@@ -65,14 +67,18 @@ class Proxy:
                 with urllib.request.urlopen(request, timeout=300) as answer:
                     data = answer.read()
                 proxy.forwarded += 1
+                killed = proxy.stop_after is not None and proxy.forwarded >= proxy.stop_after
+                if killed:
+                    proxy._stopped.clear()
                 self.send_response(200)
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
-                if proxy.stop_after is not None and proxy.forwarded >= proxy.stop_after:
+                if killed:
                     threading.Thread(target=proxy.stop).start()  # killed mid-study, after this answer
 
+        self._stopped.wait(timeout=60)  # a kill still closing the port
         self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
         return self
@@ -82,3 +88,4 @@ class Proxy:
             self._server.shutdown()
             self._server.server_close()
             self._server = None
+        self._stopped.set()
