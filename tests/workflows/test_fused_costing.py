@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from seedscope.errors import SeedscopeError
@@ -12,13 +10,16 @@ from seedscope.plan.seeds import FactorSeeds
 from seedscope.workflows import fused_costing
 
 
-def test_the_first_step_is_left_out():
-    def train(report):  # a first step of 0.3 s (first use), then steps of 0.05 s
+def test_the_first_step_is_left_out(monkeypatch):
+    clock = [0.0]
+    monkeypatch.setattr(fused_costing.time, "perf_counter", lambda: clock[0])
+
+    def train(report):  # a first step of 0.3 s (first use), then steps of 0.05 s, on a clock of the test's own
         report(0)
-        time.sleep(0.3)
+        clock[0] += 0.3
         for done in range(1, 5):
             report(done)
-            time.sleep(0.05)
+            clock[0] += 0.05
         report(4)  # a step reported twice keeps its first time
 
     seconds = fused_costing.steady_step_seconds(train)

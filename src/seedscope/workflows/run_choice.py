@@ -104,8 +104,8 @@ def fused_way(specs: Sequence[RunSpec], timed: pd.DataFrame, fuse: int, speedup:
             train = total if math.isnan(train) else min(train, total)  # a finished run stored before it was recorded
             wall += total - train + train / gain
     rates = " or ".join(f"{gain:.2f}×" for gain in sorted(set(measured.values())))
-    bounded = sorted({per_pass for per_pass, group in ((fused_per_pass(group[0], len(group)), group)
-                                                       for group in groups) if per_pass < len(group)})
+    passes = [fused_per_pass(group[0], len(group)) for group in groups]
+    bounded = sorted({per_pass for group, per_pass in zip(groups, passes) if per_pass < len(group)})
     memory = (f"; LoRA members pass the base {' or '.join(map(str, bounded))} at a time, so that the group's peak "
               f"memory stays within {FUSED_LORA_MEMORY}× one run's" if bounded else "")
     return Way(name, 1, wall, f"{len(groups)} group(s) of up to {fuse}, training at {rates} the throughput of one "
