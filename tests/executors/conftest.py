@@ -1,4 +1,4 @@
-"""What the executors' tests share: a progress display that remembers what it was told."""
+"""What the executors' tests share: a progress display that remembers what it was told, and a real Ray cluster."""
 
 from __future__ import annotations
 
@@ -33,3 +33,19 @@ class Recording:
 @pytest.fixture
 def recording() -> Recording:
     return Recording()
+
+
+@pytest.fixture
+def ray_cluster():
+    """A real Ray cluster on this machine, laid out as a user's: a head without CPUs (it takes no run) and two worker
+    nodes of one CPU each, every node stopped afterwards (``cluster.worker_nodes`` are the workers)."""
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "include_dashboard": False})
+    try:
+        for _ in range(2):
+            cluster.add_node(num_cpus=1)
+        cluster.wait_for_nodes()
+        yield cluster
+    finally:
+        cluster.shutdown()

@@ -1,38 +1,90 @@
 """Run a sweep's specs as Ray tasks: a local cluster by default, or an existing one.
 
 ``ray.init()`` without an address starts a local cluster (the embedded default for parallel
-runs); ``address=`` joins one ("auto", or "ray://head:10001"). Each run asks for
-``num_cpus`` CPUs and ``num_gpus`` GPUs — a fraction such as 0.25 packs four small runs on
-one GPU. Results come back to this process and are stored here as they arrive, so the store
-stays a single writer. A run is marked running when its task starts (queued runs stay
-pending), and its training steps reach the progress display, through a Ray queue.
+runs); ``address=`` (or ``$RAY_ADDRESS``) joins one ("auto", or "ray://head:10001"). Each run
+asks for ``num_cpus`` CPUs and ``num_gpus`` GPUs — a fraction such as 0.25 packs four small
+runs on one GPU. Results come back to this process and are stored here as they arrive, so the
+store stays a single writer. A run is marked running when its task starts (queued runs stay
+pending), and its training steps reach the progress display, through a Ray queue whose actor
+lives on this process's own node: a worker node may be lost (its runs are started again
+elsewhere), but nothing this process needs lives only on one.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Sequence
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+from typing import Iterator, Sequence
 
 from seedscope.errors import SeedscopeError
 from seedscope.executors.base import (
     ExecutionSummary, Progress, Runner, data_dir_text, default_runner, record_outcome, runs_to_do,
 )
 from seedscope.plan import RunSpec
+from seedscope.runners.result import RunResult
 from seedscope.store import ExperimentStore
+from seedscope.tasks.examples import DATA_DIR_ENV
 
 #: seconds between polls of finished tasks and step messages
 POLL_SECONDS = 0.5
 
 
+def joins_cluster(address: str | None) -> bool:
+    """Whether ``ray.init(address)`` joins a running cluster (``address``, or ``$RAY_ADDRESS`` as Ray reads it)."""
+    return bool(address or os.environ.get("RAY_ADDRESS"))
+
+
+def node_data_dir(data_dir: str | os.PathLike | None) -> str | None:
+    """The data folder as every node must find it: ``data_dir`` or this process's ``$SEEDSCOPE_DATA_DIR``, absolute
+    (a node resolves neither a relative path nor an environment variable as this process does)."""
+    folder = data_dir_text(data_dir) or os.environ.get(DATA_DIR_ENV)
+    return str(Path(folder).absolute()) if folder else None
+
+
+@contextmanager
+def connected(address: str | None = None, cluster_cpus: int | None = None) -> Iterator[object]:
+    """Ray, joined to the cluster at ``address`` or a local cluster started here (at most ``cluster_cpus`` CPUs);
+    one already initialised is used as it is. What this call started it stops, whatever happens (an error,
+    Ctrl-C)."""
+    import ray
+
+    if ray.is_initialized():
+        yield ray
+        return
+    try:
+        try:
+            ray.init(address=address, num_cpus=None if joins_cluster(address) else cluster_cpus,
+                     include_dashboard=False, log_to_driver=False, configure_logging=False)
+        except ConnectionError as error:
+            raise SeedscopeError(f"cannot join the Ray cluster at {address or os.environ.get('RAY_ADDRESS')}: "
+                                 f"{error}") from error
+        yield ray
+    finally:
+        if ray.is_initialized():
+            ray.shutdown()
+
+
 def _run_remote(runner: Runner, spec_dict: dict, data_dir: str | None, events, report_steps: bool):
-    """The Ray task: say it started, run the spec, report its steps to the driver's queue."""
+    """The Ray task: say it started, run the spec, report its steps to the driver's queue; the result names the
+    node that ran it (its environment's ``ray``)."""
+    import socket
+
+    import ray
+
     spec = RunSpec.from_dict(spec_dict)
     events.put((spec.run_id, None, None))  # started: the driver marks the run running only now
     hook = None
     if report_steps:
         def hook(done: int, total: int) -> None:
             events.put_nowait((spec.run_id, done, total))
-    return runner(spec, data_dir, on_step=hook)
+    result = runner(spec, data_dir, on_step=hook)
+    if not isinstance(result, RunResult):
+        return result
+    node = {"node_id": ray.get_runtime_context().get_node_id(), "node_ip": ray.util.get_node_ip_address(),
+            "hostname": socket.gethostname()}
+    return replace(result, environment={**result.environment, "ray": node})
 
 
 def execute(
@@ -53,11 +105,9 @@ def execute(
 
     ``cluster_cpus`` caps the CPUs of a local cluster this call starts (ignored when joining).
     A run whose worker dies (killed, out of memory, node lost) is started again up to
-    ``max_retries`` times, each start counted in the run's ``attempts``; a run that raises is
-    not retried (it would raise again) and is recorded failed.
+    ``max_retries`` times, on any node, each start counted in the run's ``attempts``; a run that
+    raises is not retried (it would raise again) and is recorded failed.
     """
-    import ray
-
     runner = runner or default_runner()
     summary = ExecutionSummary()
     todo = runs_to_do(specs, store, summary)
@@ -67,25 +117,19 @@ def execute(
         raise SeedscopeError("a Ray run needs num_cpus > 0 and num_gpus >= 0")
     if max_retries < 0:
         raise SeedscopeError(f"--max-retries must be 0 or more, not {max_retries}")
-    started_here = not ray.is_initialized()
-    try:  # the local cluster this call starts is stopped whatever happens (an error, Ctrl-C)
-        if started_here:
-            try:
-                ray.init(address=address, num_cpus=None if address else cluster_cpus, include_dashboard=False,
-                         log_to_driver=False, configure_logging=False)
-            except ConnectionError as error:
-                raise SeedscopeError(f"cannot join the Ray cluster at {address}: {error}") from error
-        return _execute(ray, todo, store, summary, data_dir_text(data_dir), fail_fast, progress, runner, num_cpus,
+    with connected(address, cluster_cpus) as ray:
+        return _execute(ray, todo, store, summary, node_data_dir(data_dir), fail_fast, progress, runner, num_cpus,
                         num_gpus, max_retries)
-    finally:
-        if started_here and ray.is_initialized():
-            ray.shutdown()
 
 
 def _execute(ray, todo, store, summary, data_dir, fail_fast, progress, runner, num_cpus, num_gpus, max_retries):
     from ray.util.queue import Queue
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    events = Queue()
+    # the queue's actor on this process's node, which is lost only with this process (by default Ray may place it
+    # on a worker node, and losing that node would stop the sweep); it needs no CPU, so a head without any takes it
+    here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
+    events = Queue(actor_options={"num_cpus": 0, "scheduling_strategy": here})
     task = ray.remote(num_cpus=num_cpus, num_gpus=num_gpus, max_retries=max_retries, retry_exceptions=False)(_run_remote)
     runner_ref = ray.put(runner)
     in_flight = {task.remote(runner_ref, spec.to_dict(), data_dir, events, progress is not None): spec for spec in todo}

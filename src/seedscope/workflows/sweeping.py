@@ -50,7 +50,8 @@ def execution_of(config: SweepConfig, execution: ExecutionOptions) -> ExecutionO
 
 def preflight(specs: list[RunSpec], data_dir: str | os.PathLike | None, execution: ExecutionOptions | None = None) -> None:
     """Fail before anything is written: the cache writable, data files readable, models found, methods supported,
-    and under ``execution``'s ``--fuse`` every run one that can be fused."""
+    under ``execution``'s ``--fuse`` every run one that can be fused, and on a Ray cluster every node able to read the
+    data files and the models (:mod:`seedscope.executors.ray_nodes`)."""
     from seedscope.runners.checkpoints import load_model_config, model_folder
     from seedscope.runners.environment import check_implementation
     from seedscope.runners.finetune.models import check_method, model_kind
@@ -86,6 +87,11 @@ def preflight(specs: list[RunSpec], data_dir: str | os.PathLike | None, executio
             from seedscope.runners.finetune.fused import check_kind
 
             check_kind(kind, spec.task)
+    if execution is not None and execution.executor == "ray":  # what this machine read, every node of a cluster must
+        from seedscope.executors.ray_nodes import check_nodes
+
+        check_nodes(specs, data_dir, address=execution.ray_address, num_cpus=execution.cpus_per_run,
+                    num_gpus=execution.gpus_per_run)
 
 
 def check_cache(specs: Sequence[RunSpec]) -> None:
