@@ -35,10 +35,11 @@ def recording() -> Recording:
     return Recording()
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def ray_cluster():
     """A real Ray cluster on this machine, laid out as a user's: a head without CPUs (it takes no run) and two worker
-    nodes of one CPU each, every node stopped afterwards (``cluster.worker_nodes`` are the workers)."""
+    nodes of one CPU each, every node stopped after the module's tests (``cluster.worker_nodes`` are the workers; a
+    test that adds or removes nodes leaves the cluster as it found it, or is the module's only user)."""
     from ray.cluster_utils import Cluster
 
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "include_dashboard": False})

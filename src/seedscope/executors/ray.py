@@ -29,11 +29,14 @@ from seedscope.tasks.examples import DATA_DIR_ENV
 
 #: seconds between polls of finished tasks and step messages
 POLL_SECONDS = 0.5
+#: seconds a cluster's head has to answer before joining it is refused (``ray.init`` itself retries for minutes)
+ANSWER_SECONDS = 10.0
 
 
-def joins_cluster(address: str | None) -> bool:
-    """Whether ``ray.init(address)`` joins a running cluster (``address``, or ``$RAY_ADDRESS`` as Ray reads it)."""
-    return bool(address or os.environ.get("RAY_ADDRESS"))
+def cluster_address(address: str | None) -> str | None:
+    """The running cluster ``ray.init(address)`` joins: ``address``, or ``$RAY_ADDRESS`` as Ray reads it (None: it
+    starts a local one)."""
+    return address or os.environ.get("RAY_ADDRESS") or None
 
 
 def node_data_dir(data_dir: str | os.PathLike | None) -> str | None:
@@ -53,17 +56,34 @@ def connected(address: str | None = None, cluster_cpus: int | None = None) -> It
     if ray.is_initialized():
         yield ray
         return
+    target = cluster_address(address)
+    if target:
+        _check_answers(target)
     try:
         try:
-            ray.init(address=address, num_cpus=None if joins_cluster(address) else cluster_cpus,
-                     include_dashboard=False, log_to_driver=False, configure_logging=False)
+            ray.init(address=address, num_cpus=None if target else cluster_cpus, include_dashboard=False,
+                     log_to_driver=False, configure_logging=False)
         except ConnectionError as error:
-            raise SeedscopeError(f"cannot join the Ray cluster at {address or os.environ.get('RAY_ADDRESS')}: "
-                                 f"{error}") from error
+            raise SeedscopeError(f"cannot join the Ray cluster at {target}: {error}") from error
         yield ray
     finally:
         if ray.is_initialized():
             ray.shutdown()
+
+
+def _check_answers(address: str) -> None:
+    """Refuse at once a ``host:port`` (or ``ray://host:port``) where nothing answers; ``auto`` is Ray's to find."""
+    import socket
+
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=ANSWER_SECONDS).close()
+    except OSError as error:
+        raise SeedscopeError(f"cannot join the Ray cluster at {address}: nothing answers at {host}:{port} "
+                             f"({error.strerror or error}); start its head first (`ray start --head` prints the "
+                             "address to join)") from error
 
 
 def _run_remote(runner: Runner, spec_dict: dict, data_dir: str | None, events, report_steps: bool):

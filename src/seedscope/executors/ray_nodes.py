@@ -19,7 +19,7 @@ from typing import Sequence
 
 from seedscope.errors import SeedscopeError
 from seedscope.executors.base import first_line
-from seedscope.executors.ray import connected, joins_cluster, node_data_dir
+from seedscope.executors.ray import cluster_address, connected, node_data_dir
 from seedscope.plan import RunSpec
 from seedscope.plan.runs import runner_of
 from seedscope.tasks import get_task
@@ -73,7 +73,7 @@ def check_nodes(specs: Sequence[RunSpec], data_dir: str | os.PathLike | None, *,
     need; nothing to do for the local cluster a sweep starts itself."""
     import ray
 
-    if not ray.is_initialized() and not joins_cluster(address):
+    if not ray.is_initialized() and not cluster_address(address):
         return
     files, hub = needed(specs, data_dir)
     with connected(address) as ray:
