@@ -5,7 +5,8 @@ answered. Each response is written to ``DIR/responses.sqlite`` (one row per requ
 the SHA-256 of the server's URL, the endpoint, the request and the run's ``rerun`` number) in
 its own transaction the moment it arrives; a resumed or repeated study reads it back instead
 of asking. An identical rerun (``rerun``, ``--repeat``) is a different key on purpose: it asks
-again, which is what measures the server's noise floor.
+again, which is what measures the server's noise floor. On a network file system the file keeps
+SQLite's rollback journal instead of WAL (:func:`journal_mode`).
 
 The sweep tells the runs where the file is through :data:`RESPONSES_ENV` (set by
 :func:`responses_in`), so that every executor's workers — threads, processes, Ray on this
@@ -22,6 +23,8 @@ import threading
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
+
+from seedscope.store.mounts import network_filesystem
 
 #: the environment variable naming the response cache of the sweep being run
 RESPONSES_ENV = "SEEDSCOPE_RESPONSES"
@@ -49,6 +52,13 @@ def request_key(*parts: Any) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
+def journal_mode(path: str | os.PathLike) -> str:
+    """WAL on a local disk (the runs of a sweep write at once without waiting for each other's readers); the rollback
+    journal on a network or FUSE file system, where WAL's shared memory does not work (:mod:`seedscope.store.mounts`).
+    Set at every opening: a cache made in WAL mode on a local disk and copied to a shared folder is turned back."""
+    return "DELETE" if network_filesystem(path) else "WAL"
+
+
 class ResponseCache:
     """``get``/``put`` of JSON responses by key, safe for the threads of one run and the processes of a sweep."""
 
@@ -56,7 +66,7 @@ class ResponseCache:
         self.path = Path(path)
         self._lock = threading.Lock()
         self._connection = sqlite3.connect(self.path, timeout=60, check_same_thread=False, isolation_level=None)
-        self._connection.execute("PRAGMA journal_mode=WAL")
+        self._connection.execute(f"PRAGMA journal_mode={journal_mode(self.path)}")
         self._connection.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, response TEXT NOT NULL)")
 
     @classmethod
