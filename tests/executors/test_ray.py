@@ -92,6 +92,14 @@ def test_a_worker_that_dies_is_retried_and_its_attempts_counted(tmp_path, tiny_b
     assert not summary.ok and run["status"] == "failed" and run["attempts"] == 1 and pd.notna(run["started_at"])
 
 
+def test_without_an_address_a_local_cluster_is_started_even_beside_a_running_one(ray_cluster):
+    # ray_cluster wrote this machine's /tmp/ray/ray_current_cluster, which a bare ray.init() would join
+    with ray_executor.connected(None, cluster_cpus=1) as ray:
+        assert ray.get_runtime_context().gcs_address != ray_cluster.address
+        assert ray.cluster_resources()["CPU"] == 1
+    assert not ray.is_initialized()
+
+
 def _first_finished_node(out) -> str | None:
     """The Ray node of the first run the sweep in ``out`` has finished, read as another process would (None before)."""
     import json

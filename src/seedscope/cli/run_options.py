@@ -146,12 +146,13 @@ Fuse = Annotated[int, typer.Option(
 #: ``--parallel``'s word for "pick K from the estimates"
 AUTO = "auto"
 RayAddress = Annotated[Optional[str], typer.Option(
-    "--ray-address", help="Join this Ray cluster (e.g. auto); default: start a local one.")]
+    "--ray-address", help="Join this Ray cluster (auto, HEAD:6379); default: $RAY_ADDRESS, else start a local one. "
+    "Every node is checked for the data and the model first.")]
 GpusPerRun = Annotated[float, typer.Option(
     "--gpus-per-run", min=0.0, help="GPUs per Ray run; a fraction (0.25) packs runs on one GPU.")]
 CpusPerRun = Annotated[float, typer.Option("--cpus-per-run", min=0.01, help="CPUs per Ray run (its torch threads).")]
 MaxRetries = Annotated[int, typer.Option(
-    "--max-retries", help="Ray: start a run again this often when its worker dies (killed, out of memory).")]
+    "--max-retries", help="Ray: start a run again this often when its worker dies (killed, out of memory, node lost).")]
 Seeds = Annotated[Optional[str], typer.Option(
     "--seeds", help="Comma-separated seeds; default: the paper's 42,52,…,132 (demo: 42,52,62,72,82).")]
 ImplementationAxes = Annotated[Optional[list[str]], typer.Option(

@@ -45,11 +45,12 @@ class ExecutionOptions:
         Fine-tuning runs that differ only in their seeds trained as one stacked model in this process, this many at
         a time (1: each alone; at most :data:`MAX_FUSE`, 64). Local only, one process: not with ``parallel`` > 1.
     ray_address : str, optional
-        A Ray cluster to join (``auto``); default: start a local one.
+        A Ray cluster to join (``auto``, ``head:6379``, ``ray://head:10001``); default: ``$RAY_ADDRESS``, else start a
+        local one. Every node that can take a run is checked for the data and the model before anything is written.
     gpus_per_run, cpus_per_run : float
         Resources each Ray run asks for.
     max_retries : int, default 2
-        Ray: restarts of a run whose worker dies.
+        Ray: restarts of a run whose worker or node dies (on any node).
     fail_fast : bool, default False
         Stop at the first failed run.
 

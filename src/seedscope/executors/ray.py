@@ -1,7 +1,7 @@
 """Run a sweep's specs as Ray tasks: a local cluster by default, or an existing one.
 
-``ray.init()`` without an address starts a local cluster (the embedded default for parallel
-runs); ``address=`` (or ``$RAY_ADDRESS``) joins one ("auto", or "ray://head:10001"). Each run
+Without an address a local cluster is started (the embedded default for parallel runs);
+``address=`` (or ``$RAY_ADDRESS``) joins one ("auto", "head:6379" or "ray://head:10001"). Each run
 asks for ``num_cpus`` CPUs and ``num_gpus`` GPUs — a fraction such as 0.25 packs four small
 runs on one GPU. Results come back to this process and are stored here as they arrive, so the
 store stays a single writer. A run is marked running when its task starts (queued runs stay
@@ -34,9 +34,11 @@ ANSWER_SECONDS = 10.0
 
 
 def cluster_address(address: str | None) -> str | None:
-    """The running cluster ``ray.init(address)`` joins: ``address``, or ``$RAY_ADDRESS`` as Ray reads it (None: it
-    starts a local one)."""
-    return address or os.environ.get("RAY_ADDRESS") or None
+    """The running cluster to join: ``address``, else ``$RAY_ADDRESS`` as Ray reads it; None: start a local one
+    (``ray.init(address="local")``; a bare ``ray.init()`` would join the last cluster ``ray start`` made on this
+    machine, which ``--ray-address auto`` asks for by name)."""
+    target = address or os.environ.get("RAY_ADDRESS") or None
+    return None if target == "local" else target
 
 
 def node_data_dir(data_dir: str | os.PathLike | None) -> str | None:
@@ -61,7 +63,7 @@ def connected(address: str | None = None, cluster_cpus: int | None = None) -> It
         _check_answers(target)
     try:
         try:
-            ray.init(address=address, num_cpus=None if target else cluster_cpus, include_dashboard=False,
+            ray.init(address=target or "local", num_cpus=None if target else cluster_cpus, include_dashboard=False,
                      log_to_driver=False, configure_logging=False)
         except ConnectionError as error:
             raise SeedscopeError(f"cannot join the Ray cluster at {target}: {error}") from error
