@@ -122,6 +122,7 @@ def test_what_the_nodes_must_read(tmp_path, tiny_bert, monkeypatch):
     from seedscope.tasks.examples import DATA_DIR_ENV
 
     specs = seed_sweep(["rte"], [str(tiny_bert), "org/hub-model"], [1, 2])
+    specs += seed_sweep(["rte"], [str(tiny_bert), "org/hub-model"], [1], method="lora")  # each model listed once
     monkeypatch.chdir(tmp_path)
     files, hub = ray_nodes.needed(specs, "data")  # relative: as this machine resolves it
     assert files == [("the data file", str(tmp_path / "data" / "glue" / "RTE" / "train.tsv")),

@@ -23,7 +23,6 @@ from seedscope.executors.base import (
     ExecutionSummary, Progress, Runner, data_dir_text, default_runner, record_outcome, runs_to_do,
 )
 from seedscope.plan import RunSpec
-from seedscope.runners.result import RunResult
 from seedscope.store import ExperimentStore
 from seedscope.tasks.examples import DATA_DIR_ENV
 
@@ -102,8 +101,6 @@ def _run_remote(runner: Runner, spec_dict: dict, data_dir: str | None, events, r
         def hook(done: int, total: int) -> None:
             events.put_nowait((spec.run_id, done, total))
     result = runner(spec, data_dir, on_step=hook)
-    if not isinstance(result, RunResult):
-        return result
     node = {"node_id": ray.get_runtime_context().get_node_id(), "node_ip": ray.util.get_node_ip_address(),
             "hostname": socket.gethostname()}
     return replace(result, environment={**result.environment, "ray": node})

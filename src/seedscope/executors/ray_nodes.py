@@ -43,9 +43,9 @@ def needed(specs: Sequence[RunSpec], data_dir: str | os.PathLike | None) -> tupl
         path = Path(model)
         if path.exists():  # a run reads it at this path, on whichever node it runs
             files.append((MODEL, str(path / "config.json" if path.is_dir() else path)))
-        elif runner_of(method) == "finetune" and model not in hub:
+        elif runner_of(method) == "finetune":
             hub.append(model)
-    return files, hub
+    return list(dict.fromkeys(files)), list(dict.fromkeys(hub))
 
 
 def first_unreadable(files: list[tuple[str, str]], hub: list[str]) -> tuple[str, str, str] | None:
