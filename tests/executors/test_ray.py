@@ -11,6 +11,7 @@ from contextlib import closing
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from seedscope.executors import local
 from seedscope.executors import ray as ray_executor
@@ -90,6 +91,42 @@ def test_a_worker_that_dies_is_retried_and_its_attempts_counted(tmp_path, tiny_b
     summary = ray_executor.execute(specs, crashed, data_dir=data_dir, cluster_cpus=1, runner=runner, max_retries=0)
     run = crashed.runs().iloc[0]
     assert not summary.ok and run["status"] == "failed" and run["attempts"] == 1 and pd.notna(run["started_at"])
+
+
+def sleep_then_fail(spec, data_dir, on_step=None):
+    import time
+
+    time.sleep(60)
+    raise RuntimeError("the test should have stopped first")
+
+
+class KillsTheQueue(Steps):
+    """When the run starts, the sweep's queue actor is killed, as the driver's node is when the head is lost."""
+
+    def run_started(self, spec):
+        import os
+        import signal
+
+        import ray._private.state
+
+        pids = [actor["Pid"] for actor in ray._private.state.actors().values()
+                if actor["ActorClassName"] == "_QueueActor" and actor["State"] == "ALIVE"]
+        os.kill(pids[0], signal.SIGKILL)
+
+
+def test_a_cluster_lost_under_the_driver_is_one_line_and_its_runs_stay_to_resume(tmp_path, tiny_bert, data_dir):
+    import ray.cloudpickle
+
+    from seedscope.errors import SeedscopeError
+
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    specs = seed_sweep(["rte"], [str(tiny_bert)], [1], hparams=TINY)
+    store = ExperimentStore.create(tmp_path / "ray", plan_to_dict(specs))
+    with pytest.raises(SeedscopeError, match=r"^lost the Ray cluster: its node on this machine stopped answering "
+                                             r"\(Actor(Died|Unavailable)Error\); the runs recorded so far are kept: .* --resume$"):
+        ray_executor.execute(specs, store, data_dir=data_dir, cluster_cpus=1, runner=sleep_then_fail,
+                             progress=KillsTheQueue())
+    assert store.runs()["status"].tolist() == ["running"] and not ray.is_initialized()
 
 
 def test_without_an_address_a_local_cluster_is_started_even_beside_a_running_one(ray_cluster):

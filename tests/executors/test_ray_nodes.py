@@ -45,7 +45,8 @@ def node_without(folder: Path, cluster):
     if os.geteuid() != 0 or shutil.which("unshare") is None:
         pytest.skip("a node in a mount namespace of its own needs root and unshare (util-linux)")
     before = _alive(cluster)
-    script = 'mount -t tmpfs -o size=1m seedscope-test "$0" && exec "$1" start --address "$2" --num-cpus 1 --block'
+    script = ('mount -t tmpfs -o size=1m seedscope-test "$0" && exec "$1" start --address "$2" --num-cpus 1 '
+              '--object-store-memory 100000000 --block')
     ray_bin = str(Path(sys.executable).parent / "ray")
     node = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script, str(folder),
                              ray_bin, cluster.address], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

@@ -174,6 +174,10 @@ def _execute(ray, todo, store, summary, data_dir, fail_fast, progress, runner, n
                 if progress:
                     progress.run_finished(spec, not isinstance(outcome, Exception))
                 record_outcome(store, spec, outcome, summary, fail_fast)
+    except ray.exceptions.RayActorError as error:  # the queue's actor is on this process's node: the cluster is gone
+        raise SeedscopeError(f"lost the Ray cluster: its node on this machine stopped answering ({type(error).__name__});"
+                             " the runs recorded so far are kept: start the cluster again and rerun the same command "
+                             "with --resume") from error
     finally:
         for ref in in_flight:  # fail-fast (or an interrupt): runs not started stay pending
             ray.cancel(ref, force=True)
