@@ -26,7 +26,6 @@ import warnings
 from typing import Callable, NamedTuple
 
 import numpy as np
-import pandas as pd
 
 from seedscope.errors import SeedscopeError
 
@@ -242,13 +241,3 @@ def probabilistic_matrix(probabilities: np.ndarray) -> np.ndarray:
 def pair_values(matrix: np.ndarray) -> np.ndarray:
     """The S(S−1)/2 unordered-pair values of an S×S matrix (its strict upper triangle)."""
     return matrix[np.triu_indices(matrix.shape[0], k=1)]
-
-
-def mean_with_others(matrix: pd.DataFrame) -> pd.Series:
-    """Each run's mean pairwise value with the other runs (the S×S matrix without its diagonal); NaN for a run whose
-    every value is undefined (a regression run of constant predictions has no correlation), said by no warning."""
-    values = matrix.to_numpy(dtype=float).copy()
-    np.fill_diagonal(values, np.nan)
-    defined = (~np.isnan(values)).sum(axis=1)
-    means = np.divide(np.nansum(values, axis=1), defined, out=np.full(len(values), np.nan), where=defined > 0)
-    return pd.Series(means, index=matrix.index)

@@ -346,6 +346,12 @@ class Catalog:
             " finished_at, duration_s, timings_json, metrics_json, n_predictions, error FROM runs ORDER BY position"
         )
 
+    def run_states(self) -> list[tuple]:
+        """(run_id, status, started_at, finished_at, duration_s, error, seeds_json) of every run in plan order: what a
+        glance at a store needs (:func:`seedscope.store.views.run_states_frame`), without its JSON result cells."""
+        return self.query("SELECT run_id, status, started_at, finished_at, duration_s, error, seeds_json FROM runs"
+                          " ORDER BY position")
+
     def environments(self) -> list[tuple[str, str]]:
         """(run_id, environment JSON) of every done run that recorded one, in plan order."""
         return self.query(
