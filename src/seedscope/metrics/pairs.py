@@ -108,11 +108,13 @@ def sampled_spread(values: np.ndarray) -> PairSpread:
     values = np.asarray(values, float)
     if len(values) < 2 or np.isnan(values).any():
         return PairSpread(np.nan, np.nan, len(values))
+    if values.min() == values.max():  # every pair alike (the mean of equal floats may not be one of them)
+        return PairSpread(0.0, 0.0, len(values))
     centred = values - values.mean()
     variance = float(centred @ centred) / (len(values) - 1)
     std = np.sqrt(variance)
     fourth = float(np.mean(centred**4))
-    se = 0.0 if std == 0 else np.sqrt(max(fourth - variance**2, 0.0) / len(values)) / (2 * std)
+    se = np.sqrt(max(fourth - variance**2, 0.0) / len(values)) / (2 * std)
     return PairSpread(float(std), float(se), len(values))
 
 
