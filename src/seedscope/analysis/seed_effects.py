@@ -295,15 +295,19 @@ def _error_bars(aligned: AlignedRuns, clusters, confidence: float, power: float)
 
 def degenerate_runs(aligned: AlignedRuns, per_run: pd.DataFrame, baseline: pd.Series, metric: str | None) -> pd.DataFrame:
     """Runs that failed to learn: one predicted class (or a constant value), or ζ at or below the baseline."""
-    reasons = {}
-    for run, row in zip(aligned.runs, aligned.predictions):
-        if np.all(row == row[0]):
-            reasons[run] = "predicts one class only" if aligned.task_type == "classification" else "constant prediction"
-    if metric is not None and metric in baseline.index:
-        for run, value in per_run[metric].items():
-            if run not in reasons and value <= baseline[metric]:
-                reasons[run] = f"{metric} {value:.4f} at or below the baseline {baseline[metric]:.4f}"
-    return pd.DataFrame({"reason": pd.Series(reasons, dtype=object)}).rename_axis("run")
+    predictions = aligned.predictions
+    constant = np.zeros(aligned.n_runs, dtype=bool)
+    for block in micro_metrics.run_blocks(*predictions.shape):
+        constant[block] = (predictions[block] == predictions[block, :1]).all(axis=1)
+    runs = np.asarray(aligned.runs, dtype=object)
+    reason = "predicts one class only" if aligned.task_type == "classification" else "constant prediction"
+    reasons = pd.Series(reason, index=runs[constant], dtype=object)
+    if metric is not None and metric in baseline.index:  # the runs that learned nothing follow the constant ones
+        values = per_run[metric].to_numpy(dtype=float)
+        low = ~constant & (values <= baseline[metric])
+        reasons = pd.concat([reasons, pd.Series([f"{metric} {value:.4f} at or below the baseline {baseline[metric]:.4f}"
+                                                 for value in values[low]], index=runs[low], dtype=object)])
+    return pd.DataFrame({"reason": reasons}).rename_axis("run")
 
 
 def _group_columns(table: pd.DataFrame) -> list[str]:
