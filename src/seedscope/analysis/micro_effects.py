@@ -116,7 +116,8 @@ def _matrices(aligned: AlignedRuns, scores) -> dict:
     return {
         "con": micro_metrics.con_matrix(predictions, aligned.n_classes),
         "ccon": micro_metrics.ccon_matrix(predictions, aligned.labels) if aligned.has_labels else None,
-        "prob_con": None if aligned.probabilities is None else micro_metrics.probabilistic_matrix(aligned.probabilities),
+        "prob_con": (None if aligned.probabilities is None
+                     else micro_metrics.probabilistic_matrix(aligned.probabilities)),
     }
 
 

@@ -63,15 +63,18 @@ def run_states_frame(store: "ExperimentStore") -> pd.DataFrame:
     columns = ["run_id", "status", "started_at", "finished_at", "duration_s", "error", "seeds_json"]
     frame = pd.DataFrame.from_records(rows, columns=columns)
     cell = store.catalog.cell  # a duration that is not a number: one error naming the run, as runs_frame says
-    frame["duration_s"] = [cell(run_id, "duration_s", value) for run_id, value in zip(frame["run_id"], frame["duration_s"])]
+    frame["duration_s"] = [cell(run_id, "duration_s", value)
+                           for run_id, value in zip(frame["run_id"], frame["duration_s"])]
     return frame.astype({"duration_s": float})
 
 
 def with_seeds(store: "ExperimentStore", frame: pd.DataFrame) -> pd.DataFrame:
-    """Rows of :func:`run_states_frame` with their seeds read: ``seed`` and one column per factor, as in :func:`runs_frame`."""
+    """Rows of :func:`run_states_frame` with their seeds read: ``seed`` and one column per factor, as in
+    :func:`runs_frame`."""
     seeds = [_seeds(store, run_id, text) for run_id, text in zip(frame["run_id"], frame["seeds_json"])]
     factors = pd.DataFrame.from_records(seeds, index=frame.index) if seeds else pd.DataFrame(index=frame.index)
-    return frame.drop(columns="seeds_json").assign(seed=pd.array([_common(s) for s in seeds], dtype="Int64")).join(factors)
+    common = pd.array([_common(s) for s in seeds], dtype="Int64")
+    return frame.drop(columns="seeds_json").assign(seed=common).join(factors)
 
 
 def run_index(store: "ExperimentStore") -> pd.DataFrame:
