@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from many_runs_stores import api_seconds_per_run, build_store, check_layout  # noqa: E402
+from many_runs_stores import api_seconds_per_run, build_store, check_layout, with_runs_to_do  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 #: runs the command it is given and prints its seconds and its peak resident memory (its only child's)
@@ -108,6 +108,13 @@ def bench(folder: Path, sizes: list[int], n_predictions: int, source: Path, name
         for name in names:
             row[name] = timed(command(name, a, b, out), source, timeout)
             print(f"{label:>6} {n_runs:>6} runs × {n_predictions:>5}: {name:<8} {_shown(row[name])}", flush=True)
+        if "status" in names:  # and while a sweep runs: 5 % of the runs to do, so status reckons the time left
+            running = folder / f"running-{n_runs}x{n_predictions}"
+            if not running.exists():
+                with_runs_to_do(a, running)
+            row["status_to_do"] = timed(command("status", running, b, out), source, timeout)
+            print(f"{label:>6} {n_runs:>6} runs × {n_predictions:>5}: status, 5 % to do {_shown(row['status_to_do'])}",
+                  flush=True)
         rows.append(row)
     return rows
 
@@ -157,10 +164,11 @@ def main() -> None:
                 rows.append(new)
             ratios[old["runs"]] = {name: (round(old[name]["seconds"] / new[name]["seconds"], 1)
                                           if old[name]["seconds"] and new[name]["seconds"] else None)
-                                   for name in COMMANDS}
+                                   for name in (*COMMANDS, "status_to_do")}
     fitted = [r for r in rows if r["runs"] in sizes]
     summary = {name: {"time_exponent": growth(sizes, [r[name]["seconds"] for r in fitted]),
-                      "memory_exponent": growth(sizes, [r[name]["peak_bytes"] for r in fitted])} for name in COMMANDS}
+                      "memory_exponent": growth(sizes, [r[name]["peak_bytes"] for r in fitted])}
+               for name in (*COMMANDS, "status_to_do")}
     against_predictions = {name: {"time_exponent": growth(axis, [r[name]["seconds"] for r in axis_rows]),
                                   "memory_exponent": growth(axis, [r[name]["peak_bytes"] for r in axis_rows])}
                            for name in AXIS_COMMANDS}

@@ -15,6 +15,7 @@ Run ``python benchmarks/many_runs_stores.py DIR RUNS`` to build one store (50 pr
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -75,6 +76,23 @@ def build_store(path: Path, n_runs: int, n_predictions: int = 50, seed: int = 0,
                        " timings_json = ?, metrics_json = ?, environment_json = ?, n_predictions = ?, error = NULL,"
                        " sha256 = ? WHERE run_id = ?", rows)
     return time.perf_counter() - start
+
+
+def with_runs_to_do(source: Path, target: Path, share: float = 0.05) -> None:
+    """A copy of a built store whose last ``share`` of runs are not done yet (pending, one in ten of them
+    running), as a store looks while its sweep runs: what ``status`` shows with a time left."""
+    shutil.copytree(source, target)
+    store = ExperimentStore.open(target)
+    ids = [run["run_id"] for run in store.plan()["runs"]]
+    to_do = ids[len(ids) - max(1, int(len(ids) * share)):]
+    for run_id in to_do:
+        store.prediction_path(run_id).unlink()
+    with store.catalog.transaction() as db:
+        db.executemany("UPDATE runs SET status = 'pending', started_at = NULL, finished_at = NULL, duration_s = NULL,"
+                       " timings_json = NULL, metrics_json = NULL, environment_json = NULL, n_predictions = NULL,"
+                       " sha256 = NULL WHERE run_id = ?", [(run_id,) for run_id in to_do])
+        db.executemany("UPDATE runs SET status = 'running', started_at = ? WHERE run_id = ?",
+                       [(now(), run_id) for run_id in to_do[::10]])
 
 
 def api_seconds_per_run(path: Path, n_runs: int = 100, n_predictions: int = 50) -> float:
