@@ -21,8 +21,9 @@ ones. A store of up to 50 runs, `--all` or `--failed` also list the runs one by 
 seeds, status, duration, the task's primary metric (a fraction in [0, 1]; Pearson r for STS-B), a
 fine-tuning run's training throughput (real tokens per second, the share of padding, model FLOPs
 utilisation) and the error of failed runs. Integrity problems (a finished run without its
-prediction file or, up to 1,000 finished runs, with a changed one; a file no run owns) are listed
-last, and the exit status is then 1 (`seedscope verify` reads every file at any size).
+prediction file or — in a store of up to 1,000 runs, or with --all, --failed, --json — with a
+changed one; a file no run owns) are listed last, and the exit status is then 1 (`seedscope
+verify` reads every file at any size).
 
 \b
 Examples:
