@@ -118,7 +118,7 @@ def check_plan(plan: Mapping[str, Any]) -> list[Mapping[str, Any]]:
         raise SeedscopeError("a plan must hold a non-empty list of runs under 'runs'")
     seen = set()
     for i, run in enumerate(runs):
-        missing = [k for k in _RUN_KEYS if not isinstance(run, Mapping) or k not in run]
+        missing = [k for k in _RUN_KEYS if k not in run] if isinstance(run, Mapping) else list(_RUN_KEYS)
         if missing:
             raise SeedscopeError(f"plan run {i} lacks {', '.join(missing)}")
         if run["run_id"] in seen:

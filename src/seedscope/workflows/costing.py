@@ -133,13 +133,14 @@ def h100_hours(frame: pd.DataFrame) -> tuple[float, str] | None:
     return hours, "; ".join(parts)
 
 
-def finished_durations(store: ExperimentStore | None, runs: pd.DataFrame | None = None) -> dict[str, float]:
-    """Profile → median seconds of the store's done runs (nothing without a store); ``runs``: its
-    :meth:`~ExperimentStore.runs`, when the caller has read them."""
+def finished_durations(store: ExperimentStore | None, runs: pd.DataFrame | None = None,
+                       profiles: dict[str, str] | None = None) -> dict[str, float]:
+    """Profile → median seconds of the store's done runs (nothing without a store); ``runs`` (its
+    :meth:`~ExperimentStore.runs`) and ``profiles`` (run_id → profile), when the caller has them."""
     if store is None:
         return {}
     runs = store.runs() if runs is None else runs
-    profiles = _profiles(store)
+    profiles = _profiles(store) if profiles is None else profiles
     done = runs[(runs["status"] == "done") & runs["duration_s"].notna()]
     seconds = pd.Series(done["duration_s"].astype(float).to_numpy(),
                         index=[profiles[run_id] for run_id in done["run_id"]])
@@ -245,9 +246,9 @@ def remaining_seconds(store: ExperimentStore, runs: pd.DataFrame | None = None) 
     done = runs[(runs["status"] == "done") & runs["duration_s"].notna()]
     if done.empty:
         return None
-    known = finished_durations(store, runs)
-    fallback = float(done["duration_s"].median())
     profiles = _profiles(store)
+    known = finished_durations(store, runs, profiles)
+    fallback = float(done["duration_s"].median())
     todo = runs.loc[runs["status"] != "done", "run_id"]
     serial = sum(known.get(profiles[run_id], fallback) for run_id in todo)
     span = (_time(done["finished_at"].max()) - _time(done["started_at"].min())).total_seconds()
