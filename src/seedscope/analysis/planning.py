@@ -74,7 +74,8 @@ def seeds_needed(
         if int(size) < 2:
             raise SeedscopeError(f"a seeds-needed size must be at least 2, not {size}")
         low, high = interval(lambda drawn: np.stack([drawn.mean(axis=1), drawn.std(axis=1)], axis=1), values,
-                             size=int(size), n_resamples=n_boot, confidence=confidence, seed=[seed, int(size)])
+                             size=int(size), n_resamples=n_boot, confidence=confidence, seed=[seed, int(size)],
+                             rowwise=True)
         (m_low, v_low), (m_high, v_high) = low, high
         rows.append(
             {

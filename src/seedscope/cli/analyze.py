@@ -110,6 +110,8 @@ UNUSED_BY_SAMPLES = {name: SAMPLES for name in (
     "primary_metric", "power")}
 #: framework logs read as samples (:func:`seedscope.io.read_samples`) pick their scorer, filter and task
 UNUSED_BY_LOGGED_SAMPLES = {name: why for name, why in UNUSED_BY_SAMPLES.items() if name not in ("metric", "lm_eval_filter", "task")}
+#: a table longer than this (per run, at thousands of runs) is one line in the terminal; the files hold every row
+TERMINAL_ROWS = 500
 SAMPLE_TABLES_ONLY = "these inputs (it picks the ks of sample tables, which hold several samples per item)"
 
 
@@ -184,7 +186,7 @@ def analyze_command(
             document["implementation_notes"] = study.notes
             notes = notes + study.notes + bug_notes(study)
         long = _long(results) if outputs.csv and results else None
-        outputs.emit(console, sections, document, long, max_rows=None, notes=notes + [
+        outputs.emit(console, sections, document, long, max_rows=TERMINAL_ROWS, notes=notes + [
             f"--intersect dropped {result.aligned.n_dropped} example(s) not covered by every run"
             for result in results.values() if result.aligned.n_dropped])
 

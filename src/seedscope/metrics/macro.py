@@ -19,7 +19,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from seedscope.metrics.micro import DENSE_CLASSES
+from seedscope.metrics.micro import DENSE_CLASSES, run_blocks
 from seedscope.metrics.resampling import bootstrap_mean_ci, interval
 from seedscope.predictions import AlignedRuns
 
@@ -51,8 +51,9 @@ class ClassTallies(NamedTuple):
 def class_tallies(predictions: np.ndarray, labels: np.ndarray, n_classes: int) -> ClassTallies:
     """Tallies of S runs against one gold row; examples whose gold label is missing (−1) are left out.
 
-    One run at a time, on the stored (small-integer) codes: no S × N temporary is made, so
-    100 runs × 10⁶ examples stay within the memory of their int8 codes.
+    A block of runs at a time (:func:`~seedscope.metrics.micro.run_blocks`), on the stored
+    (small-integer) codes: 10,000 runs of 50 examples are one block, and 100 runs × 10⁶ examples
+    stay within a few MB beyond the memory of their int8 codes.
     """
     keep = labels >= 0
     gold = labels[keep]
@@ -61,16 +62,18 @@ def class_tallies(predictions: np.ndarray, labels: np.ndarray, n_classes: int) -
     predicted = np.zeros((n_runs, n_classes), dtype=np.int64)
     dense = n_classes <= DENSE_CLASSES
     gold_masks = [gold == c for c in range(n_classes)] if dense else None
-    for s, row in enumerate(predictions):
-        row = row[keep] if not keep.all() else row
+    for block in run_blocks(n_runs, len(gold)):
+        rows = predictions[block] if keep.all() else np.compress(keep, predictions[block], axis=1)
         if dense:  # a few byte comparisons per class beat a bincount's cast to 64-bit
             for c, is_gold in enumerate(gold_masks):
-                hit = row == c
-                predicted[s, c] = np.count_nonzero(hit)
-                tp[s, c] = np.count_nonzero(hit & is_gold)
-        else:
-            predicted[s] = np.bincount(row, minlength=n_classes)
-            tp[s] = np.bincount(row[row == gold], minlength=n_classes)
+                hit = rows == c
+                predicted[block, c] = np.count_nonzero(hit, axis=1)
+                tp[block, c] = np.count_nonzero(hit & is_gold, axis=1)
+        else:  # one bincount per block: each run's codes offset by its row
+            codes = rows + (np.arange(len(rows)) * n_classes)[:, None]
+            size = len(rows) * n_classes
+            predicted[block] = np.bincount(codes.ravel(), minlength=size).reshape(-1, n_classes)
+            tp[block] = np.bincount(codes[rows == gold], minlength=size).reshape(-1, n_classes)
     gold_counts = np.broadcast_to(np.bincount(gold, minlength=n_classes), (n_runs, n_classes))
     return ClassTallies(tp, gold_counts, predicted)
 
@@ -121,6 +124,7 @@ def regression_scores(predictions: np.ndarray, labels: np.ndarray) -> pd.DataFra
         warnings.simplefilter("ignore")  # constant input: scipy warns and returns NaN
         from scipy import stats  # only regression needs it (scipy.stats alone takes most of a second to import)
 
+        # run by run: scipy's correlations of all runs at once differ from these in the last bit
         pearson = [stats.pearsonr(row, gold).statistic for row in pred]
         spearman = [stats.spearmanr(row, gold).statistic for row in pred]
     return pd.DataFrame({"pearson": np.asarray(pearson, float), "spearman": np.asarray(spearman, float)})

@@ -22,7 +22,6 @@ from seedscope.factor_study.importance import FactorAnalysis
 from seedscope.analysis.subsets import HIGH_ABOVE, NEGLIGIBLE_BELOW, SubsetVariance
 from seedscope.analysis.summary import MIN_TASKS_FOR_CORRELATION, TaskSummary
 from seedscope.analysis.seed_effects import Analysis
-from seedscope.metrics.micro import mean_with_others
 from seedscope.report import figures as figs
 from seedscope.report import tables
 from seedscope.report.html import FigureBlock, Section, TableBlock, render_html
@@ -211,10 +210,18 @@ def _task_section(label: str, analysis: Analysis, unstable: pd.DataFrame, builde
     n_runs = analysis.aligned.n_runs
     kind = "CON" if analysis.task_type == "classification" else "CON (Pearson between runs)"
     value_label = "pairwise agreement (fraction)" if analysis.task_type == "classification" else "Pearson r between runs"
-    section.figures.append(builder.figure(
-        f"{slug}-con-matrix",
-        figs.con_matrix_figure(analysis.con_matrix, title=f"{label}: pairwise {kind}", value_label=value_label),
-        f"{label}: pairwise {kind} between the {n_runs} runs."))
+    if analysis.con_matrix is not None:
+        section.figures.append(builder.figure(
+            f"{slug}-con-matrix",
+            figs.con_matrix_figure(analysis.con_matrix, title=f"{label}: pairwise {kind}", value_label=value_label),
+            f"{label}: pairwise {kind} between the {n_runs} runs."))
+    else:  # thousands of runs: the distribution of a sample of pairs, not millions of cells
+        sampled, pairs = len(analysis.pair_sample), n_runs * (n_runs - 1) // 2
+        section.figures.append(builder.figure(
+            f"{slug}-con-pairs",
+            figs.pair_values_figure(analysis.pair_sample["con"], title=f"{label}: pairwise {kind}, sampled pairs",
+                                    value_label=value_label, n_pairs=pairs),
+            f"{label}: pairwise {kind} of {sampled:,} run pairs drawn at random (of {pairs:,}; seeded)."))
     metric = analysis.primary_metric
     if metric is not None:
         row = analysis.macro.loc[metric]
@@ -226,7 +233,7 @@ def _task_section(label: str, analysis: Analysis, unstable: pd.DataFrame, builde
             f"{label}: {metric} of each run, with the mean and mean ± VAR."))
         section.figures.append(builder.figure(
             f"{slug}-accuracy-consistency",
-            figs.accuracy_consistency_figure(analysis.per_run[metric], mean_with_others(analysis.con_matrix),
+            figs.accuracy_consistency_figure(analysis.per_run[metric], analysis.run_agreement["con"],
                                              metric=metric, title=f"{label}: {metric} against consistency"),
             f"{label}: each run's {metric} against its mean CON with the other runs."))
     if "agreement" in analysis.stability.columns:
@@ -277,7 +284,7 @@ def _subset_section(subsets: SubsetVariance, builder: _Builder) -> Section:
 def _environment_section(environment: pd.DataFrame | None, summary: TaskSummary) -> Section:
     section = Section("Run environment")
     runs = pd.DataFrame(
-        {"runs (seeds)": [", ".join(map(str, a.runs)) for a in summary.analyses.values()],
+        {"runs (seeds)": [_listed(a.runs) for a in summary.analyses.values()],
          "n_runs": [a.aligned.n_runs for a in summary.analyses.values()]},
         index=pd.Index(list(summary.analyses), name="task"),
     )
@@ -291,6 +298,12 @@ def _environment_section(environment: pd.DataFrame | None, summary: TaskSummary)
         section.tables.append(TableBlock(f"Recorded run environment — {title.lower()}", frame))
     section.lines.append(f"Report made with seedscope {__version__}.")
     return section
+
+
+def _listed(runs: list, shown: int = 50) -> str:
+    """The runs' names, the first ``shown`` of thousands followed by how many there are."""
+    names = ", ".join(map(str, runs[:shown]))
+    return names if len(runs) <= shown else f"{names} … ({len(runs):,} runs)"
 
 
 def assemble(summary: TaskSummary, *, environment: pd.DataFrame | None = None,

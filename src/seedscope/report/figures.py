@@ -236,6 +236,23 @@ def con_matrix_figure(
     return fig
 
 
+def pair_values_figure(values: pd.Series, *, title: str = "", value_label: str = "pairwise agreement (fraction)",
+                       n_pairs: int | None = None) -> Figure:
+    """The distribution of pairwise values (CON of sampled run pairs): the S × S matrix summarised, for thousands of
+    runs, where a heatmap would have millions of cells."""
+    data = values.to_numpy(dtype=float)
+    data = data[np.isfinite(data)]
+    with _styled():
+        fig = _figure(5.0, 2.6)
+        ax = fig.add_subplot()
+        ax.hist(data, bins=40, color=PALETTE[0], edgecolor="black", linewidth=0.5, hatch="//")
+        ax.set_xlabel(value_label)
+        ax.set_ylabel("run pairs")
+        of = f" of {n_pairs:,}" if n_pairs else ""
+        _title(ax, title or f"pairwise values over {data.size:,} sampled pairs{of}")
+    return fig
+
+
 def metric_distribution_figure(
     values: pd.Series, *, metric: str, mean: float, var_published: float, title: str = ""
 ) -> Figure:

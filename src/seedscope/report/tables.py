@@ -157,7 +157,13 @@ def analysis_sections(analysis: Analysis, top_k: int = 10) -> dict[str, pd.DataF
     dropped = f"; {int(micro['n_dropped'])} examples dropped by --intersect" if micro["n_dropped"] else ""
     if not analysis.aligned.has_labels:
         dropped += "; no gold labels, so CCON is undefined"
+    if analysis.matrix_sampled:
+        micro_frame["pair std SE (sampled)"] = [micro[f"{c}_pair_std_se"] for c in MICRO_ROWS]
+        dropped += (f"; means exact, pair std from {int(micro['n_pairs_sampled']):,} pairs sampled with the seed, "
+                    "± its standard error")
     sections[f"Micro: {n_pairs} run pairs over {n_examples} examples (fractions{dropped})"] = micro_frame
+    if analysis.matrix_sampled:  # no S × S matrix: what it would show, summarised
+        sections.update(pair_sections(analysis, top_k))
     if len(analysis.per_run.columns):
         sections["Per run"] = analysis.per_run.rename_axis("run")  # pandas 2.0 may carry a store's "seed" name here
     sections.update(error_bar_sections(analysis))
@@ -165,6 +171,19 @@ def analysis_sections(analysis: Analysis, top_k: int = 10) -> dict[str, pd.DataF
     shown = unstable[[c for c in UNSTABLE_COLUMNS if c in unstable.columns]].rename(columns=UNSTABLE_COLUMNS)
     sections[f"Most unstable examples (top {len(unstable)})"] = shown
     return sections
+
+
+def pair_sections(analysis: Analysis, top_k: int = 10) -> dict[str, pd.DataFrame]:
+    """The S × S matrices summarised: the distribution of the pairwise values, and the runs that agree least."""
+    n_runs = analysis.aligned.n_runs
+    source = (f"{len(analysis.pair_sample):,} sampled pairs" if analysis.matrix_sampled
+              else f"all {n_runs * (n_runs - 1) // 2:,} pairs")
+    distribution = analysis.pair_distribution().rename(index=MICRO_ROWS)
+    least = analysis.least_agreeing(top_k).rename(columns={"con": "mean CON", "ccon": "mean CCON"})
+    return {
+        f"Pairwise values: distribution over {source} (fractions)": distribution,
+        f"Least-agreeing runs (top {len(least)}): mean CON / CCON with the other {n_runs - 1:,} runs, exact": least,
+    }
 
 
 def error_bar_sections(analysis: Analysis) -> dict[str, pd.DataFrame]:

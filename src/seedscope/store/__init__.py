@@ -287,9 +287,10 @@ class ExperimentStore:
 
     # ---- integrity ------------------------------------------------------------------------
 
-    def verify(self, full: bool = True) -> list[Problem]:
-        """Every integrity problem, with its kind and repair (see :mod:`seedscope.store.integrity`)."""
-        return verify(self, full=full)
+    def verify(self, full: bool = True, contents: bool = True) -> list[Problem]:
+        """Every integrity problem, with its kind and repair (see :mod:`seedscope.store.integrity`); without
+        ``contents``, the files are found but not read."""
+        return verify(self, full=full, contents=contents)
 
     def check(self) -> list[str]:
         """Integrity problems, one sentence each (empty when the store is sound)."""

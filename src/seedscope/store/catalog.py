@@ -118,7 +118,7 @@ def check_plan(plan: Mapping[str, Any]) -> list[Mapping[str, Any]]:
         raise SeedscopeError("a plan must hold a non-empty list of runs under 'runs'")
     seen = set()
     for i, run in enumerate(runs):
-        missing = [k for k in _RUN_KEYS if not isinstance(run, Mapping) or k not in run]
+        missing = [k for k in _RUN_KEYS if k not in run] if isinstance(run, Mapping) else list(_RUN_KEYS)
         if missing:
             raise SeedscopeError(f"plan run {i} lacks {', '.join(missing)}")
         if run["run_id"] in seen:
@@ -345,6 +345,12 @@ class Catalog:
             "SELECT run_id, task, model, model_name, method, tag, seeds_json, status, attempts, started_at,"
             " finished_at, duration_s, timings_json, metrics_json, n_predictions, error FROM runs ORDER BY position"
         )
+
+    def run_states(self) -> list[tuple]:
+        """(run_id, status, started_at, finished_at, duration_s, error, seeds_json) of every run in plan order: what a
+        glance at a store needs (:func:`seedscope.store.views.run_states_frame`), without its JSON result cells."""
+        return self.query("SELECT run_id, status, started_at, finished_at, duration_s, error, seeds_json FROM runs"
+                          " ORDER BY position")
 
     def environments(self) -> list[tuple[str, str]]:
         """(run_id, environment JSON) of every done run that recorded one, in plan order."""

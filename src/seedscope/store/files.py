@@ -14,7 +14,6 @@ catalog keeps, so one recorded checksum vouches for both files.
 from __future__ import annotations
 
 import hashlib
-import io
 from pathlib import Path
 from typing import Mapping
 
@@ -28,22 +27,30 @@ from seedscope.predictions import INVALID, LABEL, PREDICTION, PROB_PREFIX, label
 from seedscope.tasks import find_task
 
 PREDICTIONS = "predictions"
+SUFFIX = ".parquet"
 #: the Parquet metadata key of a prompted run's shared prompt prefix
 PROMPT_PREFIX_KEY = b"seedscope.prompt_prefix"
 SAMPLES = "samples"
 #: the prediction file's metadata keys of its run's sample file: SHA-256 and number of rows
 SAMPLES_SHA256_KEY = b"seedscope.samples_sha256"
 SAMPLES_ROWS_KEY = b"seedscope.samples_rows"
+#: from this many bytes on a prediction file is decoded on every core (below, threads cost more than they save)
+THREADED_READ = 1 << 20
 #: prefix of the temporary files an interrupted write may leave (see :mod:`seedscope.atomic`)
 TEMPORARY_GLOB = ".*.tmp"
 
 
 def prediction_path(root: Path, run_id: str) -> Path:
-    return Path(root) / PREDICTIONS / f"{run_id}.parquet"
+    return Path(root) / PREDICTIONS / file_name(run_id)
+
+
+def file_name(run_id: str) -> str:
+    """The name of a run's prediction (and sample) file."""
+    return f"{run_id}{SUFFIX}"
 
 
 def samples_path(root: Path, run_id: str) -> Path:
-    return Path(root) / SAMPLES / f"{run_id}.parquet"
+    return Path(root) / SAMPLES / file_name(run_id)
 
 
 def write_table(path: Path, table: pd.DataFrame, prompt_prefix: str | None = None,
@@ -70,9 +77,12 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+_HEX_DIGITS = frozenset("0123456789abcdef")
+
+
 def is_sha256(value) -> bool:
     """Whether ``value`` is a checksum as :func:`sha256` writes it (64 lowercase hex digits)."""
-    return isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)
+    return isinstance(value, str) and len(value) == 64 and set(value) <= _HEX_DIGITS
 
 
 def read_table(path: Path, run_id: str, columns: list[str] | None = None, *, checksum: str | None = None) -> pd.DataFrame:
@@ -98,8 +108,8 @@ def read_arrow(path: Path, run_id: str, columns: list[str] | None = None, *, che
             f"{path} is not the file run {run_id} wrote (its SHA-256 differs from the one recorded); it was changed "
             f"or swapped — `seedscope verify {path.parent.parent}` lists every problem, and --resume redoes such runs"
         )
-    try:
-        return pq.read_table(io.BytesIO(data), columns=columns)
+    try:  # ParquetFile, not read_table (a dataset per call): a tenth of the time for a run's small file
+        return pq.ParquetFile(pa.BufferReader(data)).read(columns=columns, use_threads=len(data) > THREADED_READ)
     except Exception as error:  # pyarrow raises several types for a damaged file
         raise SeedscopeError(f"{path} cannot be read ({type(error).__name__}: {error})") from error
 

@@ -1,0 +1,91 @@
+"""Where a store's runs stand, as ``seedscope status`` shows it: how many are in each state, which need
+attention, the time the others still need, and the store's integrity problems.
+
+Up to :data:`FULL_RUNS` runs (or when asked) everything is read: every catalog cell (metrics, timings …)
+and every finished run's file against its checksum, as ``seedscope verify`` does. Beyond, a
+glance: one query reads each run's state, times and error without parsing a JSON cell, and the
+integrity check finds each finished run's file without reading it, so a store of 10,000 runs
+opens in a fraction of a second (``seedscope verify`` still reads them all).
+
+The counts by state come from :func:`state_counts`, over the catalog's states (pending, running,
+done, failed); another source of states (a scheduler's queue) gives its counts the same way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+import pandas as pd
+
+from seedscope.store import ExperimentStore, Problem, views
+from seedscope.workflows.costing import duration_text, remaining_seconds
+
+#: a run still running after this many times the median duration of the finished runs needs attention: it may be
+#: lost (its process killed without the catalog knowing)
+LONG_RUNNING = 3.0
+#: up to this many runs ``status`` reads everything (a fraction of a second); beyond, a glance (see above)
+FULL_RUNS = 1000
+
+
+@dataclass
+class StoreStatus:
+    """A store's runs (:meth:`ExperimentStore.runs`, or at a glance :func:`~seedscope.store.views.run_states_frame`),
+    how many are in each state, the runs that need attention (their rows with their seeds and a ``reason``), the
+    time the others still need (seconds, finished runs it rests on) and the integrity problems; ``full``: whether
+    every catalog cell and every finished run's file were read."""
+
+    runs: pd.DataFrame
+    counts: dict[str, int]
+    attention: pd.DataFrame
+    remaining: tuple[float, int] | None
+    problems: list[Problem]
+    full: bool
+
+    @property
+    def to_do(self) -> int:
+        return int((self.runs["status"] != "done").sum())
+
+
+def state_counts(runs: pd.DataFrame) -> dict[str, int]:
+    """How many runs are in each state, the most frequent first (ties in plan order)."""
+    return {str(state): int(n) for state, n in runs["status"].value_counts().items()}
+
+
+def needs_attention(runs: pd.DataFrame, now: datetime | None = None) -> pd.DataFrame:
+    """The failed runs (reason: the last line of their error) and those running longer than :data:`LONG_RUNNING`
+    times the finished runs' median duration, in plan order, with a ``reason`` column."""
+    now = now or datetime.now(timezone.utc)
+    failed = runs["status"] == "failed"
+    reasons = pd.Series("", index=runs.index, dtype=object)
+    reasons[failed] = [_last_line(error) for error in runs.loc[failed, "error"]]
+    finished = runs.loc[runs["status"] == "done", "duration_s"].dropna()
+    running = runs["status"] == "running"
+    if len(finished) and running.any():
+        typical = float(finished.median())
+        started = pd.to_datetime(runs.loc[running, "started_at"], utc=True, errors="coerce", format="ISO8601")
+        elapsed = (pd.Timestamp(now) - started).dt.total_seconds()
+        long = elapsed[elapsed > LONG_RUNNING * max(typical, 1.0)]
+        reasons[long.index] = [f"running for {duration_text(seconds)}, {seconds / max(typical, 1.0):.0f}× the median "
+                               f"{duration_text(typical)} of the finished runs: lost?" for seconds in long]
+    chosen = reasons != ""
+    return runs[chosen].assign(reason=reasons[chosen])
+
+
+def _last_line(error) -> str:
+    text = "" if error is None or (isinstance(error, float) and pd.isna(error)) else str(error).strip()
+    return text.splitlines()[-1][:200] if text else "failed (no error recorded)"
+
+
+def store_status(store: ExperimentStore, *, full: bool | None = None, now: datetime | None = None) -> StoreStatus:
+    """Where ``store``'s runs stand (see :class:`StoreStatus`); ``full`` None: read everything up to
+    :data:`FULL_RUNS` runs, else glance."""
+    states = views.run_states_frame(store)
+    full = len(states) <= FULL_RUNS if full is None else full
+    runs = store.runs() if full else states
+    attention = needs_attention(runs, now)
+    if not full:
+        attention = views.with_seeds(store, attention)
+    to_do = bool((runs["status"] != "done").any())
+    return StoreStatus(runs, state_counts(runs), attention, remaining_seconds(store, runs) if to_do else None,
+                       store.verify(full=full, contents=full), full)
