@@ -93,4 +93,4 @@ def test_analysis_and_summary_sections():
     assert table7.loc["cb", "Accuracy"] == expected
     markdown = tables.render_markdown(tables.summary_sections(summary))
     assert markdown.startswith("### Table 1 layout") and "| ζ |" in markdown
-    assert tables.render_latex(tables.summary_sections(summary)).count("\\begin{table}") == 3
+    assert tables.render_latex(tables.summary_sections(summary)).count("\\begin{table}") == 2  # no r from 2 tasks

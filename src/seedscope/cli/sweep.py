@@ -166,8 +166,6 @@ def print_seed_effects(store, predictions, console: Console, *, compared: bool =
     summary = summarize_tasks(labelled, train_sizes=train_sizes(store))
     wanted = {"Table 1": 1, "Table 7": 2, "Pearson": MIN_TASKS_FOR_CORRELATION}  # groups needed to show it
     for title, frame in tables.summary_sections(summary).items():
-        if title.startswith("Pearson") and summary.correlation["r"].isna().all():
-            continue  # no size could explain anything: fewer than 3 tasks, or no training sizes at all
         if len(labelled) >= next((n for prefix, n in wanted.items() if title.startswith(prefix)), 1):
             console.print(tables.to_rich(frame, title=title))
     calibrated = calibrated_models(store)

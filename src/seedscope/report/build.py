@@ -26,7 +26,7 @@ from seedscope.metrics.micro import mean_with_others
 from seedscope.report import figures as figs
 from seedscope.report import tables
 from seedscope.report.html import FigureBlock, Section, TableBlock, render_html
-from seedscope.report.seeds import SeedTest, friedman_across_seeds, normalise_per_task, seed_task_scores
+from seedscope.report.seeds import SeedTest, friedman_across_seeds, seed_task_scores
 from seedscope.report.unstable import stability_counts, unstable_examples
 
 #: progress callback: (what is being done, steps done, total steps or None while unknown)
@@ -36,7 +36,8 @@ Progress = Callable[[str, int, "int | None"], None]
 @dataclass
 class Report:
     """Everything a report holds; ``html`` is the page, ``figures`` the Matplotlib figures by
-    file stem and ``png`` their PNG renderings (the ones embedded in the page)."""
+    file stem and ``png`` their PNG renderings at screen resolution (the ones embedded in the page;
+    :func:`seedscope.report.write.write_outputs` renders the figure files at 300 dpi)."""
 
     summary: TaskSummary
     seed_test: SeedTest
@@ -156,8 +157,8 @@ class _Builder:
 
     def figure(self, name: str, fig: Figure, caption: str) -> FigureBlock:
         self.figures[name] = fig
-        self.png[name] = figs.render(fig, "png")
-        return FigureBlock(name, caption, self.png[name])
+        self.png[name] = figs.render(fig, "png", dpi=figs.SCREEN_DPI)
+        return FigureBlock(name, caption, self.png[name], dpi=figs.SCREEN_DPI)
 
 
 def _summary_section(summary: TaskSummary, paper: dict[str, pd.DataFrame], seed_test: SeedTest,
@@ -177,11 +178,11 @@ def _summary_section(summary: TaskSummary, paper: dict[str, pd.DataFrame], seed_
     shared = shared.loc[:, shared.notna().sum() >= 2]
     if several and shared.shape[0] >= 2 and shared.shape[1] >= 2:
         metric_names = sorted({str(a.primary_metric) for a in summary.analyses.values() if a.primary_metric})
-        heatmap = figs.seed_task_heatmap(normalise_per_task(shared), metric="/".join(metric_names),
-                                         test_text=seed_test.message)
+        heatmap = figs.seed_task_heatmap(shared, metric=" / ".join(figs.metric_label(m) for m in metric_names))
         section.figures.append(builder.figure(
             "seed-task-heatmap", heatmap,
-            "Normalised primary metric per seed and task (paper Fig. 3); " + seed_test.message))
+            "Primary metric per seed and task (paper Fig. 3): each cell shows the seed's value, its colour the "
+            "seed's place between its task's lowest and highest seed (the range under each task). " + seed_test.message))
     builder.step("seed × task heatmap")
     data = summary.table1.T.assign(train_size=summary.train_sizes)
     data = data[data["train_size"].notna()]
@@ -209,26 +210,30 @@ def _task_section(label: str, analysis: Analysis, unstable: pd.DataFrame, builde
     section.tables.append(TableBlock(
         f"Most unstable examples (top {len(unstable)}), with each seed's prediction", unstable))
     n_runs = analysis.aligned.n_runs
-    kind = "CON" if analysis.task_type == "classification" else "CON (Pearson between runs)"
-    value_label = "pairwise agreement (fraction)" if analysis.task_type == "classification" else "Pearson r between runs"
+    classes = analysis.task_type == "classification"
+    kind = "CON" if classes else "CON (Pearson r between runs)"
+    value_label = "CON: share of examples\nthe two runs agree on" if classes else "CON: Pearson r between\nthe two runs' predictions"
     section.figures.append(builder.figure(
         f"{slug}-con-matrix",
-        figs.con_matrix_figure(analysis.con_matrix, title=f"{label}: pairwise {kind}", value_label=value_label),
-        f"{label}: pairwise {kind} between the {n_runs} runs."))
+        figs.con_matrix_figure(analysis.con_matrix, title=f"{label}: pairwise CON", value_label=value_label),
+        f"{label}: pairwise {kind} between the {n_runs} runs, on the whole scale "
+        f"({'0–1' if classes else 'up to 1'}); the colour bar gives the pairs' own range."))
     metric = analysis.primary_metric
     if metric is not None:
         row = analysis.macro.loc[metric]
+        named = figs.metric_label(metric)
         section.figures.append(builder.figure(
-            f"{slug}-metric-distribution",
+            f"{slug}-{_slug(metric)}-distribution",
             figs.metric_distribution_figure(analysis.per_run[metric], metric=metric, mean=row["mean"],
                                             var_published=row["var_published"],
-                                            title=f"{label}: {metric} over {n_runs} runs"),
-            f"{label}: {metric} of each run, with the mean and mean ± VAR."))
+                                            title=f"{label}: {named} over {n_runs} runs"),
+            f"{label}: {named} of each run, with the mean and mean ± VAR (the population standard deviation, "
+            "divisor S, as the paper publishes it)."))
         section.figures.append(builder.figure(
-            f"{slug}-accuracy-consistency",
+            f"{slug}-{_slug(metric)}-consistency",
             figs.accuracy_consistency_figure(analysis.per_run[metric], mean_with_others(analysis.con_matrix),
-                                             metric=metric, title=f"{label}: {metric} against consistency"),
-            f"{label}: each run's {metric} against its mean CON with the other runs."))
+                                             metric=metric, title=f"{label}: {named} against CON"),
+            f"{label}: each run's {named} against its mean CON with the other runs."))
     if "agreement" in analysis.stability.columns:
         section.figures.append(builder.figure(
             f"{slug}-agreement", figs.agreement_histogram(analysis.stability["agreement"],
@@ -325,4 +330,10 @@ def assemble(summary: TaskSummary, *, environment: pd.DataFrame | None = None,
     subtitle = (f"{len(analyses)} task(s), {'/'.join(map(str, n_runs))} seeds each; "
                 "every number is a fraction in [0, 1]; VAR is the population std (divisor S).")
     html = render_html(title, sections, subtitle)
-    return Report(summary, seed_test, unstable, counts, environment, sections, builder.figures, builder.png, html, paper)
+    notes = []
+    if len(analyses) > 1 and summary.correlation["r"].isna().all():
+        sizes = int(summary.train_sizes.notna().sum())
+        notes.append(f"no size-correlation table: the Pearson r of training-set size with VAR, CON and CCON needs at "
+                     f"least {MIN_TASKS_FOR_CORRELATION} tasks of known, different training sizes ({sizes} known here)")
+    return Report(summary, seed_test, unstable, counts, environment, sections, builder.figures, builder.png, html, paper,
+                  notes)

@@ -41,8 +41,18 @@ HATCHES = ("", "//", "..", "xx", "\\\\", "++", "oo", "--")
 #: sequential map whose lightness rises monotonically: greyscale keeps the order
 SEQUENTIAL = "cividis"
 FIG_FORMATS = ("png", "pdf", "svg")
-#: raster resolution of PNGs (enough for a screen and a slide; PDF/SVG are vector)
-PNG_DPI = 110
+#: raster resolution of PNG files, as journals ask for line art and plots (PDF/SVG are vector)
+PNG_DPI = 300
+#: resolution of the PNGs the HTML page embeds: sharp on a high-density screen, a fifth of a 300-dpi file's bytes
+SCREEN_DPI = 150
+#: how a metric is named on an axis (its value is the number itself: a fraction, or a correlation)
+METRIC_LABELS = {
+    "accuracy": "accuracy", "pearson": "Pearson r", "spearman": "Spearman ρ", "mcc": "MCC (Matthews)",
+    "f1_macro": "macro-F1", "precision_macro": "macro precision", "recall_macro": "macro recall",
+}
+#: how the paper's quantities are named on an axis
+QUANTITY_LABELS = {"VAR": "VAR (population SD of ζ)", "CON": "CON (mean over run pairs)",
+                   "CCON": "CCON (mean over run pairs)"}
 #: annotate heatmap cells with their value only up to this many rows/columns
 ANNOTATE_MAX = 12
 #: name runs next to their points only up to this many runs
@@ -66,7 +76,7 @@ STYLE = {
     "lines.markersize": 5,
     "hatch.linewidth": 0.8,
     "image.cmap": SEQUENTIAL,
-    "figure.dpi": PNG_DPI,
+    "figure.dpi": SCREEN_DPI,
     "savefig.dpi": PNG_DPI,
     "pdf.fonttype": 42,  # editable text in PDFs, as journals ask
     "svg.fonttype": "none",
@@ -87,24 +97,32 @@ def _figure(width: float, height: float) -> Figure:
     return fig
 
 
+def metric_label(metric: str) -> str:
+    """The axis name of a metric: ``pearson`` → ``Pearson r``; an unknown metric keeps its own name."""
+    return METRIC_LABELS.get(str(metric), str(metric))
+
+
 def _title(ax, text: str) -> None:
-    """A left-aligned title wrapped to fit its figure: it starts at the axes' left edge, so about
-    an inch of the width is taken by tick labels; the 10-pt title font sets ~12 characters per inch."""
-    chars = max(28, int((ax.get_figure().get_figwidth() - 1.0) * 12))
-    ax.set_title("\n".join(textwrap.fill(line, chars) for line in text.split("\n")), loc="left")
+    """A short left-aligned title on ONE line (notes belong in the caption): it starts at the axes' left
+    edge, so about an inch of the width goes to tick labels; the 10-pt title font sets ~12 characters per
+    inch, and a title longer than the room is set smaller (down to 7 pt) rather than wrapped."""
+    room = max(20.0, (ax.get_figure().get_figwidth() - 1.0) * 12)
+    size = max(7.0, min(10.0, 10.0 * room / max(len(text), 1)))
+    ax.set_title(" ".join(text.split()), loc="left", fontsize=size)
 
 
 def _cmap() -> Colormap:
     return matplotlib.colormaps[SEQUENTIAL].with_extremes(bad="#ffffff")
 
 
-def render(fig: Figure, fmt: str = "png") -> bytes:
-    """The figure as bytes in ``fmt`` (png, pdf or svg)."""
+def render(fig: Figure, fmt: str = "png", *, dpi: int = PNG_DPI) -> bytes:
+    """The figure as bytes in ``fmt`` (png, pdf or svg); a PNG at ``dpi`` (300, a paper's; the HTML page
+    embeds :data:`SCREEN_DPI`)."""
     if fmt not in FIG_FORMATS:
         raise SeedscopeError(f"unknown figure format {fmt!r}; choose one of {', '.join(FIG_FORMATS)}")
     buffer = io.BytesIO()
     with _styled():
-        fig.savefig(buffer, format=fmt, dpi=PNG_DPI, metadata=_metadata(fmt))
+        fig.savefig(buffer, format=fmt, dpi=dpi, metadata=_metadata(fmt))
     return buffer.getvalue()
 
 
@@ -130,33 +148,43 @@ def _heatmap_size(n_rows: int, n_cols: int) -> tuple[float, float]:
     return (min(2.2 + 0.55 * n_cols, 14.0), min(1.6 + 0.28 * n_rows, 16.0))
 
 
-def seed_task_heatmap(normalised: pd.DataFrame, *, metric: str, test_text: str) -> Figure:
-    """Seeds (rows) × tasks (columns) of the per-task normalised primary metric (paper Fig. 3).
+def seed_task_heatmap(scores: pd.DataFrame, *, metric: str) -> Figure:
+    """Seeds (rows) × tasks (columns) of the primary metric (paper Fig. 3): is any seed better everywhere?
 
-    ``normalised`` holds values in [0, 1] (1 = the task's best seed; NaN = no run); the
-    Friedman test's one-line verdict ``test_text`` goes under the title.
+    ``scores`` holds each run's value (NaN = no run). Tasks differ in level, so each task's column is
+    coloured over its own range — 0 its lowest seed, 1 its highest, as the paper does — and the figure
+    says so: the colour bar names the scale, every task's range is printed under its name, and each cell
+    shows the value itself. The Friedman test's verdict belongs in the caption.
     """
-    values = normalised.to_numpy(dtype=float)
-    labels = [textwrap.fill(str(c), 18) for c in normalised.columns]
+    from seedscope.report.seeds import normalise_per_task
+
+    normalised = normalise_per_task(scores).to_numpy(dtype=float)
+    values = scores.to_numpy(dtype=float)
+    labels = []
+    for task in scores.columns:
+        column = scores[task].dropna()
+        span = f"{column.min():.3f}–{column.max():.3f}" if len(column) else "no runs"
+        labels.append(f"{textwrap.fill(str(task), 18)}\n{span}")
     width, height = _heatmap_size(values.shape[0], values.shape[1])
-    width = max(width, 4.8)  # room for the test's verdict above the cells
-    title_lines = sum(len(textwrap.wrap(line, max(28, int((width - 1.0) * 12))) or [""])
-                      for line in test_text.split("\n")) + 1
+    width = max(width, 4.2)
     longest = max((len(part) for label in labels for part in label.split("\n")), default=0)
-    height += 0.17 * title_lines + 0.06 * longest + 0.14 * max(label.count("\n") for label in labels)
+    height += 0.06 * longest + 0.14 * max(label.count("\n") for label in labels)
     with _styled():
         fig = _figure(width, height)
         ax = fig.add_subplot()
-        image = ax.imshow(values, cmap=_cmap(), vmin=0, vmax=1, aspect="auto", interpolation="nearest")
-        ax.set_xticks(range(values.shape[1]), labels, rotation=45, ha="right")
-        ax.set_yticks(range(values.shape[0]), [str(r) for r in normalised.index])
-        ax.set_xlabel("task")
+        image = ax.imshow(normalised, cmap=_cmap(), vmin=0, vmax=1, aspect="auto", interpolation="nearest")
+        ax.set_xticks(range(values.shape[1]), labels, rotation=45 if values.shape[1] > 3 else 0,
+                      ha="right" if values.shape[1] > 3 else "center")
+        ax.set_yticks(range(values.shape[0]), [str(r) for r in scores.index])
+        ax.set_xlabel("task (range of its seeds)")
         ax.set_ylabel("seed")
         ax.grid(False)
         if max(values.shape) <= ANNOTATE_MAX:
-            _annotate_cells(ax, values, ".2f", values)
-        fig.colorbar(image, ax=ax, label="normalised ζ (1 = the task's best seed)", shrink=0.8)
-        _title(ax, f"Is any seed universally better? ({metric})\n{test_text}")
+            _annotate_cells(ax, values, ".3f", normalised)
+        bar = fig.colorbar(image, ax=ax, shrink=0.8, ticks=[0, 1])
+        bar.ax.set_yticklabels(["lowest", "highest"])
+        bar.set_label("seed's place in its task's range")
+        _title(ax, f"{metric} per seed and task")
     return fig
 
 
@@ -191,7 +219,7 @@ def train_size_figure(summary: pd.DataFrame, correlations: dict[str, float], *, 
             ax.xaxis.set_minor_formatter(NullFormatter())
             ax.tick_params(axis="x", labelrotation=30 if len(sizes) > 3 else 0)
             ax.set_xlabel("training examples (log scale)")
-            ax.set_ylabel(column)
+            ax.set_ylabel(QUANTITY_LABELS.get(column, column))
             r = correlations[column]
             if not trend:
                 _title(ax, f"{column} (r needs ≥ {min_tasks} tasks)")
@@ -203,25 +231,25 @@ def train_size_figure(summary: pd.DataFrame, correlations: dict[str, float], *, 
 
 
 def con_matrix_figure(
-    matrix: pd.DataFrame, *, title: str = "pairwise CON", value_label: str = "pairwise agreement (fraction)"
+    matrix: pd.DataFrame, *, title: str = "pairwise CON", value_label: str = "CON: share of examples\nthe two runs agree on"
 ) -> Figure:
-    """The S×S matrix of pairwise consistency between runs (fractions).
+    """The S×S matrix of pairwise consistency between runs, on an absolute colour scale.
 
-    The diagonal (a run with itself, always 1) is left blank so that the colour scale spans
-    the pairwise values only.
+    The colour spans the whole range of the quantity — [0, 1] for agreement, [−1, 1] for a correlation
+    that falls below 0 — so that two matrices compare by eye and a narrow spread looks narrow; the colour
+    bar's label gives the pairs' own range. The diagonal (a run with itself, always 1) is left blank.
     """
     values = matrix.to_numpy(dtype=float).copy()
     n = values.shape[0]
     np.fill_diagonal(values, np.nan)
     finite = values[np.isfinite(values)]
-    low, high = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
-    if high - low < 1e-9:
-        low, high = low - 0.005, high + 0.005
+    low = -1.0 if finite.size and finite.min() < 0 else 0.0
+    spread = f"\n(these pairs: {finite.min():.3f}–{finite.max():.3f})" if finite.size else ""
     with _styled():
-        width, height = _heatmap_size(n, n)
-        fig = _figure(max(width, 3.6), max(height, 3.0))
+        side = max(3.0, min(2.0 + 0.3 * n, 12.0))  # a square matrix: its colour bar and label take about an inch beside it
+        fig = _figure(side + 1.1, side)
         ax = fig.add_subplot()
-        image = ax.imshow(values, cmap=_cmap(), vmin=low, vmax=high, interpolation="nearest")
+        image = ax.imshow(values, cmap=_cmap(), vmin=low, vmax=1.0, interpolation="nearest")
         labels = [str(r) for r in matrix.index]
         step = max(1, n // 25)
         ax.set_xticks(range(0, n, step), labels[::step], rotation=90)
@@ -230,8 +258,8 @@ def con_matrix_figure(
         ax.set_ylabel("run")
         ax.grid(False)
         if n <= ANNOTATE_MAX:
-            _annotate_cells(ax, values, ".3f", (values - low) / (high - low))
-        fig.colorbar(image, ax=ax, label=value_label, shrink=0.8)
+            _annotate_cells(ax, values, ".3f", (values - low) / (1.0 - low))
+        fig.colorbar(image, ax=ax, label=value_label + spread, shrink=0.8)
         _title(ax, title)
     return fig
 
@@ -239,7 +267,7 @@ def con_matrix_figure(
 def metric_distribution_figure(
     values: pd.Series, *, metric: str, mean: float, var_published: float, title: str = ""
 ) -> Figure:
-    """Each run's value of ``metric`` as a point, with a box plot, the mean and mean ± VAR."""
+    """Each run's value of ``metric`` as a point, with a box plot, the mean and mean ± VAR (the population SD)."""
     data = values.to_numpy(dtype=float)
     # deterministic vertical spread so that equal values do not hide each other
     jitter = (np.arange(data.size) % 7 - 3) * 0.04
@@ -254,11 +282,11 @@ def metric_distribution_figure(
         ax.axvline(mean, color=PALETTE[5], linestyle="--", label=f"mean {mean:.4f}")
         if not np.isnan(var_published):
             ax.axvspan(mean - var_published, mean + var_published, color=PALETTE[1], alpha=0.25,
-                       hatch="..", label=f"mean ± VAR ({var_published:.4f})")
+                       hatch="..", label=f"mean ± population SD\n(VAR = {var_published:.4f})")
         ax.set_yticks([])
-        ax.set_xlabel(f"{metric} (fraction)")
+        ax.set_xlabel(metric_label(metric))
         ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
-        _title(ax, title or f"{metric} over {data.size} runs")
+        _title(ax, title or f"{metric_label(metric)} over {data.size} runs")
     return fig
 
 
@@ -288,9 +316,9 @@ def accuracy_consistency_figure(
         if len(x) <= LABEL_POINTS_MAX:
             for run, xi, yi in zip(mean_con.index, x, y):
                 ax.annotate(str(run), (xi, yi), textcoords="offset points", xytext=(3, 3), fontsize=7)
-        ax.set_xlabel("mean CON with the other runs (fraction)")
-        ax.set_ylabel(f"{metric} (fraction)")
-        _title(ax, title or f"{metric} against consistency, per run")
+        ax.set_xlabel("mean CON with the other runs")
+        ax.set_ylabel(metric_label(metric))
+        _title(ax, title or f"{metric_label(metric)} against consistency, per run")
     return fig
 
 

@@ -20,6 +20,8 @@ import pandas as pd
 
 #: digits shown for fractions and other floats in HTML tables
 FLOAT_DIGITS = 4
+#: CSS pixels per inch of figure on the page (the size figures have always been shown at; the PNG holds more)
+PAGE_PX_PER_INCH = 110
 
 
 @dataclass(frozen=True)
@@ -29,6 +31,8 @@ class FigureBlock:
     name: str
     caption: str
     png: bytes
+    #: the PNG's resolution, which sets its size on the page (:data:`PAGE_PX_PER_INCH` per inch of figure)
+    dpi: int = 150
 
 
 @dataclass(frozen=True)
@@ -163,8 +167,9 @@ def figure_html(block: FigureBlock) -> str:
     """An <img> with the PNG inlined as a data URI, and its caption."""
     data = base64.b64encode(block.png).decode("ascii")
     caption = escape(block.caption)
+    width = round(int.from_bytes(block.png[16:20], "big") * PAGE_PX_PER_INCH / block.dpi)  # IHDR: the pixel width
     return (
-        f'<figure id="fig-{escape(block.name)}"><img alt="{caption}" src="data:image/png;base64,{data}">'
+        f'<figure id="fig-{escape(block.name)}"><img alt="{caption}" width="{width}" src="data:image/png;base64,{data}">'
         f"<figcaption>{caption}</figcaption></figure>"
     )
 

@@ -48,9 +48,10 @@ def assemble_scores(summaries: list[ScoreSummary], comparison: Comparison | None
         figures[name] = figs.metric_distribution_figure(summary.per_run[metric], metric=str(metric), mean=row["mean"],
                                                          var_published=row["var_published"],
                                                          title=f"{summary.label}: {metric} over {len(summary.per_run)} runs")
-        png[name] = figs.render(figures[name], "png")
-        section.figures.append(FigureBlock(name, f"{summary.label}: each run's {metric}, the mean and mean ± VAR.",
-                                           png[name]))
+        png[name] = figs.render(figures[name], "png", dpi=figs.SCREEN_DPI)
+        section.figures.append(FigureBlock(name, f"{summary.label}: each run's {metric}, the mean and mean ± VAR "
+                                                 "(the population standard deviation).", png[name],
+                                           dpi=figs.SCREEN_DPI))
         section.lines.append(
             f"{metric}: mean {row['mean']:.4f}, VAR ±{row['var_published']:.4f} over {len(summary.per_run)} runs "
             f"(from {row['min']:.4f} to {row['max']:.4f}); IQM {row['iqm']:.4f}."

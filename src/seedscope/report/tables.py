@@ -266,7 +266,8 @@ def _with_spread(mean, spread, digits: int) -> str:
 
 
 def summary_sections(summary: TaskSummary, digits: int = 4) -> dict[str, pd.DataFrame]:
-    """The paper's Table 1 and Table 7 layouts and the training-size correlation."""
+    """The paper's Table 1 and Table 7 layouts and the training-size correlation — the last only where some r
+    could be computed (3 tasks or more of known, different sizes): a table of blanks is no table."""
     table7 = pd.DataFrame(
         {
             quantity: [
@@ -277,13 +278,15 @@ def summary_sections(summary: TaskSummary, digits: int = 4) -> dict[str, pd.Data
         },
         index=summary.table7.index,
     )
-    return {
+    sections = {
         "Table 1 layout: ζ (primary metric), VAR (population std), CON, CCON (fractions)": summary.table1.rename(
             index={"zeta": "ζ"}
         ),
         "Table 7 layout: mean (± VAR; for CON/CCON ± pair std), fractions; a task scored by another primary metric (CoLA: MCC, STS-B: Pearson) shows it as its Accuracy": table7,
-        "Pearson correlation of training-set size with VAR, CON, CCON across tasks": summary.correlation,
     }
+    if summary.correlation["r"].notna().any():
+        sections["Pearson correlation of training-set size with VAR, CON, CCON across tasks"] = summary.correlation
+    return sections
 
 
 def render_markdown(sections: dict[str, pd.DataFrame], digits: int = 4) -> str:
