@@ -88,7 +88,7 @@ def test_a_damaged_catalog_cell_is_named_in_a_note_and_the_intact_predictions_ar
 
 @pytest.mark.parametrize("command", ["compare", "subsets"])
 def test_every_reader_of_the_predictions_names_a_damaged_catalog_cell(store, swept, tmp_path, cli, command):
-    """compare and subsets read the same predictions as analyze, and say the same note (docs/store.md)."""
+    """compare and subsets read the same predictions as analyze, and say the same note (docs/reference/store.md)."""
     second = store.runs()["run_id"].iloc[1]
     _set_cell(store, second, "metrics_json", '{"accuracy": 0.5')
     written = tmp_path / "out.json"

@@ -87,7 +87,7 @@ class Comparison:
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON document of ``seedscope compare`` (schema in docs/subsets.md)."""
+        """The JSON document of ``seedscope compare`` (schema in docs/how-to/subsets.md)."""
         systems = {}
         for name, row in self.systems.iterrows():
             entry = {key: json_ready(value) for key, value in row.items()}

@@ -118,7 +118,7 @@ class Analysis:
         return self.stability["category"].value_counts().rename("count")
 
     def to_dict(self, top_k: int = 10) -> dict:
-        """The documented JSON schema (docs/analyze.md): fractions, NaN written as null."""
+        """The documented JSON schema (docs/how-to/analyze.md): fractions, NaN written as null."""
         micro = self.micro.to_dict("records")[0]
         out = {
             "units": "fraction",

@@ -89,7 +89,7 @@ def throughput_lines(environment: pd.DataFrame | None) -> list[str]:
     return [f"Training throughput (median of {len(runs)} fine-tuning run(s)): {median['tokens_per_second']:,.0f} real "
             f"tokens/s, {median['padding_fraction']:.1%} of the processed tokens padding, "
             f"{median['padded_shapes']:.0f} padded length(s), MFU {median['mfu']:.2%} (model FLOPs 6·N per token plus "
-            f"attention, against {peaks}; docs/gpu.md)."]
+            f"attention, against {peaks}; docs/how-to/gpu-cost.md)."]
 
 
 def task_of(label: str) -> str:

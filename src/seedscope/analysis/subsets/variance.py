@@ -153,7 +153,7 @@ class SubsetVariance:
         return list(self.theta.columns)
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON document (schema in docs/subsets.md). CV is null when the mean is 0."""
+        """The JSON document (schema in docs/how-to/subsets.md). CV is null when the mean is 0."""
         systems = {}
         for name, row in self.summary.iterrows():
             entry = {
