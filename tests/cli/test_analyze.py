@@ -182,7 +182,7 @@ BAD_INPUTS = {
     ),
     "unknown primary metric": (
         {"a.csv": "example_id,prediction,label\n1,x,x\n", "b.csv": "example_id,prediction,label\n1,y,x\n"},
-        ["--primary-metric", "bleu"],
+        ["--metric", "bleu"],
         "unknown primary metric",
     ),
 }

@@ -48,7 +48,7 @@ def test_analyze_gives_the_macro_part_and_says_the_micro_part_needs_predictions(
 
 def test_compare_reads_one_file_holding_both_systems_with_matched_seeds(spreadsheet, tmp_path, cli):
     out = tmp_path / "c.json"
-    code, stdout, _ = cli(["compare", str(spreadsheet), "--seed-column", "seed", "--json", str(out), "--n-boot", "500",
+    code, stdout, _ = cli(["compare", str(spreadsheet), "--run-column", "seed", "--json", str(out), "--n-boot", "500",
                            "--n-permutations", "999"])
     assert code == 0
     terminal = " ".join(stdout.split())

@@ -93,7 +93,7 @@ def test_every_reader_of_the_predictions_names_a_damaged_catalog_cell(store, swe
     _set_cell(store, second, "metrics_json", '{"accuracy": 0.5')
     written = tmp_path / "out.json"
     args = [str(store.path), str(swept), "--json", str(written)]
-    args += ["--n-boot", "50", "--n-permutations", "50"] if command == "compare" else ["--subset-size", "6", "--n-seeds", "20", "--n-boot", "50"]
+    args += ["--n-boot", "50", "--n-permutations", "50"] if command == "compare" else ["--subset-size", "6", "--subset-seeds", "20", "--n-boot", "50"]
     code, out, err = cli([command, *args])
     said = _said(out, err)
     assert code == 0 and "Traceback" not in said, said

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
@@ -20,10 +20,14 @@ from seedscope.cli.inputs import (
     RunsBy,
     Scale,
     SystemColumn,
+    READING_RENAMES,
     Task,
     ignored_options,
+    metric_option,
 )
 from seedscope.cli.outputs import (
+    N_BOOT,
+    N_PERMUTATIONS,
     Boot,
     Confidence,
     CsvFile,
@@ -33,10 +37,11 @@ from seedscope.cli.outputs import (
     OutputFiles,
     Permutations,
     Power,
-    Seed,
     output_console,
     print_notes,
+    seed_option,
 )
+from seedscope.cli.vocabulary import ADVANCED, renamed
 from seedscope.errors import SeedscopeError
 
 if TYPE_CHECKING:
@@ -44,38 +49,25 @@ if TYPE_CHECKING:
 
 COMPARE_HELP = """Seed-level comparison of two or more sweeps (S seeds each) on one metric.
 
-Reports per system the mean, IQM and a bootstrap CI; per pair the mean difference with a
-bootstrap CI over seeds (paired when the run names match), the probability of improvement,
-almost stochastic order (ε_min both ways), a paired permutation test on matched seeds, the
-joint seed × example bootstrap and per-seed McNemar tests (classification with gold labels),
-with Holm and Bonferroni adjustments when several pairs are compared; and per system the
-expected best score of n runs and how the CI widths of the mean and of VAR shrink with the
-number of seeds.
+Which system is better, and does that survive the seed? Per system the mean over its seeds
+with a bootstrap interval; per pair the mean difference with its interval, the probability of
+improvement, almost stochastic order (ASO), a paired permutation test on matched seeds (runs
+with the same name in two sweeps), the joint seed × example bootstrap and McNemar's test per
+seed (with per-example predictions), Holm-adjusted over pairs; and how many seeds a claim needs.
 
-Each SWEEP is an experiment directory from `seedscope sweep`, a prediction table with a run
-column, or a folder of per-run prediction files. Runs with the same name in two sweeps are
-matched seeds.
-
-Per-run score tables work too (one row per run: `model, seed, acc`, or one column per system;
-one file may hold every system): the per-run statistics are the same, the per-example tests
-(joint bootstrap, McNemar) are skipped because they need per-example predictions. Runs are
-matched seeds only through a run / seed column; without one, the comparison is unpaired.
-
-Sample tables (`sample` and `correct` columns: several sampled answers per item, one file per
-system) are compared on one sampling estimator (--metric pass@1, pass@4, maj@8, G-Pass@4_0.5 …;
-default pass@1), paired by item with the sampling variance included, with the ranking-inversion
-probability: the chance that one run of each system orders the two the other way.
+Each SWEEP is an experiment directory of `seedscope sweep`, a prediction table with a run
+column, a folder of per-run prediction files, or a per-run score table (one row per run:
+model, seed, acc; one file may hold every system). Sample tables (several sampled answers
+per item, one file per system) are compared on one estimator (pass@1 …).
+docs/compare.md explains every number.
 
 \b
 Examples:
 
 ```
-seedscope compare runs/bert runs/roberta
-seedscope compare base.csv lora.csv --metric mcc --json compare.json
-seedscope compare a/ b/ c/ --names A --names B --names C --markdown compare.md
-seedscope compare paper_seeds.csv --metric acc --seed-column seed
-seedscope compare samples_a.parquet samples_b.parquet --metric pass@4
-seedscope compare lm-eval-out/b1 lm-eval-out/b128 --implementations
+seedscope compare <sweep-a>/ <sweep-b>/ --json compare.json
+seedscope compare <base>.csv <lora>.csv --metric mcc --names A --names B
+seedscope compare <lm-eval-out>/b1 <lm-eval-out>/b128 --implementations
 ```
 """
 
@@ -90,12 +82,33 @@ UNUSED_BY_SAMPLES = {name: "sample tables (their columns are named by contract; 
                                   "implementations")}
 
 
+#: --metric of compare: what it names for each kind of input
+METRIC_CHOICES = ("accuracy, f1_macro, mcc, pearson … of each run (default: the task's primary metric), a per-run "
+                  "score table's column, or a sampling estimator of sample tables (pass@1, pass@4, maj@8 …; default pass@1)")
+ComparedMetric = metric_option(METRIC_CHOICES)
+Names = Annotated[Optional[list[str]], typer.Option(
+    "--names", metavar="NAME",
+    help="Display name of a sweep, once per sweep in order (--names A --names B); default: the path names.")]
+Implementations = Annotated[bool, typer.Option(
+    "--implementations", rich_help_panel=ADVANCED,
+    help="The inputs are implementations of one system: each sweep is one (lm-eval output at batch 1 and at batch "
+    "128, say), and the measures between them are added seed by seed: flip rate, |Δ log p|, the rerun and seed "
+    "floors, the bug rule (docs/implementation.md).")]
+CompareSeed = seed_option("the bootstrap resamples and the permutations")
+
+
 def compare_command(
     ctx: typer.Context,
-    sweeps: list[Path] = typer.Argument(..., help="Two or more sweeps (experiment directories, prediction tables, folders of per-run files), or per-run score tables."),
-    names: Optional[list[str]] = typer.Option(None, "--names", help="Display name of a sweep, repeated once per sweep in order (--names A --names B); default: the path names."),
-    metric: Optional[str] = typer.Option(None, help="Per-run metric to compare (accuracy, f1_macro, mcc, pearson …, or a score table's column); default: the task's primary one."),
+    sweeps: list[Path] = typer.Argument(..., metavar="SWEEPS", show_default=False,
+                                        help="Two or more sweeps (folders, prediction tables), or per-run score tables."),
+    names: Names = None,
+    metric: ComparedMetric = None,
+    json_file: JsonFile = None,
+    csv_file: CsvFile = None,
+    markdown_file: MarkdownFile = None,
+    latex_file: LatexFile = None,
     task: Task = None,
+    implementations: Implementations = False,
     input_format: InputFormat = None,
     run_column: RunColumn = None,
     id_column: IdColumn = None,
@@ -105,19 +118,11 @@ def compare_command(
     scale: Scale = None,
     lm_eval_filter: LmEvalFilter = None,
     runs_by: RunsBy = None,
-    implementations: bool = typer.Option(
-        False, "--implementations", help="The sweeps are one system under different implementations (lm-eval output "
-        "at batch 1 and at batch 128, say): add the measures between them, seed by seed — flip rate, |Δ log p|, the "
-        "rerun and seed floors, the bug rule (docs/implementation.md)."),
-    n_boot: Boot = 10_000,
-    n_permutations: Permutations = 9999,
+    n_boot: Boot = N_BOOT,
+    n_permutations: Permutations = N_PERMUTATIONS,
     confidence: Confidence = 0.95,
-    seed: Seed = 0,
+    seed: CompareSeed = 0,
     power: Power = 0.8,
-    json_file: JsonFile = None,
-    markdown_file: MarkdownFile = None,
-    latex_file: LatexFile = None,
-    csv_file: CsvFile = None,
 ) -> None:
     from seedscope.analysis.compare import compare_sweeps
     from seedscope.report.tables import comparison_sections
@@ -232,4 +237,4 @@ def _sweep_names(paths: list[Path], names: list[str] | None) -> list[str]:
 
 def register(app: typer.Typer) -> None:
     """Add ``seedscope compare`` to the main app."""
-    app.command("compare", help=COMPARE_HELP, no_args_is_help=True)(compare_command)
+    app.command("compare", help=COMPARE_HELP, no_args_is_help=True, cls=renamed(READING_RENAMES))(compare_command)

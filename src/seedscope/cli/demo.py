@@ -5,15 +5,15 @@ from __future__ import annotations
 import time
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
-from seedscope.cli.inputs import DataDir
+from seedscope.cli.inputs import data_dir_option
 from seedscope.cli.outputs import output_console, parse_int_list
-from seedscope.cli.run_options import Out, Seeds
+from seedscope.cli.run_options import seeds_option
 from seedscope.cli.sweep import run_sweep
 
 if TYPE_CHECKING:
@@ -87,13 +87,23 @@ class Demo(str, Enum):
     engines = "engines"
 
 
+DemoOut = Annotated[Optional[Path], typer.Option(
+    "--out", metavar="DIR", help="Experiment directory: the demo's runs, reused when it runs again (default "
+    "seedscope-demo; seedscope-icl-demo … for the other runners).")]
+DemoRunner = Annotated[Demo, typer.Option(
+    "--runner", metavar="NAME", help="What runs the model: finetune, MiniLM fine-tuned; icl, SmolLM2 prompted; lora, "
+    "SmolLM2 fine-tuned with LoRA and prompted, side by side; meta, ProtoNet, MAML and Reptile with a factor study "
+    "each; implementation, SmolLM2 under 16 implementations; sample, SmolLM2's sampled answers, pass@k and maj@k; "
+    "engines, SmolLM2 here and through a local server.")]
+DemoSeeds = seeds_option("42,52,62,72,82")
+DemoDataDir = data_dir_option("the tasks' data (first ../shared/data beside a source checkout)")
+
+
 def demo_command(
-    out: Out = None,
-    runner: Demo = typer.Option(Demo.finetune, "--runner", help="finetune: MiniLM fine-tuned; icl: SmolLM2 prompted; lora: SmolLM2 fine-tuned with LoRA and prompted, side by side; "
-    "meta: ProtoNet, MAML and Reptile, with a factor study each; implementation: SmolLM2 under 16 implementations; "
-    "sample: SmolLM2's sampled answers, pass@k and maj@k; engines: SmolLM2 here and through a local server."),
-    seeds: Seeds = None,
-    data_dir: DataDir = None,
+    out: DemoOut = None,
+    runner: DemoRunner = Demo.finetune,
+    seeds: DemoSeeds = None,
+    data_dir: DemoDataDir = None,
 ) -> None:
     from seedscope.workflows.demos import demo_plan, meta_execution
 

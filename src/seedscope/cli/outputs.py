@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from seedscope.atomic import atomic_write_text
+from seedscope.cli.vocabulary import ADVANCED
 from seedscope.errors import Interrupted, SeedscopeError
 from seedscope.serialize import dumps
 
@@ -112,25 +113,46 @@ def tidy_sections(sections: dict) -> "pd.DataFrame":
 
 
 JsonFile = Annotated[Optional[Path], typer.Option(
-    "--json", help="Write every number as JSON (the schema is on the command's page under docs/).")]
-MarkdownFile = Annotated[Optional[Path], typer.Option("--markdown", help="Write the tables as Markdown.")]
-LatexFile = Annotated[Optional[Path], typer.Option("--latex", help="Write the tables as LaTeX (booktabs).")]
+    "--json", metavar="FILE", help="Write every number as JSON (its schema is on the command's page under docs/).")]
+MarkdownFile = Annotated[Optional[Path], typer.Option("--markdown", metavar="FILE", help="Write the tables as Markdown.")]
+LatexFile = Annotated[Optional[Path], typer.Option(
+    "--latex", metavar="FILE", help="Write the tables as LaTeX (booktabs).")]
 CsvFile = Annotated[Optional[Path], typer.Option(
-    "--csv", help="Write every number as a tidy CSV (section, name, statistic, value; analyze adds the group).")]
-Confidence = Annotated[float, typer.Option("--confidence", help="Confidence level of the intervals (and of ASO in compare).")]
+    "--csv", metavar="FILE", help="Write every number as a tidy CSV (section, name, statistic, value).")]
+Details = Annotated[bool, typer.Option(
+    "--details", help="Print every table; by default the verdict and one compact table (the files hold everything).")]
+Confidence = Annotated[float, typer.Option(
+    "--confidence", metavar="X", rich_help_panel=ADVANCED, help="Confidence level of the intervals and tests.")]
 Power = Annotated[float, typer.Option(
-    "--power", help="Power of the minimum detectable difference (with the confidence level as 1 − α).")]
-Boot = Annotated[int, typer.Option("--n-boot", help="Bootstrap resamples of every interval.")]
+    "--power", metavar="X", rich_help_panel=ADVANCED,
+    help="Power of the minimum detectable difference (with the confidence level as 1 − α).")]
+#: the one number of bootstrap resamples, wherever an interval is bootstrapped
+N_BOOT = 10_000
+Boot = Annotated[int, typer.Option(
+    "--n-boot", metavar="N", rich_help_panel=ADVANCED, help="Bootstrap resamples of every interval.")]
+#: the one number of sign flips of a paired permutation test
+N_PERMUTATIONS = 9999
 Permutations = Annotated[int, typer.Option(
-    "--n-permutations", help="Sign flips (swaps of the two systems' paired values) of the paired permutation test; "
-    "all of them, exactly, when there are fewer.")]
-Seed = Annotated[int, typer.Option(
-    "--seed", min=0, help="Seed of every random draw: resamples, permutations, replayed orders (subsets: subset k is "
-    "drawn with seed + k).")]
+    "--n-permutations", metavar="N", rich_help_panel=ADVANCED,
+    help="Sign flips (swaps of the two systems' paired values) of the paired permutation test; all of them, "
+    "exactly, when there are fewer.")]
+
+
+def seed_option(draws: str) -> Any:
+    """``--seed``, the seed of a command's resampling and random draws, saying which draws (``draws``)."""
+    return Annotated[int, typer.Option("--seed", min=0, metavar="N", rich_help_panel=ADVANCED,
+                                       help=f"Seed of the random draws: {draws}.")]
+
+
+#: the seed of the bootstrap resamples, where they are a command's only draws
+Seed = seed_option("the bootstrap resamples")
 Ks = Annotated[Optional[str], typer.Option(
-    "--k", help="Sample tables: the ks of pass@k, pass^k, maj@k and G-Pass@k, comma-separated (e.g. 1,4,16; each at "
-    "most the samples per item n); default: 1, 2, 5, 10 … up to n, and n.")]
-Top = Annotated[int, typer.Option("--top", min=0, help="How many of the most unstable examples to list (per task).")]
+    "--k", metavar="LIST", help="The ks of pass@k, pass^k, maj@k and G-Pass@k on sample tables, comma-separated "
+    "(e.g. 1,4,16; each at most the samples per item n); default: 1, 2, 5, 10 … up to n, and n.")]
+#: the one number of unstable examples listed per task
+TOP = 10
+Top = Annotated[int, typer.Option(
+    "--top", min=0, metavar="N", rich_help_panel=ADVANCED, help="How many of the most unstable examples to list per task.")]
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,6 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from seedscope.cli.inputs import DataDir
 from seedscope.cli.outputs import output_console, parse_int_list, resumable
 from seedscope.cli.run_options import (
     AUTO,
@@ -35,7 +34,9 @@ from seedscope.cli.run_options import (
     PredictOption,
     Preset,
     PromptFormat,
+    RUN_RENAMES,
     RayAddress,
+    RunDataDir,
     Resume,
     RunChoice,
     Runner,
@@ -48,38 +49,29 @@ from seedscope.cli.run_options import (
     TopK,
     TopP,
     execution_options,
-    presets_text,
     quiet_libraries,
     split_values,
 )
+from seedscope.cli.vocabulary import renamed
 
-SWEEP_HELP = """Fine-tune a Hugging Face model on one or more tasks with several seeds (or, with
---runner icl, prompt it with seeded demonstrations, training nothing), store every run's dev
-predictions in an experiment directory (SQLite catalog + one Parquet file per run), and end
-with the macro (mean, VAR, std) and micro (CON, CCON) seed effects.
+SWEEP_HELP = """Fine-tune a Hugging Face model on one or more tasks with several seeds (or, with --runner icl, prompt it with seeded demonstrations, training nothing), store every run's dev predictions in an experiment directory (SQLite catalog + one Parquet file per run), and end with the macro (mean, VAR, std) and micro (CON, CCON) seed effects.
 
 Settings come from a preset (--preset), a YAML file (--config) and the flags, in that order.
-The shipped presets:
+A run that fails is recorded with its error and the sweep goes on; --resume continues a
+killed sweep, keeping the finished runs. --plan-only prints what it will cost first;
+--parallel K runs K at once on this machine. Analyse the store again any time with
+`seedscope analyze DIR`, or report it with `seedscope report DIR`.
 
-{presets}
-
-A run that fails is recorded with its error and the sweep goes on (--fail-fast to stop);
---resume continues a killed sweep, keeping finished runs and redoing unfinished ones.
---parallel K runs K at once on this machine; --fuse K trains K seeds as one stacked model (a GPU's
-way); --plan-only prints what the sweep will cost first.
-
+\b
 Examples:
 
 ```
-seedscope sweep --task rte --model FacebookAI/roberta-large --seeds 42,52,62 --out runs/rte
-seedscope sweep --preset roberta-large-paper --out runs/paper --executor ray --gpus-per-run 0.5
-seedscope sweep --preset llama-3.2-3b-lora --task copa --out runs/copa-llama
-seedscope sweep --task sst2,rte --model all-minilm-l6-v2 --seeds 1,2,3 --set max_train_examples=200 --out runs/mini
-seedscope sweep --config my-sweep.yaml --out runs/mine --resume
-seedscope sweep --preset cpu-small --model all-minilm-l6-v2 --out runs/demo --parallel 2 --plan-only
-seedscope sweep --runner icl --task sst2 --model smollm2-135m-instruct --shots 2 --format minimal --format chat --out runs/icl
-seedscope sweep --runner icl --task lm-eval:hellaswag --model HuggingFaceTB/SmolLM2-360M --shots 5 --seeds 1,2,3 --out runs/hs
-seedscope sweep --runner icl --task lm-eval:my_task --lm-eval-include my_tasks/ --model smollm2-135m-instruct --out runs/mine
+seedscope sweep --preset cpu-small --out runs/demo --plan-only
+seedscope sweep --task rte --model FacebookAI/roberta-large \\
+  --seeds 42,52,62 --out runs/rte
+seedscope sweep --preset llama-3.2-3b-lora --task copa --out runs/copa
+seedscope sweep --runner icl --task sst2 --model smollm2-135m-instruct \\
+  --shots 2 --prompt-format minimal --prompt-format chat --out runs/icl
 ```
 """
 #: the most pairs of implementations the sweep's summary prints as a table (``analyze`` prints and writes them all)
@@ -220,9 +212,11 @@ def variants_table(variants: dict, title: str):
 
 
 Tasks = Annotated[Optional[list[str]], typer.Option(
-    "--task", help="Task(s): rte, sst2, cola, copa, stsb, superglue-rte … (repeat or comma-separate).")]
+    "--task", metavar="NAME", help="Task (rte, sst2, cola, copa, stsb, superglue-rte, lm-eval:<name> …): repeat or "
+    "comma-separate for several.")]
 Models = Annotated[Optional[list[str]], typer.Option(
-    "--model", help="Hub id or local folder (repeat or comma-separate); all-minilm-l6-v2 and smollm2-135m-instruct are built in.")]
+    "--model", metavar="NAME", help="Model (a Hugging Face hub id or a local folder; all-minilm-l6-v2 and "
+    "smollm2-135m-instruct are built in): repeat or comma-separate for several.")]
 
 
 def sweep_command(
@@ -230,8 +224,15 @@ def sweep_command(
     task: Tasks = None,
     model: Models = None,
     seeds: Seeds = None,
+    out: Out = None,
+    preset: Preset = None,
+    config_file: ConfigFile = None,
+    settings: Settings = None,
     runner: RunnerOption = Runner.finetune,
     method: MethodOption = None,
+    resume: Resume = False,
+    plan_only: PlanOnly = False,
+    parallel: Parallel = "1",
     shots: Shots = None,
     prompt_format: PromptFormat = None,
     predict: PredictOption = None,
@@ -241,26 +242,19 @@ def sweep_command(
     top_k: TopK = None,
     max_new_tokens: MaxNewTokens = None,
     lm_eval_include: LmEvalInclude = None,
-    preset: Preset = None,
-    config_file: ConfigFile = None,
-    settings: Settings = None,
-    out: Out = None,
-    resume: Resume = False,
+    engine: EngineOption = None,
+    base_url: BaseUrl = None,
+    api_key_env: ApiKeyEnv = None,
+    implementation: ImplementationAxes = None,
+    repeat: Repeat = None,
     fail_fast: FailFast = False,
     executor: ExecutorOption = Executor.local,
-    parallel: Parallel = "1",
     fuse: Fuse = 1,
     ray_address: RayAddress = None,
     gpus_per_run: GpusPerRun = 0.0,
     cpus_per_run: CpusPerRun = 1.0,
     max_retries: MaxRetries = 2,
-    data_dir: DataDir = None,
-    plan_only: PlanOnly = False,
-    implementation: ImplementationAxes = None,
-    repeat: Repeat = None,
-    engine: EngineOption = None,
-    base_url: BaseUrl = None,
-    api_key_env: ApiKeyEnv = None,
+    data_dir: RunDataDir = None,
 ) -> None:
     from seedscope.config import build_config
     from seedscope.workflows.sweeping import execution_of
@@ -282,4 +276,4 @@ def sweep_command(
 
 def register(app: typer.Typer) -> None:
     """Add ``sweep`` to the main app."""
-    app.command("sweep", help=SWEEP_HELP.format(presets=presets_text()), no_args_is_help=True)(sweep_command)
+    app.command("sweep", help=SWEEP_HELP, no_args_is_help=True, cls=renamed(RUN_RENAMES))(sweep_command)

@@ -30,7 +30,8 @@ Examples:
 
 ```
 seedscope verify runs/rte-minilm
-seedscope verify runs/rte-minilm || seedscope sweep --config rte.yaml --out runs/rte-minilm --resume
+seedscope verify runs/rte-minilm || \\
+  seedscope sweep --config rte.yaml --out runs/rte-minilm --resume
 ```
 """
 

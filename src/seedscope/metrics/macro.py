@@ -23,6 +23,8 @@ from seedscope.metrics.micro import DENSE_CLASSES
 from seedscope.metrics.resampling import bootstrap_mean_ci, interval
 from seedscope.predictions import AlignedRuns
 
+#: the per-run metrics of classification predictions, and of regression ones
+CLASSIFICATION_METRICS = ("accuracy", "precision_macro", "recall_macro", "f1_macro", "mcc")
 REGRESSION_METRICS = ("pearson", "spearman")
 SUMMARY_COLUMNS = ("mean", "var_published", "std_sample", "cv", "min", "max", "ci_low", "ci_high", "t_low", "t_high")
 #: metrics whose chance level is 1/K (K classes); correlations and MCC have chance level 0

@@ -194,7 +194,7 @@ def correctness_scores(predictions: Mapping[str, pd.DataFrame | AlignedRuns]) ->
         if aligned.task_type != "classification" or not aligned.has_labels or (aligned.labels < 0).any():
             raise SeedscopeError(
                 f"system {name}: per-example correctness needs class predictions with a gold label for every example; "
-                "for other scores pass per-example score files (--score mean:COLUMN)"
+                "for other scores pass per-example score files (--subset-score mean:COLUMN)"
             )
         correct = (aligned.predictions == aligned.labels[None, :]).mean(axis=0)
         frames.append(pd.DataFrame({SYSTEM: name, EXAMPLE_ID: aligned.example_ids, SCORE: correct}))

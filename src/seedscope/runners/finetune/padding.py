@@ -19,10 +19,15 @@ import bisect
 from collections.abc import Callable, Sequence
 from statistics import median
 
-from seedscope.runners.finetune.features import feature_length
-
 #: the most padded lengths a run's batches take
 RUNGS = 8
+
+
+def feature_length(feature: dict) -> int:
+    """Tokens in a feature (longest candidate for multiple choice): what length grouping sorts by and what a
+    batch's rung must hold."""
+    ids = feature["input_ids"]
+    return max(len(i) for i in ids) if ids and isinstance(ids[0], list) else len(ids)
 
 
 def _round_up(length: float) -> int:
