@@ -138,7 +138,7 @@ def test_help_lists_every_shipped_preset_by_name(command, capsys, monkeypatch):
     line = next(line for line in capsys.readouterr().out.splitlines() if line.lstrip("│ *").startswith("--preset"))
     files = sorted(PRESET_DIR.glob("*.yaml"))
     assert len(files) == 7
-    assert ", ".join(path.stem for path in files) in line and "docs/config.md" in line
+    assert ", ".join(path.stem for path in files) in line and "docs/reference/config.md" in line
 
 
 def test_demo_without_its_data_says_which_option_to_pass(tmp_path, monkeypatch, capsys):

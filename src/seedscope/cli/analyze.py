@@ -75,8 +75,8 @@ right. --details adds every table (per run, error bars over examples, the seed /
 variance split, the most unstable examples); --json and --csv hold them all.
 
 Per-run score tables (one row per run: model, seed, acc) get the spread per system; sample
-tables (several sampled answers per item) get pass@k and its kin (docs/sampling.md).
-docs/analyze.md explains every number.
+tables (several sampled answers per item) get pass@k and its kin (docs/how-to/sampling.md).
+docs/concepts/seed-effects.md explains every number.
 
 \b
 Examples:
@@ -113,7 +113,7 @@ AnalyzedMetric = metric_option(METRIC_CHOICES)
 Implementations = Annotated[bool, typer.Option(
     "--implementations", rich_help_panel=ADVANCED,
     help="The inputs are implementations of one system: each run is one (lm-eval output at batch 1 and at batch "
-    "128, say), and the measures between implementations are added (docs/implementation.md).")]
+    "128, say), and the measures between implementations are added (docs/how-to/implementation.md).")]
 #: the old option names analyze still reads, for one release
 RENAMES = {**READING_RENAMES, "--runs-are-implementations": "--implementations", "--primary-metric": "--metric"}
 

@@ -74,7 +74,7 @@ COMMANDS = {
         "run environment, all in ONE self-contained HTML file that works offline.")),
     "factors": Entry("factors", (
         "Which randomness factor matters? Interaction-aware importance: N investigation × M mitigation runs per "
-        "factor, normalised by a golden model (docs/factors.md).")),
+        "factor, normalised by a golden model (docs/how-to/factors.md).")),
 }
 
 

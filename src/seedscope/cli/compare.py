@@ -59,7 +59,7 @@ Each SWEEP is an experiment directory of `seedscope sweep`, a prediction table w
 column, a folder of per-run prediction files, or a per-run score table (one row per run:
 model, seed, acc; one file may hold every system). Sample tables (several sampled answers
 per item, one file per system) are compared on one estimator (pass@1 …).
-docs/compare.md explains every number.
+docs/how-to/compare.md explains every number.
 
 \b
 Examples:
@@ -93,7 +93,7 @@ Implementations = Annotated[bool, typer.Option(
     "--implementations", rich_help_panel=ADVANCED,
     help="The inputs are implementations of one system: each sweep is one (lm-eval output at batch 1 and at batch "
     "128, say), and the measures between them are added seed by seed: flip rate, |Δ log p|, the rerun and seed "
-    "floors, the bug rule (docs/implementation.md).")]
+    "floors, the bug rule (docs/how-to/implementation.md).")]
 CompareSeed = seed_option("the bootstrap resamples and the permutations")
 
 

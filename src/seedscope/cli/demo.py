@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import time
 from enum import Enum
 from pathlib import Path
@@ -42,7 +43,7 @@ With --runner sample it samples answers: SmolLM2 on 60 SST-2 dev sentences with 
 two demonstrations per class, 8 answers per prompt at temperature 0.7 (preset smollm2-sample),
 under five sampling seeds; then it prints pass@k, pass^k and maj@k (k = 1, 2, 4, 8) with their
 spread across the sampling seeds and their standard error over items, and how stable each
-item's samples are (CON, CCON) (docs/sampling.md).
+item's samples are (CON, CCON) (docs/how-to/sampling.md).
 
 With --runner meta it runs the reference's third family, meta-learning: ProtoNet, MAML and
 Reptile (a text CNN over the MiniLM encoder's frozen token states, trained on few-shot
@@ -55,12 +56,12 @@ minutes on 2 cores).
 With --runner implementation it prompts SmolLM2 on SST-2 and RTE under every combination of
 precision (fp32, bf16), batch size (1, 16), attention kernel (eager, sdpa) and threads (1, 2),
 two seeds each, and ranks each implementation setting's flip rate beside the seed's (the
-demonstrations), flagging any pair far outside both (docs/implementation.md).
+demonstrations), flagging any pair far outside both (docs/how-to/implementation.md).
 
 With --runner engines it prompts SmolLM2 on 64 SST-2 sentences through transformers here and
 through `transformers serve` started on this machine (port 8731), each twice (the noise floor),
 three seeds, and ranks the engine's flip rate beside the demonstrations' seed; then it asks the
-server one prompt 8 times at temperature 1 and says what the server ignored (docs/engines.md).
+server one prompt 8 times at temperature 1 and says what the server ignored (docs/how-to/engines.md).
 
 Examples:
 
@@ -130,9 +131,23 @@ def demo_command(
 
 
 def print_took(started: float, out: Path, console: Console) -> None:
+    """How long the demo took, then what to run next: the report of its store, and where that report will be."""
     minutes, seconds = divmod(round(time.perf_counter() - started), 60)
     console.print(f"the demo took {minutes} min {seconds:02d} s (runs already in {escape(str(out))} are reused, not rerun)",
                   highlight=False)
+    report = report_path(out)
+    console.print(f"next: seedscope report {_quoted(out)} --html {_quoted(report)}\n"
+                  f"      then open {report} in a browser: every table and figure of these runs, in one file",
+                  highlight=False, markup=False)
+
+
+def report_path(out: Path) -> Path:
+    """Where the demo's suggested report goes: beside its store, not in it (a store holds only its runs' files)."""
+    return out.with_name(f"{out.name}-report.html")
+
+
+def _quoted(path: Path) -> str:
+    return shlex.quote(str(path))
 
 
 def run_engines_demo(config, specs, out: Path, data_dir, console: Console, started: float) -> None:
@@ -228,7 +243,7 @@ def run_meta_studies(out: Path, data_dir: Optional[Path], console: Console) -> N
     frame = pd.DataFrame(rows, index=factors)
     n, m = META_STUDY["n_investigation"], META_STUDY["n_mitigation"]
     console.print(to_rich(frame, f"Factor importance IS [95% interval], {META_STUDY['task']}, N = {n} × M = {m} "
-                                 "(a demo: the study in docs/meta-learning.md is the one to read)"))
+                                 "(a demo: the study in docs/how-to/meta-learning.md is the one to read)"))
 
 
 def show_factor_spread(runs: pd.DataFrame, console: Console) -> None:

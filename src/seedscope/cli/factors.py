@@ -34,7 +34,7 @@ factors_app = typer.Typer(
     name="factors",
     help=(
         "Which randomness factor matters? Interaction-aware importance: N investigation × M mitigation "
-        "runs per factor, normalised by a golden model (docs/factors.md).\n\n"
+        "runs per factor, normalised by a golden model (docs/how-to/factors.md).\n\n"
         "Examples:\n\n"
         "```\n"
         "seedscope factors run --task sst2 --model all-minilm-l6-v2 --factor all \\\n"

@@ -195,7 +195,7 @@ data_split seed), picks --num-labelled class-balanced examples (label_choice) an
 with its own data_order, model_init and optimisation seeds. It ends with each factor's
 importance IS, with its interval: above 0 the factor matters more than all the others
 together. --tolerance stops adding mitigation runs once the estimate settles; --plan-only
-prints the plan and its cost first. docs/factors.md explains every number.
+prints the plan and its cost first. docs/how-to/factors.md explains every number.
 
 \b
 Examples:

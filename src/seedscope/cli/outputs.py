@@ -113,7 +113,7 @@ def tidy_sections(sections: dict) -> "pd.DataFrame":
 
 
 JsonFile = Annotated[Optional[Path], typer.Option(
-    "--json", metavar="FILE", help="Write every number as JSON (its schema is on the command's page under docs/).")]
+    "--json", metavar="FILE", help="Write every number as JSON (its schema: docs/reference/outputs.md).")]
 MarkdownFile = Annotated[Optional[Path], typer.Option("--markdown", metavar="FILE", help="Write the tables as Markdown.")]
 LatexFile = Annotated[Optional[Path], typer.Option(
     "--latex", metavar="FILE", help="Write the tables as LaTeX (booktabs).")]

@@ -104,9 +104,9 @@ def preset_names() -> str:
 Settings = Annotated[Optional[list[str]], typer.Option(
     "--set", metavar="KEY=VALUE", help="Hyper-parameter override, e.g. --set learning_rate=1e-5 (repeatable).")]
 Preset = Annotated[Optional[str], typer.Option(
-    "--preset", metavar="NAME", help=f"Shipped settings to start from: {preset_names()} (docs/config.md describes each).")]
+    "--preset", metavar="NAME", help=f"Shipped settings to start from: {preset_names()} (docs/reference/config.md describes each).")]
 ConfigFile = Annotated[Optional[Path], typer.Option(
-    "--config", metavar="FILE", help="YAML config (keys as in docs/config.md); may start from a preset.")]
+    "--config", metavar="FILE", help="YAML config (keys as in docs/reference/config.md); may start from a preset.")]
 RunnerOption = Annotated[Runner, typer.Option(
     "--runner", metavar="NAME", help="What runs the model: finetune trains it (full, or --method lora); icl prompts it "
     "with demonstrations, training nothing; meta meta-learns a text CNN over its frozen token states.")]
@@ -154,7 +154,7 @@ Parallel = Annotated[str, PARALLEL_OPTION]
 Fuse = Annotated[int, typer.Option(
     "--fuse", metavar="K", rich_help_panel=ADVANCED,
     help="Train up to K fine-tuning runs that differ only in their seeds as one stacked model in this process (each "
-    "stored as its own run; LoRA runs share one frozen base). For a GPU; not with --parallel. See docs/gpu.md.")]
+    "stored as its own run; LoRA runs share one frozen base). For a GPU; not with --parallel. See docs/how-to/gpus.md.")]
 #: ``--parallel``'s word for "pick K from the estimates"
 AUTO = "auto"
 RayAddress = Annotated[Optional[str], typer.Option(
@@ -181,7 +181,7 @@ ImplementationAxes = Annotated[Optional[list[str]], typer.Option(
     "--implementation", metavar="SETTING=VALUES", rich_help_panel=ADVANCED,
     help="An implementation setting to vary, SETTING=VALUE[,VALUE…] (repeatable; every combination runs every seed, "
     "its run ids end in impl-…): engine, precision, batch_size, attention, threads, device, padding_side, "
-    "deterministic, tf32, max_num_seqs, batch_invariant, rerun. See docs/implementation.md.")]
+    "deterministic, tf32, max_num_seqs, batch_invariant, rerun. See docs/how-to/implementation.md.")]
 Repeat = Annotated[Optional[int], typer.Option(
     "--repeat", min=2, metavar="R", rich_help_panel=ADVANCED,
     help="Run everything R times, identically (--implementation rerun=1..R): an engine's noise floor.")]
@@ -189,7 +189,7 @@ EngineOption = Annotated[Optional[str], typer.Option(
     "--engine", metavar="NAME", rich_help_panel=ADVANCED,
     help="icl: what computes the answers: hf (transformers, here; default), openai (an OpenAI-compatible server; needs "
     "--base-url) or vllm (vLLM's offline engine, here). Engines side by side: --implementation engine=hf,openai. See "
-    "docs/engines.md.")]
+    "docs/how-to/engines.md.")]
 BaseUrl = Annotated[Optional[str], typer.Option(
     "--base-url", metavar="URL", rich_help_panel=ADVANCED,
     help="icl with --engine openai: the server's URL, e.g. http://localhost:8000/v1.")]
