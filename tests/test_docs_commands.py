@@ -13,7 +13,8 @@ this checkout's code (``python -m seedscope``), offline, the task data from ``..
 
 A ``text`` block right after a ``bash`` block is that block's output, trimmed: every line of it that is
 not ``…`` must be printed by the commands, in that order (spaces aside). Blocks that fine-tune or prompt
-a model (they name ``seedscope sweep`` or ``seedscope demo``) are marked slow: minutes on a CPU.
+a model (they name ``seedscope sweep`` or ``seedscope demo``), and every block after them in the same
+document, are marked slow: minutes on a CPU.
 """
 
 from __future__ import annotations
@@ -58,11 +59,12 @@ def runnable(document: str, index: int, code: str) -> bool:
 def cases() -> list:
     params = []
     for document in DOCUMENTS:
+        slow = False  # from a block that trains or prompts on, each block is slow: run alone, it runs those before it
         for index, (code, output) in enumerate(blocks(document)):
             if not runnable(document, index, code):
                 continue
-            slow = re.search(r"\bseedscope (sweep|demo)\b", code)
-            marks = [pytest.mark.slow, pytest.mark.timeout(1200)] if slow else []
+            slow = slow or bool(re.search(r"\bseedscope (sweep|demo)\b", code))
+            marks = [pytest.mark.slow, pytest.mark.timeout(1800)] if slow else []
             params.append(pytest.param(document, index, id=f"{document}-{index + 1}", marks=marks))
     return params
 

@@ -362,7 +362,7 @@ def subset_cv_figure(cv: pd.Series, bands: Sequence[float]) -> Figure:
                        label=f"band limit {limit:g}")
         ax.set_yticks(range(len(cv)), [str(s) for s in cv.index])
         ax.set_xlabel("CV of the score over subset seeds")
-        ax.legend(loc="lower right", frameon=False)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)  # beside the bars, never on them
         _title(ax, "evaluation-subset seed variance")
     return fig
 
@@ -380,7 +380,7 @@ def subset_delta_figure(deltas: pd.DataFrame) -> Figure:
             ax.plot(x, deltas[pair].to_numpy(dtype=float), marker=MARKERS[k % len(MARKERS)],
                     linestyle=LINESTYLES[k % len(LINESTYLES)], color=PALETTE[k % len(PALETTE)], label=str(pair))
         ax.axhline(0, color="black", linewidth=0.8)
-        step = max(1, len(deltas) // 20)
+        step = -(-len(deltas) // 10)  # at most 10 labelled seeds, so that the labels never run together
         ax.set_xticks(x[::step], [str(s) for s in deltas.index[::step]])
         ax.set_xlabel("subset seed")
         ax.set_ylabel("Δ score (A − B)")
