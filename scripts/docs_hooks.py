@@ -52,7 +52,7 @@ def cli_reference() -> str:
         command = load(name)
         subcommands = getattr(command, "commands", None)
         if subcommands:
-            sections.append(f"## `seedscope {name}`\n\n{command.help or ''}\n")
+            sections.append(f"## `seedscope {name}`\n\n{_help(command)}\n")
             sections += [_command(f"seedscope {name} {sub}", cmd, level=3) for sub, cmd in subcommands.items()]
         else:
             sections.append(_command(f"seedscope {name}", command, level=2))
@@ -70,12 +70,18 @@ def _command(full_name: str, command, *, level: int) -> str:
             continue
         default_panel = "Arguments" if param.param_type_name == "argument" else "Options"
         panels.setdefault(getattr(param, "rich_help_panel", None) or default_panel, []).append(record)
-    lines = [f"{'#' * level} `{full_name}`", "", "```text", command.get_usage(ctx), "```", "", command.help or "", ""]
+    lines = [f"{'#' * level} `{full_name}`", "", "```text", command.get_usage(ctx), "```", "", _help(command), ""]
     for panel, records in panels.items():
         lines += [f"**{panel}**", "", "| option | meaning |", "|---|---|"]
         lines += [f"| `{_cell(names)}` | {_cell(text)} |" for names, text in records]
         lines.append("")
     return "\n".join(lines)
+
+
+def _help(command) -> str:
+    """The command's help as the page shows it: Markdown (the commands' rich markup mode), without click's
+    ``\\b`` no-rewrap markers."""
+    return "\n".join(line for line in (command.help or "").splitlines() if line.strip() != "\b")
 
 
 def _cell(text: str) -> str:

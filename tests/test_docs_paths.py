@@ -13,7 +13,7 @@ LINK = re.compile(r"\]\(([^)#\s]+\.(?:md|png))(?:#[^)]*)?\)")
 
 def test_every_docs_path_named_in_the_code_exists():
     named = {}
-    for folder in ("src", "tests", "benchmarks", "scripts", ".ci", "examples"):
+    for folder in ("src", "tests", "benchmarks", "scripts", ".ci", "examples", "docs"):
         for path in (REPO / folder).rglob("*"):
             if path.is_file() and path.suffix in {".py", ".sh", ".md", ".yaml", ""} and "fixtures" not in path.parts:
                 for page in PAGE.findall(path.read_text(encoding="utf-8", errors="ignore")):
