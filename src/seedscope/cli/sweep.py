@@ -232,7 +232,7 @@ def variants_table(variants: dict, title: str):
 
 
 Tasks = Annotated[Optional[list[str]], typer.Option(
-    "--task", metavar="NAME", help="Task (rte, sst2, cola, copa, stsb, superglue-rte, lm-eval:<name> …): repeat or "
+    "--task", metavar="NAME", help="Task (rte, sst2, cola, copa, stsb, superglue-rte, lm-eval:NAME …): repeat or "
     "comma-separate for several.")]
 Models = Annotated[Optional[list[str]], typer.Option(
     "--model", metavar="NAME", help="Model (a Hugging Face hub id or a local folder; all-minilm-l6-v2 and "

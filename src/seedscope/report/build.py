@@ -28,7 +28,7 @@ from seedscope.report import tables
 from seedscope.report.html import FigureBlock, Section, TableBlock, render_html
 from seedscope.report.seeds import SeedTest, friedman_across_seeds, normalise_per_task, seed_task_scores
 from seedscope.report.unstable import stability_counts, unstable_examples
-from seedscope.report.verdict import task_lines
+from seedscope.report.verdict import factor_lines, subset_lines, task_lines
 
 #: progress callback: (what is being done, steps done, total steps or None while unknown)
 Progress = Callable[[str, int, "int | None"], None]
@@ -202,6 +202,7 @@ def _factor_section(factors: FactorAnalysis | str, builder: _Builder) -> Section
         section.lines.append(f"The store holds factor-study runs, but they cannot be analysed yet: {factors}")
         builder.step("factor importance")
         return section
+    section.lines += factor_lines(factors)  # the verdict the command line prints first
     columns = [c for c in ("importance", "importance_ci_low", "importance_ci_high", "c_std", "m_std",
                            "golden_std", "n_runs", "n_groups") if c in factors.summary.columns]
     section.tables.append(TableBlock("Factor importance IS = (c − m) / σ_GM with its bootstrap interval "
@@ -219,6 +220,7 @@ def _subset_section(subsets: SubsetVariance, builder: _Builder) -> Section:
         f"Score {subsets.score} on {len(subsets.seeds)} random subsets of {subsets.subset_size} of the "
         f"{subsets.pool_size} examples; CV bands: negligible < {NEGLIGIBLE_BELOW} ≤ moderate ≤ {HIGH_ABOVE} < high."
     )
+    section.lines += subset_lines(subsets)  # the verdict the command line prints first
     section.tables.append(TableBlock("Per system: mean, Var_seed (divisor K−1), std, CV and its band", subsets.summary))
     section.figures.append(builder.figure(
         "subset-cv", figs.subset_cv_figure(subsets.summary["cv"], (NEGLIGIBLE_BELOW, HIGH_ABOVE)),
