@@ -183,7 +183,7 @@ BAD_INPUTS = {
     "unknown primary metric": (
         {"a.csv": "example_id,prediction,label\n1,x,x\n", "b.csv": "example_id,prediction,label\n1,y,x\n"},
         ["--metric", "bleu"],
-        "unknown primary metric",
+        "unknown metric 'bleu' for a classification task; choose one of accuracy",
     ),
 }
 

@@ -200,7 +200,7 @@ def test_compare_bad_input_exits_2(tmp_path, capsys):
     base = sweep(tmp_path, "base", 0.0, 0)
     bad(tmp_path, capsys, ["compare", str(base)], "at least two sweeps")
     bad(tmp_path, capsys, ["compare", str(base), str(base)], "the same input is given twice")
-    bad(tmp_path, capsys, ["compare", str(base), str(base), "--names", "x", "--names", "y", "--metric", "bleu"], "no metric 'bleu'")
+    bad(tmp_path, capsys, ["compare", str(base), str(base), "--names", "x", "--names", "y", "--metric", "bleu"], "unknown metric 'bleu' for sweep x")
     constant = tmp_path / "constant.csv"  # run 1 predicts one value for every example: no Pearson
     constant.write_text("run,example_id,prediction,label\n1,1,0.1,0.2\n1,2,0.1,0.3\n1,3,0.1,0.9\n"
                         "2,1,0.3,0.2\n2,2,0.2,0.3\n2,3,0.9,0.9\n")

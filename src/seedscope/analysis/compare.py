@@ -368,7 +368,7 @@ def compare_sweeps(
             raise SeedscopeError(f"sweep {name} has no gold labels, so it has no per-run metric to compare")
         chosen = chosen or defaults.get("primary_metric") or DEFAULT_PRIMARY[aligned.task_type]
         if chosen not in scores.columns:
-            raise SeedscopeError(f"sweep {name} has no metric {chosen!r}; available: {', '.join(scores.columns)}")
+            raise SeedscopeError(f"unknown metric {chosen!r} for sweep {name}; choose one of {', '.join(scores.columns)}")
         undefined = scores.index[scores[chosen].isna()]
         if len(undefined):
             raise SeedscopeError(
