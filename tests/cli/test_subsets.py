@@ -41,7 +41,11 @@ def test_subsets_all_outputs(tmp_path, capsys):
             "--json", str(out / "s.json"), "--markdown", str(out / "s.md"), "--latex", str(out / "s.tex"), "--csv", str(out / "s.csv")]
     assert run_cli(args) == 0
     terminal = capsys.readouterr().out
-    assert "Subset seed variance" in terminal and "circuitA − circuitB" in terminal
+    assert terminal.startswith("circuitA: on 6 random subsets of 20 of the 60 examples")  # the verdict first
+    assert "seed-robust" in terminal and "Subset seed variance" not in terminal and "Per-seed scores" not in terminal
+    assert run_cli(args[:9] + ["--details"]) == 0
+    terminal = capsys.readouterr().out
+    assert "Subset seed variance" in terminal and "circuitA − circuitB" in terminal and "Per-seed scores" in terminal
     document = json.loads((out / "s.json").read_text())
     assert document["subset_size"] == 20 and document["pool_size"] == 60 and document["seeds"] == [0, 1, 2, 3, 4, 5]
     system = document["systems"]["circuitA"]
@@ -175,6 +179,10 @@ def test_compare_two_sweeps(tmp_path, capsys):
     out = tmp_path / "c.json"
     md = tmp_path / "c.md"
     assert run_cli(["compare", str(base), str(better), "--n-boot", "300", "--json", str(out), "--markdown", str(md)]) == 0
+    terminal = " ".join(capsys.readouterr().out.split())
+    assert terminal.startswith("better is ahead of base on accuracy by") and "the order survives the seed" in terminal
+    assert "Expected maximum" not in terminal and "Systems on accuracy" in terminal
+    assert run_cli(["compare", str(base), str(better), "--n-boot", "300", "--details"]) == 0
     terminal = capsys.readouterr().out
     assert "Expected maximum" in terminal and "McNemar" in terminal
     document = json.loads(out.read_text())
@@ -192,7 +200,7 @@ def test_compare_bad_input_exits_2(tmp_path, capsys):
     base = sweep(tmp_path, "base", 0.0, 0)
     bad(tmp_path, capsys, ["compare", str(base)], "at least two sweeps")
     bad(tmp_path, capsys, ["compare", str(base), str(base)], "the same input is given twice")
-    bad(tmp_path, capsys, ["compare", str(base), str(base), "--names", "x", "--names", "y", "--metric", "bleu"], "no metric 'bleu'")
+    bad(tmp_path, capsys, ["compare", str(base), str(base), "--names", "x", "--names", "y", "--metric", "bleu"], "unknown metric 'bleu' for sweep x")
     constant = tmp_path / "constant.csv"  # run 1 predicts one value for every example: no Pearson
     constant.write_text("run,example_id,prediction,label\n1,1,0.1,0.2\n1,2,0.1,0.3\n1,3,0.1,0.9\n"
                         "2,1,0.3,0.2\n2,2,0.2,0.3\n2,3,0.9,0.9\n")

@@ -263,3 +263,10 @@ def test_every_example_fits_one_line_at_80_columns(path):
     blocks = re.findall(r"```\n(.*?)```", inspect.cleandoc(COMMANDS[path].help or ""), re.DOTALL)
     long = [line for block in blocks for line in block.splitlines() if len(line) > 76]
     assert long == []
+
+
+@pytest.mark.parametrize("path", sorted(COMMANDS), ids=" ".join)
+def test_no_option_help_holds_a_tag_markdown_would_swallow(path):
+    """Helps are Markdown: ``lm-eval:<name>`` would show as ``lm-eval:`` (placeholders are written NAME)."""
+    assert {option.opts[0]: option.help for option in options(COMMANDS[path])
+            if re.search(r"<[A-Za-z_]+>", option.help or "")} == {}

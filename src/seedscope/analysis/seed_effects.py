@@ -212,7 +212,7 @@ def analyze(
         primary_metric = primary_metric or DEFAULT_PRIMARY[aligned.task_type]
         if primary_metric not in per_run.columns:
             raise SeedscopeError(
-                f"unknown primary metric {primary_metric!r} for a {aligned.task_type} task; "
+                f"unknown metric {primary_metric!r} for a {aligned.task_type} task; "
                 f"choose one of {', '.join(per_run.columns)}"
             )
     else:  # per-example values without labels are summarised by their mean; classes without labels by nothing

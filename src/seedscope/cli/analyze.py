@@ -42,6 +42,7 @@ from seedscope.cli.outputs import (
     Boot,
     Confidence,
     CsvFile,
+    Details,
     JsonFile,
     Ks,
     LatexFile,
@@ -55,6 +56,7 @@ from seedscope.cli.outputs import (
     print_notes,
 )
 from seedscope.cli.vocabulary import ADVANCED, renamed
+from seedscope.notes import recorded
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -123,6 +125,7 @@ def analyze_command(
     paths: list[Path] = typer.Argument(..., metavar="PATHS", show_default=False,
                                        help="The runs: files, folders, an lm-eval output or an experiment directory."),
     metric: AnalyzedMetric = None,
+    details: Details = False,
     json_file: JsonFile = None,
     csv_file: CsvFile = None,
     markdown_file: MarkdownFile = None,
@@ -159,12 +162,13 @@ def analyze_command(
         if plain_samples or reading.asks_for_samples(paths, k):
             settings = dict(k=parse_int_list(k, "--k", "1,4,16"), n_boot=n_boot, confidence=confidence, seed=seed)
             unused = UNUSED_BY_SAMPLES if plain_samples else UNUSED_BY_LOGGED_SAMPLES
-            analyze_sample_tables(console, paths, reading, outputs, settings, top, ignored_options(ctx, unused))
+            analyze_sample_tables(console, paths, reading, outputs, settings, top, ignored_options(ctx, unused), details)
             return
         print_notes(console, ignored_options(ctx, {"k": SAMPLE_TABLES_ONLY}))
         if reading.holds_run_scores(paths):
             settings = dict(n_boot=n_boot, confidence=confidence, seed=seed)
-            analyze_scores(console, paths, reading, outputs, settings, ignored_options(ctx, UNUSED_BY_SCORE_TABLES))
+            analyze_scores(console, paths, reading, outputs, settings, ignored_options(ctx, UNUSED_BY_SCORE_TABLES),
+                           details)
             return
         print_notes(console, ignored_options(ctx, UNUSED_BY_PREDICTIONS))
         reading, primary_metric = _metric_of_predictions(reading, paths, metric)
@@ -173,22 +177,26 @@ def analyze_command(
         with console.status("reading predictions…"), _importing("scipy.special"):
             inputs = read_inputs(paths, reading, console, aligned=not intersect and not implementations)
         parquet_ahead.stop()  # what the reader passed over is not kept through the analysis
-        with console.status("analysing…"):
+        with console.status("analysing…"), recorded() as said:  # what the analysis says (an interval clipped …)
             study = implementation_study(inputs, settings, runs_are_implementations=implementations)
             results, summary, notes = analyze_inputs(inputs, paths, settings, required=study is None)
+        notes = notes + said
         sections = analysis_sections(results, summary, top)
+        verdict, compact, legend = analysis_view(results, summary)
         document = _json(results, summary, top)
         if study is not None:
             from seedscope.report.implementation import bug_notes, implementation_sections
 
             sections.update(implementation_sections(study))
+            compact.update(implementation_sections(study))
             document["implementation"] = study.to_dict()
             document["implementation_notes"] = study.notes
             notes = notes + study.notes + bug_notes(study)
         long = _long(results) if outputs.csv and results else None
-        outputs.emit(console, sections, document, long, max_rows=None, notes=notes + [
-            f"--intersect dropped {result.aligned.n_dropped} example(s) not covered by every run"
-            for result in results.values() if result.aligned.n_dropped])
+        outputs.emit(console, sections, document, long, max_rows=None, verdict=verdict, compact=compact,
+                     details=details, legend=legend, notes=notes + [
+                         f"--intersect dropped {result.aligned.n_dropped} example(s) not covered by every run"
+                         for result in results.values() if result.aligned.n_dropped])
 
 
 def _metric_of_predictions(reading: Reading, paths: list[Path], metric: str | None) -> tuple[Reading, str | None]:
@@ -275,25 +283,31 @@ def implementation_study(inputs, settings: dict, *, runs_are_implementations: bo
 
 
 def analyze_scores(console: Console, paths: list[Path], reading: Reading, outputs: OutputFiles, settings: dict,
-                   ignored: list[str]) -> None:
+                   ignored: list[str], details: bool = False) -> None:
     """The macro part for per-run score tables, with the note that the micro part needs predictions."""
     from seedscope.analysis.run_scores import NEEDS_PREDICTIONS, analyze_run_scores
-    from seedscope.report.tables import score_sections
+    from seedscope.report.tables import SPREAD_LEGEND, compact_scores, score_sections
+    from seedscope.report.verdict import score_lines
 
     scores = reading.run_scores(paths, metric=_split(reading.options.metric))
-    summaries = analyze_run_scores(scores.table, scores.metrics, **settings)
+    with recorded() as said:
+        summaries = analyze_run_scores(scores.table, scores.metrics, **settings)
     sections = score_sections(summaries, settings["confidence"])
-    notes = scores.notes + ignored + [NEEDS_PREDICTIONS]
+    notes = scores.notes + ignored + said + [NEEDS_PREDICTIONS]
     document = {"input": "run_scores", "units": "as given", "confidence": settings["confidence"],
                 "paired_runs": scores.paired, "groups": [summary.to_dict() for summary in summaries], "notes": notes}
-    outputs.emit(console, sections, document, notes=notes)
+    outputs.emit(console, sections, document, notes=notes, verdict=[line for summary in summaries
+                                                                    for line in score_lines(summary)],
+                 compact=compact_scores(summaries, settings["confidence"]), details=details,
+                 legend=[SPREAD_LEGEND.replace("seeds", "runs")])
 
 
 def analyze_sample_tables(console: Console, paths: list[Path], reading: Reading, outputs: OutputFiles, settings: dict,
-                          top: int, ignored: list[str]) -> None:
+                          top: int, ignored: list[str], details: bool = False) -> None:
     """The sampling estimators of sample tables, per system (a ``model`` column's values; else one system)."""
     from seedscope.analysis.sampling import analyze_samples
-    from seedscope.report.sampling import sampling_sections
+    from seedscope.report.sampling import compact_sampling, sampling_sections
+    from seedscope.report.verdict import sampling_lines
 
     with console.status("reading samples…"):
         table = reading.samples(paths)
@@ -301,13 +315,16 @@ def analyze_sample_tables(console: Console, paths: list[Path], reading: Reading,
     systems = dict(iter(table.groupby("model", sort=True))) if "model" in table.columns else {"samples": table}
     with console.status("analysing…"):
         results = {str(name): analyze_samples(rows, **settings) for name, rows in systems.items()}
-    sections, notes = {}, list(ignored)
+    sections, compact, verdict, notes = {}, {}, [], list(ignored)
     for name, result in results.items():
-        sections.update(sampling_sections(result, f"{name}: " if len(results) > 1 else "", top))
+        prefix = f"{name}: " if len(results) > 1 else ""
+        sections.update(sampling_sections(result, prefix, top))
+        compact.update(compact_sampling(result, prefix))
+        verdict += sampling_lines(prefix, result)
         notes += [note for note in result.notes if note not in notes]
     document = {"input": "samples", "systems": {name: result.to_dict() for name, result in results.items()},
                 "notes": notes}
-    outputs.emit(console, sections, document, notes=notes)
+    outputs.emit(console, sections, document, notes=notes, verdict=verdict, compact=compact, details=details)
 
 
 def analysis_sections(results: dict, summary, top: int) -> dict:
@@ -321,6 +338,22 @@ def analysis_sections(results: dict, summary, top: int) -> dict:
     if summary is not None:
         sections.update(tables.summary_sections(summary))
     return sections
+
+
+def analysis_view(results: dict, summary) -> tuple[list[str], dict, list[str]]:
+    """The verdict, the compact tables and their legend: for one group its sentences (the HTML report's) and the
+    spread of each metric over the seeds; for several the first sentence of each and the paper's Table 1."""
+    from seedscope.report import tables
+    from seedscope.report.verdict import task_lines
+
+    if not results:
+        return [], {}, []
+    if len(results) == 1:
+        (key, result), = results.items()
+        return task_lines(_label(key), result), tables.compact_analysis(result), [tables.SPREAD_LEGEND]
+    lines = [task_lines(_label(key), result)[0] for key, result in results.items()]
+    title, table1 = next(iter(tables.summary_sections(summary).items()))
+    return lines, {title: table1}, [tables.TABLE1_LEGEND]
 
 
 def _split(text: str | None) -> list[str] | None:

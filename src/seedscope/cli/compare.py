@@ -31,6 +31,7 @@ from seedscope.cli.outputs import (
     Boot,
     Confidence,
     CsvFile,
+    Details,
     JsonFile,
     LatexFile,
     MarkdownFile,
@@ -103,6 +104,7 @@ def compare_command(
                                         help="Two or more sweeps (folders, prediction tables), or per-run score tables."),
     names: Names = None,
     metric: ComparedMetric = None,
+    details: Details = False,
     json_file: JsonFile = None,
     csv_file: CsvFile = None,
     markdown_file: MarkdownFile = None,
@@ -125,7 +127,8 @@ def compare_command(
     power: Power = 0.8,
 ) -> None:
     from seedscope.analysis.compare import compare_sweeps
-    from seedscope.report.tables import comparison_sections
+    from seedscope.report.tables import compact_comparison, comparison_sections
+    from seedscope.report.verdict import comparison_lines
 
     outputs = OutputFiles.of(ctx.params)  # checked, with the confidence level and power, before any input is read
     reading = Reading.of({**ctx.params, "metric": None})  # --metric is the compared metric here, not a scorer
@@ -133,7 +136,7 @@ def compare_command(
     settings = dict(n_boot=n_boot, n_permutations=n_permutations, confidence=confidence, seed=seed, power=power)
     if reading.holds_sample_tables(sweeps):
         print_notes(console, ignored_options(ctx, UNUSED_BY_SAMPLES))
-        compare_sample_tables(console, sweeps, reading, outputs, metric, names, confidence, power)
+        compare_sample_tables(console, sweeps, reading, outputs, metric, names, confidence, power, details)
         return
     if reading.holds_run_scores(sweeps):
         comparison = compare_scores(console, sweeps, reading, metric, names, settings,
@@ -144,22 +147,25 @@ def compare_command(
             tables_by_name, notes = read_systems(sweeps, reading, names)
         print_notes(console, notes, prefix="")
         if implementations:
-            emit_with_implementations(console, outputs, tables_by_name, metric, settings)
+            emit_with_implementations(console, outputs, tables_by_name, metric, settings, details)
             return
         with console.status("comparing…"):
             comparison = compare_sweeps(tables_by_name, metric=metric, **settings)
-    outputs.emit(console, comparison_sections(comparison), comparison.to_dict(), notes=comparison.notes)
+    outputs.emit(console, comparison_sections(comparison), comparison.to_dict(), notes=comparison.notes,
+                 verdict=comparison_lines(comparison), compact=compact_comparison(comparison), details=details)
 
 
 def emit_with_implementations(console: Console, outputs: OutputFiles, tables_by_name: dict, metric: str | None,
-                              settings: dict) -> None:
+                              settings: dict, details: bool = False) -> None:
     """The measures between the sweeps taken as implementations of one system, seed by seed, and the seed-level
     comparison beside them where every sweep has two runs or more."""
     from seedscope.analysis.compare import compare_sweeps
     from seedscope.analysis.implementation import compare_implementations, sweeps_as_implementations
     from seedscope.report.implementation import bug_notes, implementation_sections
-    from seedscope.report.tables import comparison_sections
+    from seedscope.report.tables import compact_comparison, comparison_sections
+    from seedscope.report.verdict import comparison_lines
 
+    verdict, compact = [], {}
     with console.status("comparing…"):
         study = compare_implementations(sweeps_as_implementations(tables_by_name), confidence=settings["confidence"],
                                         n_boot=settings["n_boot"], seed=settings["seed"])
@@ -172,24 +178,30 @@ def emit_with_implementations(console: Console, outputs: OutputFiles, tables_by_
             comparison = compare_sweeps(tables_by_name, metric=metric, **settings)
             sections, notes = {**comparison_sections(comparison), **sections}, list(comparison.notes) + notes
             document = {**comparison.to_dict(), **document}
+            verdict, compact = comparison_lines(comparison), compact_comparison(comparison)
         else:
             notes = ["the seed-level comparison needs two runs (seeds) per sweep; the implementations are compared "
                      "run by run"] + notes
-    outputs.emit(console, sections, document, notes=notes)
+    outputs.emit(console, sections, document, notes=notes, verdict=verdict,
+                 compact={**compact, **implementation_sections(study)}, details=details)
 
 
 def compare_sample_tables(console: Console, paths: list[Path], reading: Reading, outputs: OutputFiles,
-                          metric: str | None, names: list[str] | None, confidence: float, power: float) -> None:
+                          metric: str | None, names: list[str] | None, confidence: float, power: float,
+                          details: bool = False) -> None:
     """Sample tables, one system each: the paired comparison on one sampling estimator (--metric, default pass@1)."""
     from seedscope.analysis.sampled_compare import compare_samples
     from seedscope.io import read_sample_tables
     from seedscope.report.sampling import sampled_comparison_sections
+    from seedscope.report.verdict import sampled_comparison_lines
 
     with console.status("reading samples…"):
         tables = {name: read_sample_tables([path], reading.format) for name, path in zip(_sweep_names(paths, names), paths)}
     with console.status("comparing…"):
         comparison = compare_samples(tables, estimator=metric or "pass@1", confidence=confidence, power=power)
-    outputs.emit(console, sampled_comparison_sections(comparison), comparison.to_dict(), notes=comparison.notes)
+    sections = sampled_comparison_sections(comparison)
+    outputs.emit(console, sections, comparison.to_dict(), notes=comparison.notes,
+                 verdict=sampled_comparison_lines(comparison), compact=dict(list(sections.items())[:2]), details=details)
 
 
 def compare_scores(console: Console, paths: list[Path], reading: Reading, metric: str | None,

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from seedscope.cli.inputs import data_dir_option
-from seedscope.cli.outputs import output_console, parse_int_list
+from seedscope.cli.outputs import output_console, parse_int_list, print_table
 from seedscope.cli.run_options import seeds_option
 from seedscope.cli.sweep import run_sweep
 
@@ -188,7 +188,7 @@ def show_adaptations(store, console: Console) -> None:
 
     names = {"lora": "LoRA fine-tuning", "icl": "prompting (in-context)"}
     by_method = {names[method]: analyses for method, analyses in analyses_by_method(store).items()}
-    console.print(variants_table(by_method, "One model, two ways to adapt it: the seed effects side by side"))
+    print_table(console, variants_table(by_method, "One model, two ways to adapt it: the seed effects side by side"))
     console.print(f"compare them seed by seed: seedscope compare {store.path}", highlight=False, markup=False)
 
 
@@ -205,7 +205,7 @@ def show_samples(store, console: Console) -> None:
         frame = sections[title]
         if title.startswith("sampling estimators"):
             frame = frame[frame.index.str.match(r"(pass@|pass\^|maj@|avg@)")]
-        console.print(tables.to_rich(frame, title))
+        print_table(console, tables.to_rich(frame, title))
     console.print(f"every sample: {escape(str(store.path / 'samples'))}; seedscope analyze "
                   f"{escape(str(store.path))}/samples/*.parquet --k 1,2,4,8 for the whole analysis", highlight=False)
 
@@ -214,7 +214,7 @@ def show_meta_methods(store, console: Console) -> None:
     """ProtoNet, MAML and Reptile on each task: the seed effects side by side, in macro-F1."""
     from seedscope.cli.sweep import variants_table
 
-    console.print(variants_table(analyses_by_method(store, primary_metric="f1_macro"),
+    print_table(console, variants_table(analyses_by_method(store, primary_metric="f1_macro"),
                                  "Three meta-learners, five seeds each: the seed effects side by side"))
 
 
@@ -242,7 +242,7 @@ def run_meta_studies(out: Path, data_dir: Optional[Path], console: Console) -> N
         factors = list(summary.index)
     frame = pd.DataFrame(rows, index=factors)
     n, m = META_STUDY["n_investigation"], META_STUDY["n_mitigation"]
-    console.print(to_rich(frame, f"Factor importance IS [95% interval], {META_STUDY['task']}, N = {n} × M = {m} "
+    print_table(console, to_rich(frame, f"Factor importance IS [95% interval], {META_STUDY['task']}, N = {n} × M = {m} "
                                  "(a demo: the study in docs/how-to/meta-learning.md is the one to read)"))
 
 
@@ -260,7 +260,7 @@ def show_factor_spread(runs: pd.DataFrame, console: Console) -> None:
                      "runs": len(values), "mean": values.mean(), "VAR (population std)": values.std(ddof=0),
                      "min": values.min(), "max": values.max()})
     frame = pd.DataFrame(rows).set_index("task / factor")
-    console.print(tables.to_rich(frame, "Spread when only one factor varies (the others at the first seed; fractions)"))
+    print_table(console, tables.to_rich(frame, "Spread when only one factor varies (the others at the first seed; fractions)"))
 
 
 def register(app: typer.Typer) -> None:

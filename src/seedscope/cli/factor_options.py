@@ -17,30 +17,38 @@ if TYPE_CHECKING:
     from seedscope.factor_study.importance import FactorAnalysis
 
 console = output_console()
-DIGITS = 5
 
 
-def show_analysis(result: FactorAnalysis, notes: list[str], ranking: pd.DataFrame | None = None) -> dict[str, pd.DataFrame]:
-    """Print the analysis (and the pairwise ranking of the factors); return the titled sections for Markdown."""
+def show_analysis(result: FactorAnalysis, notes: list[str], ranking: pd.DataFrame | None = None, *,
+                  details: bool = False) -> dict[str, pd.DataFrame]:
+    """Print the verdict (which factor matters), the compact table (every table with ``details``: the baselines, the
+    pairwise ranking of the factors); return the titled sections for Markdown."""
+    from seedscope.cli.outputs import print_table, print_verdict
     from seedscope.report.factor_tables import (
         baseline_frame,
+        compact_frame,
         golden_line,
         summary_frame,
         titles,
     )
     from seedscope.report.tables import to_rich
+    from seedscope.report.verdict import factor_lines
 
     summary, baselines = titles(result)
-    console.print(to_rich(summary_frame(result, full=False), summary, digits=DIGITS))
-    console.print(to_rich(baseline_frame(result), baselines, digits=DIGITS))
     sections = {summary: summary_frame(result, full=True), baselines: baseline_frame(result)}
     if ranking is not None and len(ranking):
         title = (f"Ranking: IS(A) − IS(B), {result.settings['confidence']:.0%} interval paired over the mitigation "
                  "runs both share (ranked when it excludes 0)")
         shown = ranking.reset_index()
         shown.index = [f"{a} − {b}" for a, b in zip(shown.pop("factor_a"), shown.pop("factor_b"))]
-        console.print(to_rich(shown, title, digits=DIGITS))
         sections[title] = shown
+    print_verdict(console, factor_lines(result))
+    printed = sections if details else {summary: compact_frame(result)}
+    for title, frame in printed.items():
+        print_table(console, to_rich(frame, title))
+    console.print("c: the spread the factor causes (mean over the mitigation runs of its configurations' std); m: "
+                  "the spread all other factors still cause (std of those means); IS = (c − m) / σ_GM, population stds"
+                  + ("" if details else "; --details prints every table"), highlight=False, markup=False, style="dim")
     console.print(golden_line(result), highlight=False, markup=False)
     missing = int(result.summary["n_missing"].sum())
     print_notes(console, notes + ([f"{missing} missing run(s); groups used the runs present"] if missing else []),
@@ -104,5 +112,5 @@ def write_analysis(result: FactorAnalysis, sections: dict[str, pd.DataFrame], fi
     if files.json:
         outputs[files.json] = dumps({**result.to_dict(), **(extra or {})})
     if files.markdown:
-        outputs[files.markdown] = render_markdown(sections, digits=DIGITS) + "\n" + golden_line(result) + "\n"
+        outputs[files.markdown] = render_markdown(sections) + "\n" + golden_line(result) + "\n"
     write_outputs(outputs, console)

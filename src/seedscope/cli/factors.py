@@ -25,7 +25,9 @@ from seedscope.cli.factor_options import (
     show_analysis,
     write_analysis,
 )
-from seedscope.cli.outputs import N_BOOT, Boot, Confidence, JsonFile, MarkdownFile, OutputFiles, print_notes, write_outputs
+from seedscope.cli.outputs import (
+    N_BOOT, Boot, Confidence, Details, JsonFile, MarkdownFile, OutputFiles, print_notes, print_table, write_outputs,
+)
 from seedscope.cli.vocabulary import ADVANCED, renamed
 from seedscope.errors import SeedscopeError
 from seedscope.serialize import dumps
@@ -74,6 +76,7 @@ def analyze_command(
         "fractions in [0, 1], others refused); runs below 1/K count as failed."),
     chance: Optional[float] = typer.Option(
         None, "--chance", metavar="X", help="Chance score (e.g. 0 for MCC) instead of 1/K."),
+    details: Details = False,
     json_file: JsonFile = None,
     markdown_file: MarkdownFile = None,
     input_format: InputFormat = None,
@@ -108,7 +111,7 @@ def analyze_command(
     result = analyze_factors(study, factors=factor or None, n_boot=n_boot, confidence=confidence, seed=seed,
                              allow_missing=allow_missing, allow_small_groups=allow_small_groups)
     ranking = rank(study, factor, n_boot, confidence, seed)
-    write_analysis(result, show_analysis(result, notes, ranking), files, ranking_json(ranking))
+    write_analysis(result, show_analysis(result, notes, ranking, details=details), files, ranking_json(ranking))
 
 
 @factors_app.command("simulate-adaptive", cls=renamed({"--repeats": "--orders"}))
@@ -143,7 +146,7 @@ def simulate_adaptive_command(
     shown = result[["importance_all", "m_used_mean", "runs_used_mean", "saved_share",
                     "within_tolerance_share", "reference_within_tolerance_share"]].set_axis(
         ["IS (all runs)", "M used", "runs used", "saved vs 10×100", "IS within tol.", "M=100 within tol."], axis=1)
-    console.print(to_rich(shown, f"Adaptive run count, tolerance {tolerance} ({orders} random orders)", digits=3))
+    print_table(console, to_rich(shown, f"Adaptive run count, tolerance {tolerance} ({orders} random orders)", digits=3))
     print_notes(console, notes, prefix="[yellow]note:[/] ")
     if files.json:
         payload = {"schedule": schedule.__dict__, "repeats": orders, "seed": seed,

@@ -22,7 +22,7 @@ from seedscope.cli.factor_options import (
     show_analysis,
     write_analysis,
 )
-from seedscope.cli.outputs import N_BOOT, Boot, JsonFile, MarkdownFile, OutputFiles, resumable
+from seedscope.cli.outputs import N_BOOT, Boot, Details, JsonFile, MarkdownFile, OutputFiles, print_table, resumable
 from seedscope.cli.run_options import (
     AUTO,
     RUN_RENAMES,
@@ -95,6 +95,7 @@ def run_command(
     runner: RunnerOption = Runner.finetune,
     resume: Resume = False,
     plan_only: PlanOnly = False,
+    details: Details = False,
     json_file: StudyJson = None,
     markdown_file: StudyMarkdown = None,
     test_fraction: float = typer.Option(
@@ -166,24 +167,23 @@ def run_command(
     with resumable(out):
         done = run_factor_study(study, out=out, resume=resume, execution=execution, data_dir=data_dir,
                                 progress=RunProgress())
-    show_study(done, out, n_boot, seed, files)
+    show_study(done, out, n_boot, seed, files, details)
 
 
-def show_study(done, out: Path, n_boot: int, seed: int, files: OutputFiles) -> None:
+def show_study(done, out: Path, n_boot: int, seed: int, files: OutputFiles, details: bool = False) -> None:
     """The importance of a finished study, its ranking, the runs used per factor and the wall time; then its files."""
     from seedscope.report.tables import to_rich
 
     result, notes = done.analyze(n_boot=n_boot, seed=seed)
     ranking = rank(done.study[0], None, n_boot, result.settings["confidence"], seed)
-    sections = show_analysis(result, notes, ranking)
+    sections = show_analysis(result, notes, ranking, details=details)
     shown = done.runs_used.drop(columns="trace")
-    console.print(to_rich(shown, "Runs per factor (reference: N = 10 × M = 100 = 1000)", digits=3))
+    print_table(console, to_rich(shown, "Runs per factor (reference: N = 10 × M = 100 = 1000)", digits=3))
     finished = int((done.store.runs()["status"] == "done").sum())
     console.print(f"wall time {done.wall_seconds:.0f} s; {finished} runs done in {out}", highlight=False, markup=False)
     sections["Runs per factor"] = shown
-    write_analysis(result, sections, files,
-           {"runs": json.loads(done.runs_used.to_json(orient="index")), "wall_seconds": done.wall_seconds,
-            **ranking_json(ranking)})
+    write_analysis(result, sections, files, {"runs": json.loads(done.runs_used.to_json(orient="index")),
+                                             "wall_seconds": done.wall_seconds, **ranking_json(ranking)})
 
 
 RUN_HELP = """Fine-tune the investigation × mitigation plan of each factor plus the shared golden runs, then analyse.
@@ -221,7 +221,7 @@ def _plan_only(plan, data_dir: Optional[Path], parallel: str, fuse: int) -> None
         [{"experiment": "golden", "runs": plan.n_golden}]
         + [{"experiment": f, "runs": plan.configurations(f) * m} for f in plan.factors]
     ).set_index("experiment")
-    console.print(to_rich(sizes, f"Plan: N = {n}, M = {m}, L = {plan.n_golden}; {len(plan.specs)} runs"))
+    print_table(console, to_rich(sizes, f"Plan: N = {n}, M = {m}, L = {plan.n_golden}; {len(plan.specs)} runs"))
     print_cost(plan.specs, data_dir, console, parallel=parallel, fuse=fuse)
     console.print("(--tolerance stops adding mitigation runs once the estimate settles: fewer runs, less time)")
 

@@ -138,7 +138,7 @@ MaxNewTokens = Annotated[Optional[int], typer.Option(
     help="icl with --predict generate: tokens generated per answer at most (default 5).")]
 LmEvalInclude = Annotated[Optional[list[Path]], typer.Option(
     "--lm-eval-include", metavar="DIR", rich_help_panel=ADVANCED,
-    help="icl: a folder of your own lm-evaluation-harness task YAMLs, for --task lm-eval:<name> (repeatable).")]
+    help="icl: a folder of your own lm-evaluation-harness task YAMLs, for --task lm-eval:NAME (repeatable).")]
 Out = Annotated[Optional[Path], typer.Option(
     "--out", metavar="DIR", help="Experiment directory: created, or continued with --resume.")]
 Resume = Annotated[bool, typer.Option("--resume", help="Continue the experiment in --out: keep finished runs, redo the rest.")]

@@ -9,7 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from seedscope.cli.outputs import output_console
+from seedscope.cli.outputs import output_console, print_table
 from seedscope.cli.verify import PROBLEMS_FOUND
 
 HELP = """List the runs of an experiment directory written by `seedscope sweep`: task, model,
@@ -87,8 +87,8 @@ def status_command(
             Text(run["status"], style=STATUS_STYLE[run["status"]]), _duration(run["duration_s"]), metric,
             _throughput(run["timings"]), Text(shown_error),
         )
-    console = output_console()
-    console.print(table)
+    console = output_console(listing=True)
+    print_table(console, table)
     _print_remaining(store, int((runs["status"] != "done").sum()), console)
     problems = store.check()
     for problem in problems:

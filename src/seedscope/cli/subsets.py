@@ -25,6 +25,7 @@ from seedscope.cli.outputs import (
     Boot,
     Confidence,
     CsvFile,
+    Details,
     JsonFile,
     LatexFile,
     MarkdownFile,
@@ -84,11 +85,9 @@ SUBSET_HEADERS = {
     "mean": "mean θ̄",
     "var_seed": "Var_seed (÷K−1)",
     "std": "std (÷K−1)",
-    "cv": "CV (std / |mean|)",
+    "cv": "CV",
     "band": "band",
     "score": "full-pool score",
-    "ci_low": "CI low",
-    "ci_high": "CI high",
     "needed_subset_size": "n for target CV",
 }
 PAIR_HEADERS = {
@@ -96,8 +95,6 @@ PAIR_HEADERS = {
     "sign_consistency": "sign-consistency",
     "seed_robust": "seed-robust",
     "delta": "full-pool Δ",
-    "ci_low": "Δ CI low",
-    "ci_high": "Δ CI high",
     "p_value": "paired permutation p",
 }
 
@@ -115,6 +112,7 @@ def subsets_command(
     subset_size: SubsetSize = ...,
     subset_seeds: SubsetSeeds = SUBSET_SEEDS,
     subset_score: SubsetScore = None,
+    details: Details = False,
     target_cv: Optional[float] = typer.Option(
         None, "--target-cv", metavar="X", help="Also find the subset size whose CV falls below this target (e.g. 0.02)."),
     json_file: JsonFile = None,
@@ -142,6 +140,7 @@ def subsets_command(
     seed: SubsetsSeed = 0,
 ) -> None:
     from seedscope.analysis.subsets import analyze_subsets, parse_score
+    from seedscope.report.verdict import subset_lines
 
     outputs = OutputFiles.of(ctx.params)  # checked, with the confidence level, before any input is read
     reading = Reading.of({key: value for key, value in ctx.params.items() if key != "system_column"})
@@ -156,7 +155,8 @@ def subsets_command(
     result = analyze_subsets(table, subset_size=subset_size, n_seeds=subset_seeds, seed=seed, score=spec,
                              target_cv=target_cv, sizes=grid, n_boot=n_boot, n_permutations=n_permutations,
                              confidence=confidence, full_pool=not skip_full_pool, progress=True)
-    outputs.emit(console, subset_sections(result), result.to_dict())
+    outputs.emit(console, subset_sections(result), result.to_dict(), verdict=subset_lines(result),
+                 compact=compact_subsets(result), details=details)
 
 
 def read_scores(paths: list[Path], reading: Reading, spec, system_column: str, *, predictions: bool) -> pd.DataFrame:
@@ -173,6 +173,16 @@ def read_scores(paths: list[Path], reading: Reading, spec, system_column: str, *
         return scores
     return read_system_scores(paths, id_column=reading.options.id_column, system_column=system_column,
                               fmt=reading.format, columns=spec.columns, numeric=spec.numeric_columns)
+
+
+def compact_subsets(result) -> dict[str, pd.DataFrame]:
+    """The table printed by default: per system the mean over the subset seeds, std, CV and its band, and the
+    subset size a target CV needs."""
+    shown = result.summary[["mean", "std", "cv", "band"]]
+    if result.needed_size is not None:
+        shown = shown.join(result.needed_size)
+    return {f"{len(result.seeds)} subset seeds × {result.subset_size} of {result.pool_size} examples (std ÷K−1, "
+            "CV = std / |mean|)": shown.rename(columns=SUBSET_HEADERS)}
 
 
 def subset_sections(result) -> dict[str, pd.DataFrame]:

@@ -28,6 +28,7 @@ from seedscope.report import tables
 from seedscope.report.html import FigureBlock, Section, TableBlock, render_html
 from seedscope.report.seeds import SeedTest, friedman_across_seeds, seed_task_scores
 from seedscope.report.unstable import stability_counts, unstable_examples
+from seedscope.report.verdict import factor_lines, subset_lines, task_lines
 
 #: progress callback: (what is being done, steps done, total steps or None while unknown)
 Progress = Callable[[str, int, "int | None"], None]
@@ -95,49 +96,6 @@ def throughput_lines(environment: pd.DataFrame | None) -> list[str]:
 def task_of(label: str) -> str:
     """The task name of a summary label (``"rte (roberta)"`` → ``"rte"``)."""
     return label.split(" (")[0]
-
-
-def _fraction(value: float) -> str:
-    return "n/a" if pd.isna(value) else f"{value:.4f}"
-
-
-def task_lines(label: str, analysis: Analysis) -> list[str]:
-    """Plain-language sentences about one task, from the analysis's own numbers.
-
-    The first is the summary line ("accuracy varies by ±x across seeds; on y of the examples
-    the seeds disagree"); the second explains CON and CCON.
-    """
-    micro = analysis.micro.iloc[0]
-    n_runs, n_examples = int(micro["n_runs"]), int(micro["n_examples"])
-    parts = []
-    metric = analysis.primary_metric
-    if metric is not None:
-        row = analysis.macro.loc[metric]
-        parts.append(
-            f"{metric} varies by ±{_fraction(row['var_published'])} across {n_runs} seeds "
-            f"(VAR, the population std; mean {_fraction(row['mean'])}, from {_fraction(row['min'])} "
-            f"to {_fraction(row['max'])})"
-        )
-    if "n_distinct" in analysis.stability.columns:
-        disagree = int((analysis.stability["n_distinct"] > 1).sum())
-        parts.append(f"on {disagree:,} of {n_examples:,} examples ({_fraction(disagree / n_examples)}) the seeds disagree")
-        detail = (
-            f"Two seeds give the same answer on a share {_fraction(micro['con'])} of the examples on average (CON)"
-            + (f" and the same right answer on {_fraction(micro['ccon'])} (CCON)." if pd.notna(micro["ccon"]) else ".")
-        )
-    else:
-        detail = (f"The predictions of two seeds correlate at {_fraction(micro['con'])} on average "
-                  f"(CON, Pearson between runs over {n_examples:,} examples).")
-    baseline = tables.baseline_text(analysis)
-    lines = [f"{label}: " + "; ".join(parts) + ".", detail] + ([baseline[0].upper() + baseline[1:] + "."] if baseline else [])
-    if analysis.variance_split is not None:
-        split = analysis.variance_split
-        lines.append(f"Of the accuracy's variance, {_fraction(split['seed_share'])} comes from the seeds and the rest "
-                     f"from which examples were drawn: {split['dominant']} dominate.")
-    if analysis.degenerate is not None and len(analysis.degenerate):
-        runs = ", ".join(f"{run} ({reason})" for run, reason in analysis.degenerate["reason"].head(5).items())
-        lines.append(f"Degenerate runs, {len(analysis.degenerate)} of {n_runs}: {runs}.")
-    return lines
 
 
 @dataclass
@@ -249,6 +207,7 @@ def _factor_section(factors: FactorAnalysis | str, builder: _Builder) -> Section
         section.lines.append(f"The store holds factor-study runs, but they cannot be analysed yet: {factors}")
         builder.step("factor importance")
         return section
+    section.lines += factor_lines(factors)  # the verdict the command line prints first
     columns = [c for c in ("importance", "importance_ci_low", "importance_ci_high", "c_std", "m_std",
                            "golden_std", "n_runs", "n_groups") if c in factors.summary.columns]
     section.tables.append(TableBlock("Factor importance IS = (c − m) / σ_GM with its bootstrap interval "
@@ -266,6 +225,7 @@ def _subset_section(subsets: SubsetVariance, builder: _Builder) -> Section:
         f"Score {subsets.score} on {len(subsets.seeds)} random subsets of {subsets.subset_size} of the "
         f"{subsets.pool_size} examples; CV bands: negligible < {NEGLIGIBLE_BELOW} ≤ moderate ≤ {HIGH_ABOVE} < high."
     )
+    section.lines += subset_lines(subsets)  # the verdict the command line prints first
     section.tables.append(TableBlock("Per system: mean, Var_seed (divisor K−1), std, CV and its band", subsets.summary))
     section.figures.append(builder.figure(
         "subset-cv", figs.subset_cv_figure(subsets.summary["cv"], (NEGLIGIBLE_BELOW, HIGH_ABOVE)),

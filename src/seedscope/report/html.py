@@ -18,6 +18,8 @@ from html import escape
 import numpy as np
 import pandas as pd
 
+from seedscope.report.display import header
+
 #: digits shown for fractions and other floats in HTML tables
 FLOAT_DIGITS = 4
 #: CSS pixels per inch of figure on the page (the size figures have always been shown at; the PNG holds more)
@@ -126,15 +128,16 @@ def _anchor(title: str, used: set[str]) -> str:
 
 
 def _header_text(label) -> str:
+    """A column's header in words (:func:`~seedscope.report.display.header`)."""
     if isinstance(label, tuple):
-        return " ".join(str(part) for part in label if str(part) != "")
-    return str(label)
+        return " ".join(header(part) for part in label if str(part) != "")
+    return header(label)
 
 
 def _cell(value) -> str:
     """A <td> with the displayed value and, for numbers, the raw value to sort by."""
     if isinstance(value, (bool, np.bool_)):
-        return f"<td>{escape(str(bool(value)))}</td>"
+        return f"<td>{'yes' if value else 'no'}</td>"
     if isinstance(value, (int, np.integer)):
         return f'<td class="num" data-sort="{int(value)}">{int(value)}</td>'
     if isinstance(value, (float, np.floating)):
