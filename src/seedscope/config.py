@@ -48,7 +48,7 @@ class SweepConfig(BaseModel):
     method : str
         ``full`` or ``lora`` fine-tuning.
     **other fields
-        Hyper-parameters, per-task overrides, output directory (see docs/sweep.md).
+        Hyper-parameters, per-task overrides, output directory (see docs/how-to/sweep.md).
 
     Returns
     -------

@@ -50,3 +50,11 @@ def ray_cluster():
         yield cluster
     finally:
         cluster.shutdown()
+
+
+def node_id(cluster, node) -> str:
+    """The id of one of ``cluster``'s nodes, read from the cluster's own node table (Ray 2.9, the floor, has no
+    ``Node.node_id``; every Ray names a node's object store socket)."""
+    socket = node.plasma_store_socket_name
+    return next(entry["NodeID"] for entry in cluster.global_state.node_table()
+                if entry["ObjectStoreSocketName"] == socket and entry["Alive"])

@@ -18,6 +18,8 @@ from seedscope.executors import ray as ray_executor
 from seedscope.plan import RunSpec, plan_to_dict, seed_sweep
 from seedscope.store import CATALOG, PREDICTIONS, ExperimentStore
 
+from .conftest import node_id
+
 REPO = Path(__file__).resolve().parents[2]
 TINY = {"max_train_examples": 16, "max_eval_examples": 12, "max_steps": 2, "per_device_train_batch_size": 8,
         "max_seq_length": 48}
@@ -123,7 +125,7 @@ def test_a_cluster_lost_under_the_driver_is_one_line_and_its_runs_stay_to_resume
     specs = seed_sweep(["rte"], [str(tiny_bert)], [1], hparams=TINY)
     store = ExperimentStore.create(tmp_path / "ray", plan_to_dict(specs))
     with pytest.raises(SeedscopeError, match=r"^lost the Ray cluster: its node on this machine stopped answering "
-                                             r"\(Actor(Died|Unavailable)Error\); the runs recorded so far are kept: .* --resume$"):
+                                             r"\((RayActor|ActorDied|ActorUnavailable)Error\); the runs recorded so far are kept: .* --resume$"):
         ray_executor.execute(specs, store, data_dir=data_dir, cluster_cpus=1, runner=sleep_then_fail,
                              progress=KillsTheQueue())
     assert store.runs()["status"].tolist() == ["running"] and not ray.is_initialized()
@@ -153,7 +155,7 @@ def _first_finished_node(out) -> str | None:
 
 def _actors_on(cluster, nodes) -> list[str]:
     """The classes of the actors alive on these nodes, read from the cluster's own state (GCS)."""
-    ids = {node.node_id for node in nodes}
+    ids = {node_id(cluster, node) for node in nodes}
     return [actor["ActorClassName"] for actor in cluster.global_state.actor_table(None).values()
             if actor["State"] == "ALIVE" and actor["Address"]["NodeID"] in ids]
 
@@ -168,11 +170,12 @@ def test_a_worker_node_lost_mid_sweep_has_its_run_started_again_on_another(tmp_p
     env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "HF_HUB_OFFLINE": "1", "COLUMNS": "200"}
     sweep = subprocess.Popen([sys.executable, "-m", "seedscope", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True, env=env)
+    workers = {node_id(ray_cluster, node): node for node in ray_cluster.worker_nodes}
     lost, on_workers, deadline = None, None, time.monotonic() + 300
     while sweep.poll() is None and time.monotonic() < deadline:
-        if lost is None and (node_id := _first_finished_node(out)):
+        if lost is None and (finished := _first_finished_node(out)):
             on_workers = _actors_on(ray_cluster, ray_cluster.worker_nodes)  # the sweep's queue must not be there
-            lost = next(node for node in ray_cluster.worker_nodes if node.node_id == node_id)
+            lost_id, lost = finished, workers[finished]
             ray_cluster.remove_node(lost, allow_graceful=False)  # killed, as a machine that goes down
         time.sleep(0.1)
     _, err = sweep.communicate(timeout=60)
@@ -186,8 +189,7 @@ def test_a_worker_node_lost_mid_sweep_has_its_run_started_again_on_another(tmp_p
     assert runs["attempts"].sum() == 7  # the run going on the lost node was started again, and counted
     retried = runs.loc[runs["attempts"] == 2, "run_id"].item()
     nodes = store.environment().set_index("run_id")["ray.node_id"]
-    assert nodes[retried] != lost.node_id and set(nodes) <= {node.node_id for node in ray_cluster.worker_nodes} | {
-        lost.node_id}
+    assert nodes[retried] != lost_id and set(nodes) <= set(workers)
 
     specs = [RunSpec.from_dict(run) for run in store.plan()["runs"] if run["run_id"] == retried]
     reference = ExperimentStore.create(tmp_path / "local", plan_to_dict(specs))

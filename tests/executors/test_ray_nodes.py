@@ -22,6 +22,8 @@ from seedscope.errors import SeedscopeError
 from seedscope.executors import ray_nodes
 from seedscope.plan import seed_sweep
 
+from .conftest import node_id
+
 TINY = ["--set", "max_train_examples=16", "--set", "max_eval_examples=12", "--set", "max_steps=2",
         "--set", "max_seq_length=48"]
 
@@ -99,7 +101,7 @@ def test_a_node_whose_seedscope_is_broken_is_named(tmp_path, tiny_bert, ray_clus
     try:
         ray_cluster.wait_for_nodes()
         specs = seed_sweep(["rte"], [str(tiny_bert)], [1])
-        with pytest.raises(SeedscopeError, match=rf"Ray node .*id {broken.node_id[:8]}\) cannot run seedscope "
+        with pytest.raises(SeedscopeError, match=rf"Ray node .*id {node_id(ray_cluster, broken)[:8]}\) cannot run seedscope "
                                                  r"\(.*this seedscope is half installed\); every node needs seedscope"):
             ray_nodes.check_nodes(specs, None, address=ray_cluster.address, num_cpus=1, num_gpus=0)
     finally:

@@ -23,7 +23,7 @@ import pandas as pd
 from seedscope.analysis.checks import check_scores
 from seedscope.errors import SeedscopeError
 from seedscope.metrics.micro import BLOCK_VALUES, run_blocks
-from seedscope.metrics.resampling import interval
+from seedscope.metrics.resampling import clipped, interval
 from seedscope.validation import check_confidence, check_power
 
 
@@ -111,6 +111,15 @@ def t_interval(values, confidence: float = 0.95) -> tuple[float, float]:
     array = check_scores(values, "a t-interval", 2)
     low, high = interval(None, array, method="t", confidence=confidence)
     return float(low), float(high)
+
+
+def bounded_t_interval(values, confidence: float, bounds: tuple[float, float] | None,
+                       what: str) -> tuple[float, float, bool]:
+    """:func:`t_interval` within ``bounds``, the metric's range (None: none known), and whether it had to be clipped:
+    then a :class:`~seedscope.errors.ClippedIntervalWarning` names ``what``."""
+    low, high, moved = clipped(*t_interval(values, confidence), bounds, f"{what}: the t interval over "
+                               f"{len(np.ravel(values))} runs")
+    return float(low), float(high), bool(moved)
 
 
 def minimum_detectable_difference(sd: float, n: int, *, confidence: float = 0.95, power: float = 0.8) -> float:

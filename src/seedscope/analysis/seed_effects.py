@@ -134,7 +134,7 @@ class Analysis:
         return self.stability["category"].value_counts().rename("count")
 
     def to_dict(self, top_k: int = 10) -> dict:
-        """The documented JSON schema (docs/analyze.md): fractions, NaN written as null."""
+        """The documented JSON schema (docs/how-to/analyze.md): fractions, NaN written as null."""
         micro = self.micro.to_dict("records")[0]
         out = {
             "units": "fraction",
@@ -237,7 +237,7 @@ def analyze(
         primary_metric = primary_metric or DEFAULT_PRIMARY[aligned.task_type]
         if primary_metric not in per_run.columns:
             raise SeedscopeError(
-                f"unknown primary metric {primary_metric!r} for a {aligned.task_type} task; "
+                f"unknown metric {primary_metric!r} for a {aligned.task_type} task; "
                 f"choose one of {', '.join(per_run.columns)}"
             )
     else:  # per-example values without labels are summarised by their mean; classes without labels by nothing

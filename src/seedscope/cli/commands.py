@@ -31,11 +31,8 @@ class Entry(NamedTuple):
 
 COMMANDS = {
     "analyze": Entry("analyze", (
-        "Macro (mean, VAR, sample std, CV, bootstrap and t CI) and micro (CON, CCON) seed effects of the predictions "
-        "of several runs of one model on the same examples; per run the accuracy's standard error over examples "
-        "(clustered with --cluster-column), the split of its variance into a seed part and an example-sampling part, "
-        "the minimum detectable difference, and the degenerate runs (one class only, or at or below the "
-        "majority-class baseline)."), decodes_ahead=True),
+        "Seed effects of predictions you already have: how much does the metric move from seed to seed, and on which "
+        "examples do the seeds disagree?"), decodes_ahead=True),
     "sweep": Entry("sweep", (
         "Fine-tune a Hugging Face model on one or more tasks with several seeds (or, with --runner icl, prompt it "
         "with seeded demonstrations, training nothing), store every run's dev predictions in an experiment directory "
@@ -81,7 +78,7 @@ COMMANDS = {
         "run environment, all in ONE self-contained HTML file that works offline.")),
     "factors": Entry("factors", (
         "Which randomness factor matters? Interaction-aware importance: N investigation × M mitigation runs per "
-        "factor, normalised by a golden model (docs/factors.md).")),
+        "factor, normalised by a golden model (docs/how-to/factors.md).")),
 }
 
 

@@ -9,7 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from seedscope.cli.outputs import JsonFile, check_outputs, output_console, write_outputs
+from seedscope.cli.outputs import JsonFile, check_outputs, output_console, print_table, write_outputs
 from seedscope.cli.verify import PROBLEMS_FOUND
 from seedscope.serialize import dumps
 
@@ -85,10 +85,10 @@ def status_command(
     store = ExperimentStore.open(directory)
     status = store_status(store, full=True if failed or every_run or json_file is not None else None)
     runs = status.runs
-    console = output_console()
+    console = output_console(listing=True)
     title = f"{directory} — {len(runs)} runs: " + ", ".join(f"{n} {s}" for s, n in status.counts.items())
     if failed or every_run or len(runs) <= FULL_TABLE_RUNS:
-        console.print(_run_table(runs[runs["status"] == "failed"] if failed else runs, title, full_errors=failed))
+        print_table(console, _run_table(runs[runs["status"] == "failed"] if failed else runs, title, full_errors=failed))
     else:
         console.print(Text(title), highlight=False)
         _print_attention(status.attention, console)

@@ -8,7 +8,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from seedscope.cli.outputs import output_console
+from seedscope.cli.outputs import output_console, print_table
 from seedscope.errors import SeedscopeError
 
 #: exit status when the store has integrity problems (2 stays "bad input", as for every command)
@@ -30,7 +30,8 @@ Examples:
 
 ```
 seedscope verify runs/rte-minilm
-seedscope verify runs/rte-minilm || seedscope sweep --config rte.yaml --out runs/rte-minilm --resume
+seedscope verify runs/rte-minilm || \\
+  seedscope sweep --config rte.yaml --out runs/rte-minilm --resume
 ```
 """
 
@@ -42,7 +43,7 @@ def verify_command(directory: Path = typer.Argument(..., help="Experiment direct
         raise SeedscopeError(f"{directory} is not a seedscope experiment directory (no catalog.sqlite)")
     store = ExperimentStore(directory)
     problems = store.verify(full=True)
-    console = output_console()
+    console = output_console(listing=True)
     if not problems:
         runs = store.runs()
         done = int((runs["status"] == "done").sum())
@@ -54,7 +55,7 @@ def verify_command(directory: Path = typer.Argument(..., help="Experiment direct
         table.add_column(column, overflow="fold")
     for problem in problems:
         table.add_row(*(Text(str(cell)) for cell in (problem.kind, problem.run_id or "", problem.message, problem.repair)))
-    console.print(table)
+    print_table(console, table)
     raise typer.Exit(PROBLEMS_FOUND)
 
 

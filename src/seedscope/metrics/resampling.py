@@ -18,11 +18,11 @@ from typing import Callable
 
 import numpy as np
 
-from seedscope.errors import SeedscopeError
+from seedscope.errors import ClippedIntervalWarning, SeedscopeError
 from seedscope.validation import MAX_RESAMPLES, check_confidence, check_resamples
 
 __all__ = [
-    "LARGE_N", "MAX_RESAMPLES", "METHODS", "bootstrap_mean_ci", "check_confidence", "check_resamples", "generator",
+    "LARGE_N", "MAX_RESAMPLES", "METHODS", "bootstrap_mean_ci", "check_confidence", "check_resamples", "clipped", "generator",
     "interval", "interval_of", "normal_draws", "replicates", "resample_counts", "resample_indices",
     "percentile_interval", "resampled_column_means",  # deprecated
 ]
@@ -251,6 +251,22 @@ def interval(
     draws = replicates(statistic, *samples, n_resamples=n_resamples, seed=seed, size=size, of_means=of_means,
                        moments=moments, rowwise=rowwise)
     return interval_of(draws, confidence)
+
+
+def clipped(low, high, bounds: tuple[float, float] | None, what: str | None = None):
+    """An interval's ends moved into ``bounds`` (a metric's range, such as [0, 1] for a proportion), and whether either
+    end had to move: a Student-t interval of few seeds, or a normal limit near the edge, can run past the range. With
+    ``what`` (the interval's name) a move is said, as a :class:`~seedscope.errors.ClippedIntervalWarning`. ``bounds``
+    None: the ends as they are."""
+    low, high = np.asarray(low, dtype=float), np.asarray(high, dtype=float)
+    if bounds is None:
+        return low, high, np.zeros(np.shape(low), dtype=bool)
+    with np.errstate(invalid="ignore"):
+        moved = (low < bounds[0]) | (high > bounds[1])
+    if what is not None and np.any(moved):
+        warnings.warn(f"{what} ran past its range and is clipped to [{bounds[0]:g}, {bounds[1]:g}] (a t interval "
+                      "assumes normally spread scores; from few runs it is wide)", ClippedIntervalWarning, stacklevel=3)
+    return np.clip(low, *bounds), np.clip(high, *bounds), moved
 
 
 def bootstrap_mean_ci(

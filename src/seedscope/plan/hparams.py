@@ -107,7 +107,7 @@ class FinetuneSettings(DataSettings):
         return self
 
     def padding_for(self, device: str) -> str:
-        """The padding a run on ``device`` (``cpu`` or ``cuda``) uses: ``auto`` resolved (see docs/config.md)."""
+        """The padding a run on ``device`` (``cpu`` or ``cuda``) uses: ``auto`` resolved (see docs/reference/config.md)."""
         if self.pad_to_max_length:
             return "max_length"
         if self.padding == "auto":
@@ -148,7 +148,7 @@ class ICLSettings(DataSettings):
         default_factory=list, description="lm-eval tasks: folders of the user's own task YAMLs (--lm-eval-include)")
     engine: Engine = Field(
         "hf", description="what computes the answers: hf (transformers, here), openai (an OpenAI-compatible server) or "
-        "vllm (vLLM's offline engine, here); see docs/engines.md")
+        "vllm (vLLM's offline engine, here); see docs/how-to/engines.md")
     base_url: str | None = Field(None, description="engine openai: the server's URL (http://host:port/v1)")
     api_key_env: str | None = Field(
         None, description="engine openai: the environment variable holding the API key (the key is never stored)")

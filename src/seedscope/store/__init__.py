@@ -10,7 +10,7 @@ A finished run's Parquet file is written atomically (temporary file, fsync, rena
 then is its catalog row set to ``done`` in one transaction, so a run is either done with its
 file or not done at all. ``create(..., resume=True)`` keeps the done runs whose file exists
 and makes every other run pending again; nothing is duplicated, because a run's file name is
-its run id and a redo replaces it. See docs/store.md for the schema.
+its run id and a redo replaces it. See docs/reference/store.md for the schema.
 
 :mod:`~seedscope.store.catalog` owns the SQLite file, :mod:`~seedscope.store.files` the
 Parquet files and :mod:`~seedscope.store.views` the tables read from both; this class ties

@@ -4,7 +4,7 @@ SQLite's write-ahead log keeps its index in shared memory (the ``-shm`` file eve
 maps), which only the processes of one machine share; SQLite's documentation says WAL "does
 not work over a network filesystem", and a cluster's shared home or scratch folder (NFS,
 Lustre, GPFS, CIFS/SMB, CephFS, a FUSE mount such as sshfs or s3fs) is exactly that. So the
-store's SQLite files use the rollback journal there (see docs/store.md).
+store's SQLite files use the rollback journal there (see docs/reference/store.md).
 
 On Linux the answer comes from ``/proc/self/mountinfo``: the mount of the path's device whose
 mount point is the longest prefix of the path (``os.statvfs`` does not give the type). Where

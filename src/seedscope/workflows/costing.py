@@ -33,7 +33,7 @@ SHORT_SHARE, MIN_STEPS = 0.25, 4
 #: the H100 SXM's dense bf16 peak (seedscope.runners.peak_flops), FLOP/s
 H100_PEAK = 989.4e12
 #: the MFU an H100-hour figure assumes where no GPU run measured one: the goal for fine-tuning steps that keep the
-#: GPU busy (docs/gpu.md; RoBERTa-large-sized runs measured 1-2 % on an H100 before fused and synchronisation-free
+#: GPU busy (docs/how-to/gpu-cost.md; RoBERTa-large-sized runs measured 1-2 % on an H100 before fused and synchronisation-free
 #: steps)
 ASSUMED_MFU = 0.2
 
