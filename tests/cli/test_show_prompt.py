@@ -94,7 +94,7 @@ def test_a_fine_tuning_run_has_no_prompt(tmp_path, synthetic_store, synthetic_pr
 def test_analyze_and_the_report_show_each_unstable_examples_prompt(icl_store, cli, tmp_path):
     from seedscope.workflows.reporting import build_report
 
-    code, printed, err = cli(["analyze", str(icl_store), "--top", "3"])
+    code, printed, err = cli(["analyze", str(icl_store), "--top", "3", "--details"])
     assert code == 0, err
     assert "the examples show their own part of the prompt as run" in printed and "show-prompt" in printed
     assert "Input:" in printed  # the instruction format's own part of an example's prompt

@@ -33,6 +33,10 @@ def test_sweep_stores_every_run_and_prints_the_analysis(tmp_path, tiny_bert, dat
     assert run_cli(sweep_args(tiny_bert, out, data_dir, task="rte,cola")) == 0
     printed = capsys.readouterr().out
     assert "Table 1 layout" in printed and "glue-rte" in printed and "cola" in printed
+    flat = " ".join(printed.split())  # the verdict before the table: one sentence per task, then Table 1
+    verdict = flat[flat.index("varies by"):flat.index("Table 1 layout")]
+    assert "across 2 seeds" in verdict and "with 2 runs the spread and every interval are unreliable" in verdict
+    assert "Macro: spread across" not in flat  # the full tables come with --details
     runs = ExperimentStore.open(out).runs()
     assert runs["status"].tolist() == ["done"] * 4 and runs["seed"].tolist() == [1, 2, 1, 2]
 

@@ -7,7 +7,9 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 
 from seedscope.cli.inputs import metric_option
-from seedscope.cli.outputs import OutputFiles, output_console, print_notes, seed_option, write_outputs
+from seedscope.cli.outputs import (
+    OutputFiles, output_console, print_notes, print_table, print_verdict, seed_option, write_outputs,
+)
 from seedscope.cli.vocabulary import ADVANCED
 from seedscope.serialize import dumps
 
@@ -23,7 +25,6 @@ def show_analysis(result: FactorAnalysis, notes: list[str], ranking: pd.DataFram
                   details: bool = False) -> dict[str, pd.DataFrame]:
     """Print the verdict (which factor matters), the compact table (every table with ``details``: the baselines, the
     pairwise ranking of the factors); return the titled sections for Markdown."""
-    from seedscope.cli.outputs import print_table, print_verdict
     from seedscope.report.factor_tables import (
         baseline_frame,
         compact_frame,

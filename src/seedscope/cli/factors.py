@@ -146,7 +146,7 @@ def simulate_adaptive_command(
     shown = result[["importance_all", "m_used_mean", "runs_used_mean", "saved_share",
                     "within_tolerance_share", "reference_within_tolerance_share"]].set_axis(
         ["IS (all runs)", "M used", "runs used", "saved vs 10×100", "IS within tol.", "M=100 within tol."], axis=1)
-    print_table(console, to_rich(shown, f"Adaptive run count, tolerance {tolerance} ({orders} random orders)", digits=3))
+    print_table(console, to_rich(shown, f"Adaptive run count, tolerance {tolerance} ({orders} random orders)"))
     print_notes(console, notes, prefix="[yellow]note:[/] ")
     if files.json:
         payload = {"schedule": schedule.__dict__, "repeats": orders, "seed": seed,

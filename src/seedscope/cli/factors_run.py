@@ -178,7 +178,7 @@ def show_study(done, out: Path, n_boot: int, seed: int, files: OutputFiles, deta
     ranking = rank(done.study[0], None, n_boot, result.settings["confidence"], seed)
     sections = show_analysis(result, notes, ranking, details=details)
     shown = done.runs_used.drop(columns="trace")
-    print_table(console, to_rich(shown, "Runs per factor (reference: N = 10 × M = 100 = 1000)", digits=3))
+    print_table(console, to_rich(shown, "Runs per factor (reference: N = 10 × M = 100 = 1000)"))
     finished = int((done.store.runs()["status"] == "done").sum())
     console.print(f"wall time {done.wall_seconds:.0f} s; {finished} runs done in {out}", highlight=False, markup=False)
     sections["Runs per factor"] = shown
