@@ -67,6 +67,14 @@ def test_tables_written_to_a_pipe_are_not_cropped(capsys):
     assert max(len(line) for line in capsys.readouterr().out.splitlines()) <= 80
 
 
+def test_a_header_wraps_between_its_words_never_inside_one(capsys):
+    console = output_console()
+    headers = {f"column {i}": [1] for i in range(8)} | {"training example-epochs": [480], "time one after another": [2]}
+    print_table(console, to_rich(pd.DataFrame(headers)))
+    printed = capsys.readouterr().out
+    assert "example-epochs" in printed and "another" in printed and "training" in printed
+
+
 class _CtrlCInAFinalizer:
     """A Ctrl-C that lands while the garbage collector runs a ``__del__``: Python prints and ignores it."""
 

@@ -107,9 +107,10 @@ def to_rich(frame: pd.DataFrame, title: str | None = None, digits: int = 4) -> T
     # a long title wraps over at most a few lines instead of a narrow table's width
     table = Table(title=None if title is None else Text(title), title_justify="left", header_style="bold",
                   min_width=min(len(title or ""), TITLE_WIDTH))
-    # Headers may wrap on a narrow terminal, values never shrink: each column is at least as
-    # wide as its widest value (up to RICH_MIN_WIDTH), and a row's name is never broken.
-    widths = [min(max([len(row[i]) for row in rows], default=1), RICH_MIN_WIDTH) for i in range(len(header))]
+    # Headers may wrap on a narrow terminal (between words, never inside one), values never shrink: each column
+    # is at least as wide as its widest value (up to RICH_MIN_WIDTH), and a row's name is never broken.
+    widths = [max(min(max([len(row[i]) for row in rows], default=1), RICH_MIN_WIDTH),
+                  max(map(len, header[i].split()), default=1)) for i in range(len(header))]
     widths[0] = max([len(row[0]) for row in rows], default=1)
     table.add_column(Text(header[0]), style="bold", min_width=widths[0], overflow="fold")
     for name, width in zip(header[1:], widths[1:]):
