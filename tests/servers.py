@@ -25,6 +25,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from seedscope.runners.icl.engines.local_server import free_port
 
 
+class QuietServer(ThreadingHTTPServer):
+    """A threading HTTP server that says nothing when a client hangs up first (a client that timed out)."""
+
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        pass
+
+
 class Proxy:
     """Forwards to ``target`` (a server's ``/v1`` URL), answering the first requests with ``failures`` statuses."""
 
@@ -37,7 +46,7 @@ class Proxy:
         self.forwarded = 0
         self.failed = 0
         self.port = free_port()
-        self._server: ThreadingHTTPServer | None = None
+        self._server: QuietServer | None = None
         self._stopped = threading.Event()  # cleared while a kill is under way, so that a restart waits for the port
         self._stopped.set()
 
@@ -89,7 +98,7 @@ class Proxy:
                     threading.Thread(target=proxy.stop).start()  # killed mid-study, after this answer
 
         self._stopped.wait(timeout=60)  # a kill still closing the port
-        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        self._server = QuietServer(("127.0.0.1", self.port), Handler)
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
         return self
 
@@ -141,7 +150,7 @@ class FaultyServer:
         self._faults: list[tuple[str, int, int | None]] = []
         self._lock = threading.Lock()
         self._closing = threading.Event()
-        self._server: ThreadingHTTPServer | None = None
+        self._server: QuietServer | None = None
 
     @property
     def url(self) -> str:
@@ -165,8 +174,7 @@ class FaultyServer:
 
     def start(self) -> "FaultyServer":
         self._closing.clear()
-        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), _handler(self))
-        self._server.daemon_threads = True
+        self._server = QuietServer(("127.0.0.1", self.port), _handler(self))
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
         return self
 
@@ -339,6 +347,7 @@ def _handler(server: FaultyServer):
             elif fault in ("redirect_loop", "redirect"):
                 target = self.path if fault == "redirect_loop" else "/moved" + self.path
                 self._send(307, b"", headers={"location": f"http://127.0.0.1:{server.port}{target}"})
+                return True  # the connection stays open for the request redirected
             else:
                 return False
             self.close_connection = True

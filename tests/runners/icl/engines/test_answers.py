@@ -115,6 +115,11 @@ def test_choices_come_in_index_order_and_unasked_log_probabilities_are_not_read(
     assert [choice.index for choice in parsed.choices] == [0, 1, 2] and parsed.choices[0].logprobs is None
 
 
+def test_an_echo_ignored_without_log_probabilities_is_an_answer_that_cannot_score_not_a_bad_one():
+    answer = {"choices": [{"index": 0, "text": " positive", "logprobs": None}]}  # transformers serve ignores echo
+    assert parse_answer(json.dumps(answer), COMPLETIONS, SCORING).choices[0].logprobs is None
+
+
 def test_two_choices_with_the_same_index_are_refused():
     answer = _good(SAMPLING)
     answer["choices"][1]["index"] = 0

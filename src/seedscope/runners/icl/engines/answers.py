@@ -173,9 +173,9 @@ def _check(answer: Answer, endpoint: str, payload: dict, fewer_choices: bool) ->
             raise BadAnswer(f"its choices[{number}] has no message content (null or missing)")
         if endpoint != CHAT and choice.text is None:
             raise BadAnswer(f"its choices[{number}] has no text (null or missing)")
-        if payload.get("echo") and not choice.content.startswith(payload.get("prompt", "")):
-            raise BadAnswer(f"its echo is not the prompt sent ({_difference(choice.content, payload['prompt'])})")
-        if payload.get("logprobs") is not None and choice.logprobs is not None:
+        if payload.get("logprobs") is not None and choice.logprobs is not None:  # what scoring reads: offsets into
+            if payload.get("echo") and not choice.content.startswith(payload.get("prompt", "")):  # the echoed prompt
+                raise BadAnswer(f"its echo is not the prompt sent ({_difference(choice.content, payload['prompt'])})")
             _check_logprobs(choice.logprobs, choice.content)
 
 

@@ -249,9 +249,10 @@ class ServerClient:
             raise SeedscopeError(masked(f"the server at {self.base_url} gave a bad answer to {request}: {bad}; its body "
                                         f"began {excerpt(body)}", self._key)) from None
         answer.raw_size = len(response.content)
-        if response.history:
+        if response.history:  # where the base URL led: the final URL less the endpoint's path
+            moved = str(response.url.copy_with(query=None)).removesuffix("/completions").removesuffix("/chat")
             with self._lock:
-                self.redirected.add(masked(str(response.url), self._key))
+                self.redirected.add(masked(moved, self._key))
         return answer
 
     def close(self) -> None:
