@@ -119,6 +119,29 @@ SHAPES = ("not_json", "empty", "html", "null", "list", "no_choices", "empty_choi
 STATUSES = ("401", "403", "404", "400", "422", "429", "500", "502", "503", "retry_after_long")
 TRANSPORTS = ("hang", "reset", "cut", "close", "redirect_loop")
 NOTED = ("finish_length", "long_text", "other_model", "redirect", "huge", "key_in_body", "key_in_header", "slow")
+#: what the line of each failure must say (after "the server at URL "), the same before the run and during it
+SAID = {
+    "not_json": "gave a bad answer to a completions request", "empty": "its body is empty",
+    "html": "its body is an HTML page, not JSON", "null": "its body is null, not an object",
+    "list": "its body is a JSON list, not an object", "no_choices": "it has no choices",
+    "empty_choices": "its choices are an empty list", "choice_not_object": "its field choices[0] is 'positive', not an object",
+    "text_not_string": "its field choices[0].text is 5, not a string", "text_none": "its choices[0] has no text",
+    "logprobs_strings": "token_logprobs[1] is", "nan": "is NaN", "infinity": "is +Infinity, not a finite number",
+    "minus_infinity": "is -Infinity, not a finite number", "positive": "a log-probability is at most 0",
+    "short_logprobs": "log-probabilities for", "offsets_back": "its text offsets go back",
+    "offset_outside": "lies outside the", "echo_differs": "its echo is not the prompt sent",
+    "fewer_choices": "its choices are an empty list", "more_choices": "it holds 2 choice(s) where n=1 was asked",
+    "error_200": "it holds an error instead of an answer: the model is overloaded",
+    "401": "refused the API key (401): Incorrect API key provided: ***.",
+    "403": "refused the API key (403): the key *** may not use this model",
+    "404": "has no model 'faulty-model' or no such route (404)", "400": "(400): max_tokens is too large for key ***",
+    "422": "(422): prompt: field required", "429": "answered 429 to a completions request",
+    "500": "answered 500 to a completions request", "502": "answered 502", "503": "answered 503",
+    "retry_after_long": "asks to be asked again in 100000 s (Retry-After)",
+    "hang": "did not answer within", "reset": "reset the connection",
+    "cut": "cut its answer short", "close": "closed the connection without answering",
+    "redirect_loop": "redirects in a loop",
+}
 #: the words of a sampled or greedy answer (the first is a label word of SST-2's minimal format)
 WORDS = (" positive", " negative", " great", " terrible", " fine", " the")
 
@@ -150,6 +173,7 @@ class FaultyServer:
         self._faults: list[tuple[str, int, int | None]] = []
         self._lock = threading.Lock()
         self._closing = threading.Event()
+        self._stopped = True
         self._server: QuietServer | None = None
 
     @property
@@ -174,11 +198,14 @@ class FaultyServer:
 
     def start(self) -> "FaultyServer":
         self._closing.clear()
+        self._stopped = False
         self._server = QuietServer(("127.0.0.1", self.port), _handler(self))
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
         return self
 
     def stop(self) -> None:
+        """Stop listening and drop every open connection unanswered, as a killed server does."""
+        self._stopped = True
         self._closing.set()  # a hanging answer ends
         if self._server is not None:
             self._server.shutdown()
@@ -291,6 +318,10 @@ def _handler(server: FaultyServer):
 
         def do_POST(self):
             body = self.rfile.read(int(self.headers.get("content-length", 0)))
+            if server._stopped:  # a connection kept open from before the server was stopped
+                self.connection.shutdown(socket.SHUT_RDWR)
+                self.close_connection = True
+                return
             with server._lock:
                 number, server.requests = server.requests, server.requests + 1
             sent_key = self.headers.get("authorization", "").removeprefix("Bearer ")

@@ -13,39 +13,16 @@ import pytest
 from seedscope.store import ExperimentStore
 from seedscope.store.responses import RESPONSES_FILE
 
-from ..servers import SHAPES, STATUSES, TRANSPORTS, FaultyServer
+from ..servers import SAID, SHAPES, STATUSES, TRANSPORTS, FaultyServer
 
 KEY = "sk-faults-7c1e-0123456789abcdef"
 #: requests the check before the run asks (the first example's two answers); the run's own come after
 CHECKED = 2
-#: the words of each failure's line (after "the server at URL ")
-WORDS = {
-    "not_json": "gave a bad answer to a completions request", "empty": "its body is empty",
-    "html": "its body is an HTML page, not JSON", "null": "its body is null, not an object",
-    "list": "its body is a JSON list, not an object", "no_choices": "it has no choices",
-    "empty_choices": "its choices are an empty list", "choice_not_object": "its field choices[0] is 'positive', not an object",
-    "text_not_string": "its field choices[0].text is 5, not a string", "text_none": "its choices[0] has no text",
-    "logprobs_strings": "token_logprobs[1] is", "nan": "is NaN", "infinity": "is +Infinity, not a finite number",
-    "minus_infinity": "is -Infinity, not a finite number", "positive": "a log-probability is at most 0",
-    "short_logprobs": "log-probabilities for", "offsets_back": "its text offsets go back",
-    "offset_outside": "lies outside the", "echo_differs": "its echo is not the prompt sent",
-    "fewer_choices": "its choices are an empty list", "more_choices": "it holds 2 choice(s) where n=1 was asked",
-    "error_200": "it holds an error instead of an answer: the model is overloaded",
-    "401": "refused the API key (401): Incorrect API key provided: ***.",
-    "403": "refused the API key (403): the key *** may not use this model",
-    "404": "has no model 'faulty-model' or no such route (404)", "400": "(400): max_tokens is too large for key ***",
-    "422": "(422): prompt: field required", "429": "answered 429 to a completions request",
-    "500": "answered 500 to a completions request", "502": "answered 502", "503": "answered 503",
-    "retry_after_long": "asks to be asked again in 100000 s (Retry-After)",
-    "hang": "took the request but did not answer within 1 s", "reset": "reset the connection",
-    "cut": "cut its answer short", "close": "closed the connection without answering",
-    "redirect_loop": "redirects in a loop",
-}
 FAULTS = SHAPES + STATUSES + TRANSPORTS
 
 
 def test_every_fault_of_the_server_is_tested():
-    assert set(WORDS) == set(FAULTS)
+    assert set(SAID) == set(FAULTS)
 
 
 def _args(url, out, data_dir, *extra, seeds="1"):
@@ -80,7 +57,7 @@ def test_a_fault_before_the_run_is_one_line_and_exit_2_with_nothing_written(cli,
     code, printed, err = cli(_args(server.url, out, data_dir))
     lines = [line for line in err.strip().splitlines() if not line.startswith("waiting for the server")]
     assert code == 2 and len(lines) == 1 and "Traceback" not in err + printed, err
-    assert lines[0].startswith(f"error: the server at {server.url} ") and WORDS[fault] in lines[0], lines[0]
+    assert lines[0].startswith(f"error: the server at {server.url} ") and SAID[fault] in lines[0], lines[0]
     assert "--predict generate" not in lines[0]  # the server answered nothing it could be said of
     assert not out.exists()
     _nowhere(out, printed, err)
@@ -94,7 +71,7 @@ def test_a_fault_mid_run_fails_the_run_with_its_line_caches_nothing_bad_and_resu
     code, printed, err = cli(_args(server.url, out, data_dir, "--set", "concurrency=1"))
     assert code == 1 and "Traceback" not in printed + err, err
     [run] = ExperimentStore.open(out).runs().itertuples()
-    assert run.status == "failed" and WORDS[fault] in run.error and len(run.error.splitlines()) == 1, run.error
+    assert run.status == "failed" and SAID[fault] in run.error and len(run.error.splitlines()) == 1, run.error
     assert f"failed: {run.run_id}: the server at {server.url} " in " ".join(printed.split())
     assert len(_cached(out)) == 2  # the two good answers; nothing of the fault
     server.fix()
