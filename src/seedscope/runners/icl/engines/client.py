@@ -324,5 +324,7 @@ class _Traffic:
 
     def close(self) -> None:
         self._closed.set()
+        if self._ticker is not None:
+            self._ticker.join(timeout=5)  # its last word comes before the one that clears the status
         if self._said:
             say_status(None)
