@@ -18,6 +18,10 @@ def test_a_response_put_is_read_back_by_a_new_connection_and_a_dropped_one_is_go
     assert again.get(key) == '{"choices": [{"text": " yes"}]}' and len(again) == 1
     again.drop(key)
     assert again.get(key) is None and len(again) == 0
+    again.put(key, "{}")
+    again.close()  # a request still in flight when its run ended finds the cache closed
+    again.put(key, "late")
+    assert again.get(key) is None and len(again) == 0
 
 
 def test_keys_ignore_the_order_of_fields_and_tell_reruns_and_servers_apart():

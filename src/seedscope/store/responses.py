@@ -67,7 +67,7 @@ class ResponseCache:
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
         self._lock = threading.Lock()
-        self._connection = _connect(self.path)
+        self._connection: sqlite3.Connection | None = _connect(self.path)
 
     @classmethod
     def of_sweep(cls) -> "ResponseCache | None":
@@ -76,23 +76,33 @@ class ResponseCache:
         return cls(path) if path else None
 
     def get(self, key: str) -> str | None:
-        """The response kept for ``key`` as it was put, or None."""
+        """The response kept for ``key`` as it was put, or None (also once the cache is closed)."""
         with self._lock:
+            if self._connection is None:
+                return None
             row = self._connection.execute("SELECT response FROM responses WHERE key = ?", (key,)).fetchone()
         return None if row is None else str(row[0])
 
     def put(self, key: str, response: str) -> None:
+        """Keep ``response`` for ``key`` (nothing, once the cache is closed: a request still in flight when its run
+        ended)."""
         with self._lock:
-            self._connection.execute("INSERT OR REPLACE INTO responses VALUES (?, ?)", (key, response))
+            if self._connection is not None:
+                self._connection.execute("INSERT OR REPLACE INTO responses VALUES (?, ?)", (key, response))
 
     def drop(self, key: str) -> None:
         """Forget the response of ``key`` (one that failed its checks): the next run asks again."""
         with self._lock:
-            self._connection.execute("DELETE FROM responses WHERE key = ?", (key,))
+            if self._connection is not None:
+                self._connection.execute("DELETE FROM responses WHERE key = ?", (key,))
 
     def __len__(self) -> int:
         with self._lock:
-            return self._connection.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+            return self._connection.execute("SELECT COUNT(*) FROM responses").fetchone()[0] if self._connection else 0
 
     def close(self) -> None:
-        self._connection.close()
+        """Let the file go; a thread still asking (its run ended) finds the cache closed, never a closed connection."""
+        with self._lock:
+            if self._connection is not None:
+                self._connection.close()
+                self._connection = None
