@@ -7,7 +7,7 @@ by an older seedscope. A case that fails mid-run is then asked again with ``--re
 
 It counts, against the issue's goals:
 
-- ``tracebacks``: a Python traceback in what the terminal showed or in a run's recorded error (goal 0);
+- ``tracebacks``: a Python traceback in what the terminal showed or in a run's recorded error, or a crash (goal 0);
 - ``wrong_results_accepted``: a bad answer's study that ends well, or a finished study whose predictions differ from
   the same study against a server that behaves (goal 0);
 - ``keys_found``: the API key (which the server quotes back in its 401, 403, 400 and 500 bodies, a header and a body)
@@ -202,7 +202,7 @@ class Campaign:
         self.work = work
         self.references: dict[tuple, list[tuple]] = {}
         self.env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "TERM": "xterm-256color", "COLUMNS": "200",
-                    "HF_HUB_OFFLINE": "1"}
+                    "HF_HUB_OFFLINE": "1", "PYTHONFAULTHANDLER": "1"}  # a crash shows its stacks, and counts
 
     def reference(self, extra: list[str]) -> list[tuple]:
         """The predictions of the same study against a server that behaves."""
@@ -255,7 +255,9 @@ class Campaign:
                                                                                   resumed.longest_silence), 1))
             found["cache_bytes"] = (out / "responses.sqlite").stat().st_size if (out / "responses.sqlite").exists() else 0
         texts = shown + self._recorded_errors(out)
-        found["traceback"] = any("Traceback (most recent call last)" in text for text in texts)
+        crashed = ran.code < 0 and case.special != "kill_seedscope"  # killed by a signal it was not sent
+        found["traceback"] = crashed or any(marker in text for text in texts
+                                            for marker in ("Traceback (most recent call last)", "Fatal Python error"))
         found["key_found"] = self._key_found(case, out, texts)
         found["silent_wait"] = found["longest_silence"] > SILENT_SECONDS
         finished = (resumed or ran).code == 0 and out.exists() and self._all_done(out)
