@@ -1,6 +1,6 @@
 """The campaign of issue 50, rerun as a user would: ``python -m seedscope sweep --runner icl --engine openai`` in a
 terminal (a pseudo-terminal, so that Rich draws its progress as it does for a user), against an OpenAI-compatible
-server on localhost that misbehaves on cue (tests/servers.py's ``FaultyServer``), in about 100 cases: every bad shape
+server on localhost that misbehaves on cue (tests/faulty_server.py's ``FaultyServer``), in about 100 cases: every bad shape
 before the run and during it, shapes of generated, chat and sampled answers, every status, every transport failure,
 answers to note, malformed URLs, a server killed mid-study, seedscope killed mid-study, a refused key, garbage cached
 by an older seedscope. A case that fails mid-run is then asked again with ``--resume`` against the server fixed.
@@ -47,10 +47,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO))  # the tests' misbehaving server, tests/faulty_server.py
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from servers import SAID, SHAPES, STATUSES, TRANSPORTS, FaultyServer  # noqa: E402
+from tests.faulty_server import SAID, SHAPES, STATUSES, TRANSPORTS, FaultyServer  # noqa: E402
 
 from seedscope.store import ExperimentStore  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""``seedscope sweep --engine openai`` against a server that misbehaves on cue (tests/servers.py), one test per bad
+"""``seedscope sweep --engine openai`` against a server that misbehaves on cue (tests/faulty_server.py), one test per bad
 shape, status and transport failure: before the run, one line and exit 2 with nothing written; mid-run, the run
 recorded failed with that line, no bad answer cached or stored, and once the server is fixed ``--resume`` asks again
 and the study finishes. The key the server quotes back is in no output and no file. What the server did is noted."""
@@ -13,7 +13,7 @@ import pytest
 from seedscope.store import ExperimentStore
 from seedscope.store.responses import RESPONSES_FILE
 
-from ..servers import SAID, SHAPES, STATUSES, TRANSPORTS, FaultyServer
+from ..faulty_server import SAID, SHAPES, STATUSES, TRANSPORTS, FaultyServer
 
 KEY = "sk-faults-7c1e-0123456789abcdef"
 #: requests the check before the run asks (the first example's two answers); the run's own come after

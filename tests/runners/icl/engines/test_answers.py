@@ -20,7 +20,7 @@ from seedscope.runners.icl.engines.answers import (
 from seedscope.runners.icl.engines.server import scoring_payload
 from seedscope.runners.icl.engines.vllm import answer_logprobs
 
-from ....servers import SHAPES, FaultyServer, _misshapen
+from ....faulty_server import SHAPES, FaultyServer, _misshapen
 
 RESPONSES = Path(__file__).parent / "fixtures" / "vllm-server"
 PROMPT = "Review: a gorgeous, witty film.\nSentiment: positive"

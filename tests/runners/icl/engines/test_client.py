@@ -22,7 +22,8 @@ from seedscope.runners.icl.engines.local_server import free_port
 from seedscope.runners.icl.engines.server import scoring_payload
 from seedscope.store.responses import RESPONSES_FILE, ResponseCache, request_key, responses_in
 
-from ....servers import FaultyServer, Proxy
+from ....faulty_server import FaultyServer
+from ....servers import Proxy
 
 KEY = "sk-test-5ecret-0123456789"
 SCORING = scoring_payload("Review: a gorgeous, witty film.\nSentiment:", " positive")
