@@ -2,9 +2,10 @@
 
 The words come from what the ``openai`` client raises — ``APIStatusError`` (with the
 response), ``APIConnectionError`` and ``APITimeoutError`` with the transport's own error as
-their cause (``httpx2``'s ``ConnectError``, ``ReadError`` for a reset, ``RemoteProtocolError``
-for a cut body or a connection closed unanswered, ``TooManyRedirects``, ``UnsupportedProtocol``,
-``ReadTimeout`` …). Every text a server sends is masked (:func:`masked`) before it goes into a
+their cause (``ConnectError``, ``ReadError`` for a reset, ``RemoteProtocolError`` for a cut body
+or a connection closed unanswered, ``TooManyRedirects``, ``UnsupportedProtocol``,
+``ReadTimeout`` …). Those are told apart by their class names, which ``httpx`` (the transport of
+older ``openai`` releases, such as the lowest one seedscope supports) and ``httpx2`` share. Every text a server sends is masked (:func:`masked`) before it goes into a
 line, so that a key a gateway quotes back is never printed, logged or stored.
 """
 
@@ -14,8 +15,6 @@ import email.utils
 import json
 import re
 import time
-
-import httpx2
 
 #: statuses worth asking again (as the ``openai`` client retries them): a request timeout, a conflict, a rate limit,
 #: and any 5xx
@@ -51,7 +50,12 @@ def request_text(endpoint: str, payload: dict) -> str:
     return f"a {endpoint} request (last turn ending {str(messages[-1].get('content', ''))[-48:]!r})"
 
 
-def reason(response: httpx2.Response, secret: str | None) -> str:
+def is_a(error: BaseException, *names: str) -> bool:
+    """``error`` is of one of the transport's error classes ``names`` (or of a subclass), whichever httpx it is."""
+    return any(kind.__name__ in names for kind in type(error).__mro__)
+
+
+def reason(response, secret: str | None) -> str:
     """The server's own reason for an error answer, on one line: the JSON error's message, or the body's start."""
     try:
         text = masked(response.text, secret)
@@ -72,7 +76,7 @@ def reason(response: httpx2.Response, secret: str | None) -> str:
     return found[:300] or "(an empty body)"
 
 
-def retry_after(headers: httpx2.Headers) -> float | None:
+def retry_after(headers) -> float | None:
     """Seconds the server asks to wait before it is asked again (``retry-after-ms``, ``retry-after`` in seconds or as
     a date), or None."""
     if headers.get("retry-after-ms"):
@@ -117,28 +121,28 @@ def transport_line(where: str, error: BaseException, tries: int, timeout: float)
     cause = error.__cause__ or error
     said = " ".join(str(cause).split())
     asked = f"asked {tries} time(s)"
-    if isinstance(cause, httpx2.ConnectTimeout):
+    if is_a(cause, "ConnectTimeout"):
         return f"the server at {where} could not be reached within {timeout:g} s (a connect timeout), {asked}"
-    if isinstance(cause, httpx2.TimeoutException):
+    if is_a(cause, "TimeoutException"):
         return (f"the server at {where} took the request but did not answer within {timeout:g} s, {asked}; raise "
                 "request_timeout (--set request_timeout=…) if it is slow, or lower concurrency")
-    if isinstance(cause, httpx2.ConnectError):
+    if is_a(cause, "ConnectError"):
         if re.search(r"name or service not known|nodename nor servname|getaddrinfo|name resolution", said, re.I):
             return f"no host of the URL {where} is known (the name does not resolve: {said}); check --base-url"
         return f"no server answers at {where} (is it running, and is the URL right?), {asked}"
-    if isinstance(cause, httpx2.RemoteProtocolError):
+    if is_a(cause, "RemoteProtocolError"):
         if "message body" in said:
             return f"the server at {where} cut its answer short: the connection closed before the body was whole, {asked} ({said})"
         return f"the server at {where} closed the connection without answering, {asked} ({said})"
-    if isinstance(cause, httpx2.ReadError):
+    if is_a(cause, "ReadError"):
         return f"the server at {where} reset the connection before its answer was read, {asked} ({said})"
-    if isinstance(cause, httpx2.WriteError):
+    if is_a(cause, "WriteError"):
         return f"the server at {where} reset the connection while the request was sent, {asked} ({said})"
-    if isinstance(cause, httpx2.TooManyRedirects):
+    if is_a(cause, "TooManyRedirects"):
         return f"the server at {where} redirects in a loop ({said}); give --base-url the server's own URL"
-    if isinstance(cause, (httpx2.UnsupportedProtocol, httpx2.InvalidURL)):
+    if is_a(cause, "UnsupportedProtocol", "InvalidURL"):
         return f"the base URL {where} is malformed ({said}); give one such as http://localhost:8000/v1"
-    if isinstance(cause, httpx2.DecodingError):
+    if is_a(cause, "DecodingError"):
         return f"the server at {where} sent a body that cannot be decoded ({said}), {asked}"
     return f"the connection to the server at {where} failed, {asked}: {type(cause).__name__}: {said}"
 
@@ -146,14 +150,14 @@ def transport_line(where: str, error: BaseException, tries: int, timeout: float)
 def asked_again(cause: BaseException) -> bool:
     """A transport failure worth a retry: a refused or reset connection, a cut answer, a timeout (not a malformed URL
     or a redirect loop, which fail the same way every time)."""
-    return isinstance(cause, (httpx2.TimeoutException, httpx2.NetworkError, httpx2.RemoteProtocolError))
+    return is_a(cause, "TimeoutException", "NetworkError", "RemoteProtocolError")
 
 
 def short_cause(error: BaseException) -> str:
     """A transport failure in two words, for the status line."""
     cause = error.__cause__ or error
-    for kind, words in ((httpx2.TimeoutException, "a timeout"), (httpx2.ConnectError, "connection refused"),
-                        (httpx2.ReadError, "connection reset"), (httpx2.RemoteProtocolError, "connection closed")):
-        if isinstance(cause, kind):
+    for kind, words in (("TimeoutException", "a timeout"), ("ConnectError", "connection refused"),
+                        ("ReadError", "connection reset"), ("RemoteProtocolError", "connection closed")):
+        if is_a(cause, kind):
             return words
     return type(cause).__name__
