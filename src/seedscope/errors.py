@@ -81,6 +81,11 @@ class IgnoredSettingWarning(SeedscopeWarning):
     """An engine ignored a setting it was sent (``n``, ``seed``, ``temperature``): what rests on it was not measured."""
 
 
+class ServerNoteWarning(SeedscopeWarning):
+    """What a server did that a run's results rest on: answers cut at ``max_tokens``, an answer far longer than it
+    allows, another model's id in the answers, redirects followed, cached answers that failed their checks."""
+
+
 class ReadingChoiceWarning(SeedscopeWarning):
     """A choice made while reading a file (the lm-eval filter used, the column taken as the run)."""
 

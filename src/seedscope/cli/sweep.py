@@ -94,6 +94,7 @@ def run_sweep(config, console: Console, *, resume_hint: str = "rerun the same co
     with resumable(config.out, resume_hint):
         store = sweep(config, progress=RunProgress(console=console), **options)
     print_analysis(store, console, details=details)
+    print_engine_notes(store, console)
     runs = store.runs()
     failed = runs[runs["status"] == "failed"]
     for run in failed.itertuples():
@@ -104,6 +105,14 @@ def run_sweep(config, console: Console, *, resume_hint: str = "rerun the same co
         raise SystemExit(1)  # typer.Exit codes are swallowed by main(standalone_mode=False)
     console.print(f"experiment directory: {store.path}", highlight=False, markup=False)
     return store
+
+
+def print_engine_notes(store, console: Console) -> None:
+    """What the servers asked ignored or did that the results rest on (answers cut, another model, redirects)."""
+    from seedscope.cli.outputs import print_notes
+    from seedscope.io.results.experiment import engine_notes
+
+    print_notes(console, [note for note, _ in engine_notes(store)])
 
 
 def plan_cost(config, console: Console, execution, specs=None, parallel: str | None = None):

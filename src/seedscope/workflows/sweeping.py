@@ -159,10 +159,13 @@ def sweep(
     executor_for(execution)  # an executor that cannot run is refused before anything is written
     if resume:
         ExperimentStore.check_resumable(out)
+    from seedscope.progress import status_shown
+
     specs = list(specs) if specs is not None else config.run_specs()
-    preflight(specs, data_dir, execution)
-    store = ExperimentStore.create(out, plan_to_dict(specs), resume=resume)
-    execute(specs, store, execution, data_dir=data_dir, progress=progress, runner=runner)
+    with status_shown(progress):  # a server's first request says that it waits
+        preflight(specs, data_dir, execution)
+        store = ExperimentStore.create(out, plan_to_dict(specs), resume=resume)
+        execute(specs, store, execution, data_dir=data_dir, progress=progress, runner=runner)
     return store
 
 
@@ -171,8 +174,10 @@ def execute(
     data_dir: str | os.PathLike | None = None, progress: Progress | None = None, runner: Runner | None = None,
 ) -> ExecutionSummary:
     """Run the specs into the store with the executor ``execution`` chooses (default: one after another here)."""
+    from seedscope.progress import status_shown
+
     execution = execution or ExecutionOptions()
-    with responses_in(store.path):  # a server's answers are cached in the store as they arrive
+    with responses_in(store.path), status_shown(progress):  # a server's answers are cached in the store as they arrive
         return executor_for(execution)(specs, store, data_dir=data_dir, fail_fast=execution.fail_fast,
                                        progress=progress, runner=runner)
 
