@@ -116,7 +116,7 @@ def test_a_store_on_a_fuse_mount_never_uses_wal(tmp_path, fuse_folder):
                                                                    "method": "full", "seeds": {"model_init": 1}}]})
     store.mark_running("r1")
     cache = ResponseCache(store.path / RESPONSES_FILE)
-    cache.put("k", {"text": "yes"})
+    cache.put("k", '{"text": "yes"}')
     assert journal_mode(store.path / CATALOG) == journal_mode(store.path / RESPONSES_FILE) == "delete"
     cache.close()
 
