@@ -97,6 +97,7 @@ class LocalSlurm:
             "SelectType=select/cons_tres",
             "SelectTypeParameters=CR_Core",
             "SchedulerType=sched/backfill",
+            "SchedulerParameters=batch_sched_delay=0",  # start batch jobs at once (SLURM's high-throughput advice)
             "MpiDefault=none",
             "ReturnToService=2",
             "GresTypes=gpu",

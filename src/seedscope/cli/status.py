@@ -13,10 +13,14 @@ from seedscope.cli.outputs import output_console
 from seedscope.cli.verify import PROBLEMS_FOUND
 
 HELP = """List the runs of an experiment directory written by `seedscope sweep`: task, model,
-seeds, status (pending, running, done, failed), duration, the task's primary metric (a
+seeds, status (pending, running, done, failed; for a SLURM sweep also queued and lost, with
+each run's job), duration, the task's primary metric (a
 fraction in [0, 1]; Pearson r for STS-B), a fine-tuning run's training throughput (real
 tokens per second, the share of padding, model FLOPs utilisation) and the error of failed runs; then the time the runs
-not done still need, from the durations of the finished ones. Integrity problems
+not done still need, from the durations of the finished ones. The results that jobs left are
+taken in first; a SLURM sweep's other runs are then looked up in the queue (squeue, and sacct
+where accounting exists): a run whose job is gone without a result is lost, with SLURM's reason,
+and `seedscope sweep … --resume` submits it again. Integrity problems
 (a finished run without its prediction file or with a changed one, a file no run owns) are
 listed under the table, and the exit status is then 1 (see `seedscope verify`).
 
@@ -29,7 +33,8 @@ seedscope status runs/glue --failed
 ```
 """
 
-STATUS_STYLE = {"done": "green", "failed": "red", "running": "yellow", "pending": "dim"}
+STATUS_STYLE = {"done": "green", "failed": "red", "running": "yellow", "pending": "dim", "queued": "cyan",
+                "lost": "bold red"}
 
 
 def _seeds(run) -> str:
@@ -64,30 +69,33 @@ def _throughput(timings) -> str:
 
 def status_command(
     directory: Path = typer.Argument(..., help="Experiment directory (the --out of a sweep)."),
-    failed: bool = typer.Option(False, "--failed", help="Show only failed runs, with their full error."),
+    failed: bool = typer.Option(False, "--failed", help="Show only failed (and lost) runs, with their full error."),
 ) -> None:
     import pandas as pd
 
     from seedscope.store import ExperimentStore
 
-    store = ExperimentStore.open(directory)
-    runs = store.runs()
+    store = ExperimentStore.open(directory)  # takes in the results waiting in it
+    console = output_console()
+    runs = with_queue_states(store, store.runs(), console)
     counts = runs["status"].value_counts()
-    shown = runs[runs["status"] == "failed"] if failed else runs
+    shown = runs[runs["status"].isin(("failed", "lost"))] if failed else runs
     table = Table(title=Text(f"{directory} — {len(runs)} runs: " + ", ".join(f"{n} {s}" for s, n in counts.items())))
-    for column in ("run", "task", "model", "seeds", "status", "duration", "primary metric", "throughput", "error"):
+    columns = ("run", "task", "model", "seeds", "status", *(("job",) if "job" in runs else ()), "duration",
+               "primary metric", "throughput", "error")
+    for column in columns:
         table.add_column(column, overflow="fold")
     for _, run in shown.iterrows():
         metric = "" if pd.isna(run["primary_value"]) else f"{run['primary_metric']} {run['primary_value']:.4f}"
         error = "" if pd.isna(run["error"]) else str(run["error"])
         model = run["model_name"] + ("" if run["method"] == "full" else f" ({run['method']})")
         shown_error = error if failed else error.splitlines()[-1][:120] if error else ""
+        job = (Text(str(run["job"])),) if "job" in runs else ()
         table.add_row(  # names and errors are the user's text: shown literally, never read as markup
             Text(str(run["run_id"])), Text(str(run["task"])), Text(model), Text(_seeds(run)),
-            Text(run["status"], style=STATUS_STYLE[run["status"]]), _duration(run["duration_s"]), metric,
+            Text(run["status"], style=STATUS_STYLE[run["status"]]), *job, _duration(run["duration_s"]), metric,
             _throughput(run["timings"]), Text(shown_error),
         )
-    console = output_console()
     console.print(table)
     _print_remaining(store, int((runs["status"] != "done").sum()), console)
     problems = store.check()
@@ -96,6 +104,28 @@ def status_command(
     if problems:
         console.print(f"see `seedscope verify {directory}`; --resume repairs these", highlight=False, markup=False)
         raise typer.Exit(PROBLEMS_FOUND)
+
+
+def with_queue_states(store, runs, console):
+    """For a SLURM sweep, each unfinished run's state from the queue (queued, running, lost: why, in ``error``) and
+    its job (task and node); other stores' runs as they are."""
+    from seedscope.errors import SeedscopeError
+    from seedscope.executors.slurm_jobs import is_slurm_store, run_states
+
+    if not is_slurm_store(store.path):
+        return runs
+    try:
+        states = run_states(store)
+    except SeedscopeError as error:  # no SLURM here (a copy of the store on a laptop): the catalog's view
+        console.print(f"note: the SLURM queue was not asked ({error}); unfinished runs show the catalog's status",
+                      highlight=False, markup=False)
+        return runs
+    runs = runs.copy()
+    runs["status"] = [states[run_id].state for run_id in runs["run_id"]]
+    runs["job"] = [" on ".join(part for part in (states[r].task, states[r].node) if part) for r in runs["run_id"]]
+    lost = runs["status"] == "lost"
+    runs.loc[lost, "error"] = [states[run_id].reason for run_id in runs.loc[lost, "run_id"]]
+    return runs
 
 
 def _print_remaining(store, to_do: int, console) -> None:
