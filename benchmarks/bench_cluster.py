@@ -36,6 +36,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(REPO / "tests"))
+# the jobs run this checkout's seedscope too (sbatch passes the environment on)
+os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO / "src"), os.environ.get("PYTHONPATH")]))
 
 import cloudpickle  # noqa: E402
 
@@ -87,6 +89,9 @@ def _single_sbatch(cluster: LocalSlurm, count: int) -> float:
 
 
 def main() -> None:
+    import signal
+
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a timeout still stops the daemons (LocalSlurm's exit)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10_000, help="runs of the study (default 10,000)")
     parser.add_argument("--execute", type=int, default=None, help="runs executed through SLURM (default: all)")
@@ -142,6 +147,8 @@ def main() -> None:
             records = [json.loads(record_path(store.path, run_id).read_text()) for run_id in listing(store.path).results]
             finished = [datetime.fromisoformat(record["finished_at"]) for record in records]
             figures["executed_results"] = len(records)
+            if len(records) != executed:
+                raise SystemExit(f"only {len(records)} of {executed} runs left a result; see {store.path}/slurm/jobs")
             latency = sorted((end - submit_started).total_seconds() for end in finished)
             figures["latency_s"] = {"median": statistics.median(latency), "p95": latency[int(0.95 * (len(latency) - 1))],
                                     "last": latency[-1]} if latency else None

@@ -24,7 +24,7 @@ TIME_FORMATS = "minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS"
 _TIME = re.compile(r"^(?:(?P<days>\d+)-(?P<dh>\d+)(?::(?P<dm>\d+)(?::(?P<ds>\d+))?)?"
                    r"|(?P<a>\d+)(?::(?P<b>\d+)(?::(?P<c>\d+))?)?)$")
 _MEM = re.compile(r"^\d+[KMGT]?$", re.IGNORECASE)
-_OPTION = re.compile(r"^--(?P<name>[a-z][a-z0-9-]*)(?:[= ](?P<value>.+))?$")
+_OPTION = re.compile(r"^--(?P<name>[a-z][a-z0-9-]*)(?:=(?P<value>.+))?$")
 #: sbatch options seedscope sets itself, each with what to do instead
 OWN_OPTIONS = {
     "array": "it splits the runs into arrays by MaxArraySize; --array-parallelism caps how many tasks run at once",
@@ -149,8 +149,14 @@ def _option(line: Any) -> tuple[str, Any]:
     """One extra sbatch line as (option, value): ``--name=value``, ``--name value``, ``--flag``, ``#SBATCH …`` too."""
     text = str(line).strip() if isinstance(line, str) else ""
     text = text[len("#SBATCH"):].strip() if text.upper().startswith("#SBATCH") else text
-    match = _OPTION.match(text)
-    if match is None or len(shlex.split(text)) > 2:
+    try:
+        words = shlex.split(text)
+    except ValueError:
+        words = []
+    if len(words) == 2 and "=" not in words[0] and not words[1].startswith("-"):
+        words = [f"{words[0]}={words[1]}"]
+    match = _OPTION.match(words[0]) if len(words) == 1 else None
+    if match is None:
         raise ValueError(f"{line!r} is not one sbatch option (write --name=value or --flag, e.g. --mail-type=END)")
     name = match["name"]
     if name in OWN_OPTIONS:

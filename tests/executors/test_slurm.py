@@ -193,3 +193,21 @@ def test_a_run_that_raises_is_recorded_failed_and_not_submitted_again(tmp_path, 
     assert failed["attempts"].iloc[0] == 1 and len(submissions(store.path)) == 1
     assert run_states(store)[failed.index[0]].state == "failed"
     assert not slurm_cluster.command("squeue", "-h", "-o", "%i").stdout.strip()  # nothing resubmitted by itself
+
+
+def test_fail_fast_cancels_the_jobs_left_and_array_parallelism_caps_the_array(tmp_path, slurm_cluster, tiny_bert,
+                                                                              data_dir):
+    from seedscope.errors import SeedscopeError
+
+    with pytest.raises(SeedscopeError, match=r"failed \(ValueError: the model has no classification head\); its jobs "
+                                             r"were cancelled because of --fail-fast"):
+        sweep(_config(tiny_bert, [1, 2, 3]), out=tmp_path / "exp", data_dir=data_dir, runner=failing_runner,
+              execution=ExecutionOptions(executor="slurm", fail_fast=True, array_parallelism=1))
+    store = ExperimentStore.open(tmp_path / "exp")
+    job = submissions(store.path)[0]["job_id"]
+    script = (store.path / "slurm" / "jobs" / f"{job}_submission.sh").read_text()
+    assert "#SBATCH --array=0-2%1" in script  # one task at a time
+    first, second, third = store.runs()["status"]
+    assert (first, second) == ("done", "failed") and third in ("pending", "running")  # the third did not finish
+    _wait_for(lambda: run_states(ExperimentStore.open(store.path))[store.runs()["run_id"][2]].state == "lost",
+              "the cancelled third run to be lost")  # until --resume submits it again

@@ -13,16 +13,17 @@ from seedscope.cli.outputs import output_console
 from seedscope.cli.verify import PROBLEMS_FOUND
 
 HELP = """List the runs of an experiment directory written by `seedscope sweep`: task, model,
-seeds, status (pending, running, done, failed; for a SLURM sweep also queued and lost, with
-each run's job), duration, the task's primary metric (a
+seeds, status (pending, running, done, failed), duration, the task's primary metric (a
 fraction in [0, 1]; Pearson r for STS-B), a fine-tuning run's training throughput (real
 tokens per second, the share of padding, model FLOPs utilisation) and the error of failed runs; then the time the runs
-not done still need, from the durations of the finished ones. The results that jobs left are
-taken in first; a SLURM sweep's other runs are then looked up in the queue (squeue, and sacct
-where accounting exists): a run whose job is gone without a result is lost, with SLURM's reason,
-and `seedscope sweep … --resume` submits it again. Integrity problems
+not done still need, from the durations of the finished ones. Integrity problems
 (a finished run without its prediction file or with a changed one, a file no run owns) are
 listed under the table, and the exit status is then 1 (see `seedscope verify`).
+
+The results that jobs left in the directory are taken in first. A SLURM sweep's other runs are
+then looked up in the queue (squeue, and sacct where accounting exists): each is pending,
+queued, running or lost, with its job; a lost run's job is gone without a result (SLURM's reason
+and the last line of its log say why), and the sweep rerun with --resume submits it again.
 
 \b
 Examples:

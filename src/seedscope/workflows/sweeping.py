@@ -181,12 +181,19 @@ def refuse_early(execution: ExecutionOptions) -> None:
 
 
 def in_flight(out: str | os.PathLike, execution: ExecutionOptions, resume: bool) -> set[str]:
-    """On ``--resume`` of a SLURM sweep, the runs a job still has (queued or running): they are left to it."""
-    if not resume or execution.executor != "slurm":
-        return set()
-    from seedscope.executors.slurm_jobs import in_flight as runs_with_a_job
+    """On ``--resume`` of a SLURM sweep, the runs a job still has (queued or running): they are left to it. Resumed
+    with another executor while such jobs run, the sweep is refused (both would run those runs)."""
+    import shutil
 
-    return runs_with_a_job(ExperimentStore.open(out, take_in=False))
+    from seedscope.executors.slurm_jobs import in_flight as runs_with_a_job, is_slurm_store
+
+    if not resume or not is_slurm_store(Path(out)) or (execution.executor != "slurm" and not shutil.which("squeue")):
+        return set()
+    busy = runs_with_a_job(ExperimentStore.open(out, take_in=False))
+    if busy and execution.executor != "slurm":
+        raise SeedscopeError(f"{len(busy)} run(s) of {out} still have SLURM jobs (queued or running); resume with "
+                             "--executor slurm, which leaves them to their jobs, or cancel the jobs (scancel) first")
+    return busy
 
 
 def discard(out: Path, existed: bool) -> None:
