@@ -18,9 +18,9 @@ import pytest
 from seedscope.executors import local
 from seedscope.executors.options import ExecutionOptions
 from seedscope.executors.slurm_jobs import run_states, submissions
-from seedscope.plan import plan_to_dict, seed_sweep
+from seedscope.plan import plan_to_dict
 from seedscope.store import ExperimentStore
-from seedscope.workflows.sweeping import sweep
+from seedscope.workflows.sweeping import as_config, sweep
 
 TINY = {"max_train_examples": 16, "max_eval_examples": 12, "max_steps": 2, "per_device_train_batch_size": 8,
         "max_seq_length": 48}
@@ -62,13 +62,13 @@ def test_a_4_run_sweep_as_job_arrays_equals_the_local_executor(tmp_path, slurm_c
     assert set(environment["slurm.node"]) == {slurm_cluster.NODE} and set(environment["slurm.restart_count"]) == {0}
     assert set(environment["slurm.attempt"]) == {1} and set(environment["slurm.partition"]) == {"low"}
 
-    specs = seed_sweep(["rte"], [str(tiny_bert)], [1, 2, 3, 4], hparams=TINY)
+    specs = as_config(_config(tiny_bert, [1, 2, 3, 4])).run_specs()
     reference = ExperimentStore.create(tmp_path / "local", plan_to_dict(specs))
     local.execute(specs, reference, data_dir=data_dir)
     ours, theirs = _predictions(store), _predictions(reference)
     pd.testing.assert_frame_equal(ours, theirs, check_exact=False, rtol=1e-5)
     assert (ours["prediction"] == theirs["prediction"]).all()
-    assert set(run_states(store).values()) == {run_states(store)[runs["run_id"][0]]}  # every one done
+    assert {state.state for state in run_states(store).values()} == {"done"}
 
 
 def _wait_for(condition, what: str, limit: float = JOBS_S):
@@ -116,7 +116,7 @@ def test_a_cancelled_job_is_lost_and_resume_runs_only_it_again(tmp_path, slurm_c
     import functools
 
     config = _config(tiny_bert, [1, 2])
-    specs = seed_sweep(["rte"], [str(tiny_bert)], [1, 2], hparams=TINY)
+    specs = as_config(config).run_specs()
     held, free = specs[0].run_id, specs[1].run_id
     store = _detached(tmp_path / "exp", config, data_dir, functools.partial(held_runner, {held: 99}))
     task = next(task for record in submissions(store.path) for task, runs in record["tasks"].items() if held in runs)
@@ -140,7 +140,7 @@ def test_a_preempted_and_a_signalled_job_are_requeued_and_give_the_same_predicti
         tmp_path, slurm_cluster, tiny_bert, data_dir):
     import functools
 
-    specs = seed_sweep(["rte"], [str(tiny_bert)], [1, 2], hparams=TINY)
+    specs = as_config(_config(tiny_bert, [1, 2])).run_specs()
     first, second = (spec.run_id for spec in specs)
     store = _detached(tmp_path / "exp", _config(tiny_bert, [1, 2]), data_dir,
                       functools.partial(held_runner, {first: 1, second: 2}))

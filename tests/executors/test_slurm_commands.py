@@ -68,6 +68,10 @@ def test_a_detached_sweep_returns_and_status_takes_its_results_in(tmp_path, slur
     assert f"follow them: seedscope status {out}" in said and f"cancel them: scancel {job}" in said
     _wait_for(lambda: _queue_empty(slurm_cluster), "the jobs to finish")
     assert ExperimentStore(out).catalog.statuses()[0][1] in ("pending", "running")  # nobody took the results in yet
+    from seedscope.executors.slurm_jobs import run_states
+
+    waiting = run_states(ExperimentStore.open(out, take_in=False))  # as a reader who may not write sees them
+    assert {state.state for state in waiting.values()} == {"done"}  # the result files first, then the queue
 
     status = _seedscope(["status", str(out)])
     assert status.returncode == 0, status.stderr

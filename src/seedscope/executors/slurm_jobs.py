@@ -29,6 +29,7 @@ from seedscope.executors import slurm_queue
 from seedscope.executors.slurm_queue import QUEUED, RUNNING, TaskState
 from seedscope.serialize import dumps
 from seedscope.store.catalog import now
+from seedscope.store.records import listing, read_record, record_path
 
 if TYPE_CHECKING:
     from seedscope.store import ExperimentStore
@@ -100,7 +101,8 @@ class RunState:
 
 
 def run_states(store: "ExperimentStore", run_ids=None) -> dict[str, RunState]:
-    """The state of each run (or of ``run_ids``): result records first, then the queue, then ``sacct`` (see above)."""
+    """The state of each run (or of ``run_ids``): result records first (taken in, or still waiting in ``results/``),
+    then the queue, then ``sacct`` (see above)."""
     statuses = {run_id: status for run_id, status, _ in store.catalog.statuses()}
     wanted = list(statuses) if run_ids is None else [r for r in run_ids if r in statuses]
     placed = placements(store.path)
@@ -109,6 +111,13 @@ def run_states(store: "ExperimentStore", run_ids=None) -> dict[str, RunState]:
     states = {run_id: RunState(statuses[run_id], *nodes.get(run_id, (placed[run_id].task if run_id in placed else "", "")))
               for run_id in finished}
     open_runs = [run_id for run_id in wanted if run_id not in states]
+    waiting = listing(store.path).results  # results not taken in (a store this user may not write)
+    for run_id in [run_id for run_id in open_runs if run_id in waiting]:
+        record = read_record(record_path(store.path, run_id), run_id)[0]
+        if record is not None:
+            job = (record.get("environment") or {}).get("slurm") or {}
+            states[run_id] = RunState(record["status"], str(job.get("job_id") or ""), str(job.get("node") or ""))
+            open_runs.remove(run_id)
     sent = [run_id for run_id in open_runs if run_id in placed]
     queue = slurm_queue.task_states(placed[r].job_id for r in sent) if sent else {}
     forgotten = [placed[r].task for r in sent if placed[r].task not in queue]
