@@ -26,6 +26,8 @@ TINY = {"max_train_examples": 16, "max_eval_examples": 12, "max_steps": 2, "per_
         "max_seq_length": 48}
 #: seconds a test waits for its jobs at most
 JOBS_S = 300
+#: seconds a requeued job waits before the tests start it (SLURM's own wait is some two minutes)
+SETTLE_S = 10
 #: real daemons and real jobs (each a fresh Python that loads torch): run once in CI, not again at the floors
 pytestmark = pytest.mark.slow
 
@@ -151,10 +153,9 @@ def test_a_preempted_and_a_signalled_job_are_requeued_and_give_the_same_predicti
                           "--wrap", "sleep 2")
     requeued = lambda run_id: _started(store, run_id) and json.loads(  # noqa: E731
         (store.path / "results" / f"{run_id}.started.json").read_text())["environment"]["restart_count"]
-    _release_requeued(slurm_cluster, tasks.values())
+    _release_requeued(slurm_cluster, list(tasks.values()))
     _wait_for(lambda: requeued(second) == 1, "the second run to start again")
     slurm_cluster.command("scancel", "--signal=USR2", tasks[second])  # SLURM's warning before a time limit
-    _release_requeued(slurm_cluster, [tasks[second]])
     _wait_for(lambda: ExperimentStore.open(store.path).runs()["status"].eq("done").all(), "both runs to finish")
 
     done = ExperimentStore.open(store.path)
@@ -171,14 +172,20 @@ def _node_cpus(cluster) -> int:
 
 
 def _release_requeued(cluster, tasks) -> None:
-    """A requeued job waits some two minutes (its BeginTime) before SLURM starts it again: let it start at once."""
+    """A requeued job waits some two minutes (its BeginTime) before SLURM starts it again: once it has waited
+    ``SETTLE_S`` (its last start fully stopped: started again sooner, SLURM kills it, "credential revoked"), start it."""
     import threading
 
     def release():
-        deadline = time.monotonic() + 120
+        pending_since: dict[str, float] = {}
+        deadline = time.monotonic() + 180
         while time.monotonic() < deadline:
             for task in tasks:
-                cluster.command("scontrol", "update", f"JobId={task}", "StartTime=now", check=False)
+                state = cluster.command("squeue", "-h", "-j", task, "-o", "%T|%r", check=False).stdout.strip()
+                if state != "PENDING|BeginTime":
+                    pending_since.pop(task, None)
+                elif time.monotonic() - pending_since.setdefault(task, time.monotonic()) >= SETTLE_S:
+                    cluster.command("scontrol", "update", f"JobId={task}", "StartTime=now", check=False)
             time.sleep(1)
 
     threading.Thread(target=release, daemon=True).start()

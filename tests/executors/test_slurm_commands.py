@@ -180,3 +180,18 @@ def test_a_store_the_node_cannot_see_is_named_by_the_jobs_log_and_by_status(tmp_
     shown = " ".join(stdout.split())
     assert "ended failed (JobLaunchFailure): SLURM could not start it on seedscope-node" in shown
     assert "the experiment directory must be on a file system every node mounts" in shown
+
+
+def test_an_sbatch_that_refuses_after_the_check_leaves_nothing_either(tmp_path, slurm_cluster, tiny_bert, data_dir,
+                                                                       cli, monkeypatch):
+    from seedscope.executors import slurm
+
+    monkeypatch.setattr(slurm, "preflight", lambda execution: None)  # as if the cluster changed since the check
+    out = tmp_path / "exp"
+    _refused(cli, _sweep(tiny_bert, out, data_dir, "--set", "slurm.partition=nope", "--set", "slurm.time=10"), out,
+             "sbatch refused the job array: Invalid partition name specified (asked: partition nope, 1 CPU(s), time 10 "
+             "per job)")  # the experiment directory it had made is gone again
+    out.mkdir()
+    _refused(cli, _sweep(tiny_bert, out, data_dir, "--set", "slurm.partition=nope", "--set", "slurm.time=10"), out / "x",
+             "sbatch refused the job array")
+    assert list(out.iterdir()) == []  # an empty folder given stays, empty
