@@ -24,7 +24,7 @@ LAYERS = {
     "seedscope.errors": 0, "seedscope.notes": 0, "seedscope.validation": 0, "seedscope._names": 0, "seedscope.version": 0, "seedscope.atomic": 0, "seedscope.serialize": 0, "seedscope.progress": 0,
     "seedscope.presets": 0, "seedscope.parquet_ahead": 0,
     "seedscope.predictions": 1, "seedscope.samples": 1, "seedscope.tasks": 1, "seedscope.metrics": 1, "seedscope.prompts": 1,
-    "seedscope.plan": 2, "seedscope.config": 2, "seedscope.factor_study.plan": 2,
+    "seedscope.plan": 2, "seedscope.config": 2, "seedscope.slurm_config": 2, "seedscope.factor_study.plan": 2,
     "seedscope.store": 3,
     "seedscope.runners": 4,
     "seedscope.executors": 5,

@@ -35,6 +35,34 @@ def recording() -> Recording:
     return Recording()
 
 
+@pytest.fixture(scope="session")
+def slurm_cluster(tmp_path_factory):
+    """A real SLURM cluster on this machine, once per test run (``tests/slurm.py``): munged, slurmctld and slurmd on
+    localhost, one node with this machine's CPUs and memory, partitions ``low`` and ``high`` (preempting ``low`` with
+    ``PreemptMode=REQUEUE``), ``MaxArraySize=3`` so that a 4-run sweep is split into two arrays, and a folder the
+    node cannot see (``cluster.hidden``). Skipped in one line naming the install command where SLURM is missing."""
+    import os
+
+    from ..slurm import LocalSlurm, missing
+
+    reason = missing()
+    if reason:
+        pytest.skip(reason)
+    folder = tmp_path_factory.mktemp("slurm")
+    cluster = LocalSlurm(folder, max_array_size=3, hidden=folder / "unseen")
+    previous = os.environ.get("SLURM_CONF")
+    try:
+        cluster.start()
+        os.environ.update(cluster.environment)  # sbatch, squeue … of seedscope and of the tests find this cluster
+        yield cluster
+    finally:
+        cluster.stop()
+        if previous is None:
+            os.environ.pop("SLURM_CONF", None)
+        else:
+            os.environ["SLURM_CONF"] = previous
+
+
 @pytest.fixture(scope="module")
 def ray_cluster():
     """A real Ray cluster on this machine, laid out as a user's: a head without CPUs (it takes no run) and two worker

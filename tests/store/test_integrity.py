@@ -121,7 +121,7 @@ def test_a_killed_create_leaves_a_directory_that_can_be_used(tmp_path):
     folder.mkdir()
     (folder / f".{CATALOG}.k3j2.tmp").write_bytes(b"half a catalog")  # killed before the rename
     store = ExperimentStore.create(folder, _plan())
-    assert store.verify() == [] and sorted(p.name for p in folder.iterdir()) == [CATALOG, "predictions"]
+    assert store.verify() == [] and sorted(p.name for p in folder.iterdir()) == [CATALOG, "plan.json", "predictions", "results"]
 
 
 def test_a_store_written_before_checksums(tmp_path):

@@ -15,7 +15,7 @@ hyper-parameters of the run specs, refusing flags that belong to another runner.
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Mapping, Optional
@@ -42,6 +42,7 @@ class Method(str, Enum):
 class Executor(str, Enum):
     local = "local"
     ray = "ray"
+    slurm = "slurm"
 
 
 class Runner(str, Enum):
@@ -146,7 +147,9 @@ FailFast = Annotated[bool, typer.Option(
     "--fail-fast", rich_help_panel=ADVANCED, help="Stop at the first failed run instead of recording it and going on.")]
 ExecutorOption = Annotated[Executor, typer.Option(
     "--executor", metavar="NAME", rich_help_panel=ADVANCED,
-    help="Where runs execute: local, here (one after another, or --parallel); ray, as Ray tasks.")]
+    help="Where runs execute: local, here (one after another, or --parallel); ray, as Ray tasks; slurm, as SLURM job "
+    "arrays through submitit, one task per run (or per --fuse / --parallel group), set with --set slurm.partition=… "
+    "(see docs/how-to/cluster.md).")]
 PARALLEL_OPTION = typer.Option(
     "--parallel", metavar="K", help="Runs at once on this machine, each in its own process: on a CPU the cores are "
     "split between them, on a GPU they share it; auto: the K with the lowest estimated wall time; at most 256.")
@@ -163,9 +166,17 @@ RayAddress = Annotated[Optional[str], typer.Option(
     "Every node is checked for the data and the model first.")]
 GpusPerRun = Annotated[float, typer.Option(
     "--gpus-per-run", min=0.0, metavar="X", rich_help_panel=ADVANCED,
-    help="GPUs per Ray run; a fraction (0.25) packs runs on one GPU.")]
+    help="GPUs each run asks for: Ray: a fraction (0.25) packs runs on one GPU; SLURM: a job's runs together ask whole "
+    "GPUs (--parallel 4 --gpus-per-run 0.25: one GPU per job).")]
 CpusPerRun = Annotated[float, typer.Option(
-    "--cpus-per-run", min=0.01, metavar="X", rich_help_panel=ADVANCED, help="CPUs per Ray run (its torch threads).")]
+    "--cpus-per-run", min=0.01, metavar="X", rich_help_panel=ADVANCED,
+    help="CPUs each run asks for (its torch threads): Ray's share, SLURM's --cpus-per-task (times the runs of a job).")]
+Detach = Annotated[bool, typer.Option(
+    "--detach", rich_help_panel=ADVANCED, help="slurm: submit the jobs, print their ids and how to follow them, and "
+    "return; `seedscope status DIR` takes their results in.")]
+ArrayParallelism = Annotated[Optional[int], typer.Option(
+    "--array-parallelism", metavar="N", rich_help_panel=ADVANCED,
+    help="slurm: at most this many tasks of a job array run at once (sbatch --array=…%N).")]
 MaxRetries = Annotated[int, typer.Option(
     "--max-retries", metavar="N", rich_help_panel=ADVANCED,
     help="Ray: start a run again this often when its worker dies (killed, out of memory, node lost).")]
@@ -238,18 +249,31 @@ class RunChoice:
     preset: str | None = None
     config: Path | None = None
 
+    #: ``--set slurm.<key>=…`` values: the config's ``slurm:`` block (``seedscope sweep --executor slurm``)
+    slurm: dict[str, Any] = field(default_factory=dict)
+
     @classmethod
-    def of(cls, params: Mapping[str, Any]) -> RunChoice:
-        """The runner flags among a command's parameters, checked (a flag of another runner is refused)."""
+    def of(cls, params: Mapping[str, Any], slurm: bool = False) -> RunChoice:
+        """The runner flags among a command's parameters, checked (a flag of another runner is refused); ``slurm``:
+        the command takes ``--set slurm.<key>=…`` (it runs with ``--executor slurm``)."""
         method, hparams = runner_settings(params["runner"], params.get("method"), params.get("shots"),
                                           split_values(params.get("prompt_format")), params.get("predict"),
                                           {key: params.get(key) for key in SAMPLING_FLAGS})
         include = lm_eval_settings(params["runner"], params.get("lm_eval_include"))
         engine = engine_settings(params)
-        return cls(method, {**hparams, **include, **engine, **(parse_settings(params.get("settings")) or {})},
-                   params.get("preset"), params.get("config_file"))
+        settings = parse_settings(params.get("settings")) or {}
+        jobs = {key[len(SLURM_PREFIX):]: value for key, value in settings.items() if key.startswith(SLURM_PREFIX)}
+        if jobs and (not slurm or params.get("executor") != Executor.slurm):
+            key = next(iter(jobs))
+            where = "add --executor slurm" if slurm else "put a slurm: block in the --config file instead"
+            raise SeedscopeError(f"--set {SLURM_PREFIX}{key}=… sets what each SLURM job asks for; {where}")
+        given = {key: value for key, value in settings.items() if not key.startswith(SLURM_PREFIX)}
+        return cls(method, {**hparams, **include, **engine, **given}, params.get("preset"), params.get("config_file"),
+                   jobs)
 
 
+#: ``--set`` keys that set the config's ``slurm:`` block
+SLURM_PREFIX = "slurm."
 #: the engine flags: hyper-parameter → flag
 ENGINE_FLAGS = {"engine": "--engine", "base_url": "--base-url", "api_key_env": "--api-key-env"}
 

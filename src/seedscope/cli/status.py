@@ -25,6 +25,11 @@ prediction file or — in a store of up to 1,000 runs, or with --all, --failed, 
 changed one; a file no run owns) are listed last, and the exit status is then 1 (`seedscope
 verify` reads every file at any size).
 
+The results that jobs left in the directory are taken in first. A SLURM sweep's other runs are
+then looked up in the queue (squeue, and sacct where accounting exists): each is pending,
+queued, running or lost, with its job; a lost run's job is gone without a result (SLURM's reason
+and the last line of its log say why), and the sweep rerun with --resume submits it again.
+
 \b
 Examples:
 
@@ -37,7 +42,8 @@ seedscope status runs/factors --all --json status.json
 
 #: up to this many runs the table lists every run; beyond, only the summary and the runs that need attention
 FULL_TABLE_RUNS = 50
-STATUS_STYLE = {"done": "green", "failed": "red", "running": "yellow", "pending": "dim"}
+STATUS_STYLE = {"done": "green", "failed": "red", "running": "yellow", "pending": "dim", "queued": "cyan",
+                "lost": "bold red"}
 #: runs that need attention listed without --all (the rest are counted)
 ATTENTION_ROWS = 50
 
@@ -74,7 +80,7 @@ def _throughput(timings) -> str:
 
 def status_command(
     directory: Path = typer.Argument(..., help="Experiment directory (the --out of a sweep)."),
-    failed: bool = typer.Option(False, "--failed", help="Show only failed runs, with their full error."),
+    failed: bool = typer.Option(False, "--failed", help="Show only failed (and lost) runs, with their full error."),
     every_run: bool = typer.Option(False, "--all", help="List every run, however many (default: up to 50)."),
     json_file: JsonFile = None,
 ) -> None:
@@ -82,13 +88,15 @@ def status_command(
     from seedscope.workflows.status import store_status
 
     check_outputs(json_file)
-    store = ExperimentStore.open(directory)
+    store = ExperimentStore.open(directory)  # takes in the results waiting in it
     status = store_status(store, full=True if failed or every_run or json_file is not None else None)
     runs = status.runs
     console = output_console(listing=True)
+    if status.queue_note:
+        console.print(f"note: {status.queue_note}", highlight=False, markup=False)
     title = f"{directory} — {len(runs)} runs: " + ", ".join(f"{n} {s}" for s, n in status.counts.items())
     if failed or every_run or len(runs) <= FULL_TABLE_RUNS:
-        print_table(console, _run_table(runs[runs["status"] == "failed"] if failed else runs, title, full_errors=failed))
+        print_table(console, _run_table(runs[runs["status"].isin(("failed", "lost"))] if failed else runs, title, full_errors=failed))
     else:
         console.print(Text(title), highlight=False)
         _print_attention(status.attention, console)
@@ -107,20 +115,24 @@ def status_command(
 
 
 def _run_table(runs, title: str, *, full_errors: bool) -> Table:
-    """One row per run: id, task, model, seeds, status, duration, ζ, throughput and error."""
+    """One row per run: id, task, model, seeds, status, its SLURM job (task and node) if any, duration, ζ, throughput
+    and error."""
     import pandas as pd
 
     table = Table(title=Text(title))
-    for column in ("run", "task", "model", "seeds", "status", "duration", "primary metric", "throughput", "error"):
+    columns = ("run", "task", "model", "seeds", "status", *(("job",) if "job" in runs else ()), "duration",
+               "primary metric", "throughput", "error")
+    for column in columns:
         table.add_column(column, overflow="fold")
     for _, run in runs.iterrows():
         metric = "" if pd.isna(run["primary_value"]) else f"{run['primary_metric']} {run['primary_value']:.4f}"
         error = "" if pd.isna(run["error"]) else str(run["error"])
         model = run["model_name"] + ("" if run["method"] == "full" else f" ({run['method']})")
         shown_error = error if full_errors else error.splitlines()[-1][:120] if error else ""
+        job = (Text(str(run["job"])),) if "job" in runs else ()
         table.add_row(  # names and errors are the user's text: shown literally, never read as markup
             Text(str(run["run_id"])), Text(str(run["task"])), Text(model), Text(_seeds(run)),
-            Text(run["status"], style=STATUS_STYLE[run["status"]]), _duration(run["duration_s"]), metric,
+            Text(run["status"], style=STATUS_STYLE[run["status"]]), *job, _duration(run["duration_s"]), metric,
             _throughput(run["timings"]), Text(shown_error),
         )
     return table

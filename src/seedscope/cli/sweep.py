@@ -12,7 +12,9 @@ from seedscope.cli.outputs import Details, output_console, parse_int_list, print
 from seedscope.cli.run_options import (
     AUTO,
     ConfigFile,
+    ArrayParallelism,
     CpusPerRun,
+    Detach,
     Executor,
     ExecutorOption,
     FailFast,
@@ -63,7 +65,8 @@ killed sweep, keeping the finished runs. --plan-only prints what it will cost fi
 --parallel K runs K at once on this machine. It ends with a verdict per task (how much the
 metric moves from seed to seed, on how many examples the seeds disagree) and one table;
 --details prints every table. Analyse the store again any time with `seedscope analyze DIR`,
-or report it with `seedscope report DIR`.
+or report it with `seedscope report DIR`. --executor slurm submits SLURM job arrays (--detach
+returns at once; `seedscope status DIR` follows them; see docs/how-to/cluster.md).
 
 \b
 Examples:
@@ -75,6 +78,8 @@ seedscope sweep --task rte --model FacebookAI/roberta-large \\
 seedscope sweep --preset llama-3.2-3b-lora --task copa --out runs/copa
 seedscope sweep --runner icl --task sst2 --model smollm2-135m-instruct \\
   --shots 2 --prompt-format minimal --prompt-format chat --out runs/icl
+seedscope sweep --preset roberta-large-paper --out runs/paper \\
+  --executor slurm --gpus-per-run 1 --set slurm.partition=gpu --detach
 ```
 """
 #: the most pairs of implementations the sweep's summary prints as a table (``analyze`` prints and writes them all)
@@ -84,15 +89,22 @@ MAX_PAIRS_SHOWN = 20
 def run_sweep(config, console: Console, *, resume_hint: str = "rerun the same command with --resume",
               details: bool = False, **options):
     """Run a sweep with a progress display, print its analysis (every table with ``details``) and a line per failed
-    run; return the store.
+    or lost run; return the store.
 
-    ``options`` are those of :func:`seedscope.workflows.sweeping.sweep` (``resume``, ``execution``, ``specs``)."""
+    ``options`` are those of :func:`seedscope.workflows.sweeping.sweep` (``resume``, ``execution``, ``specs``).
+    A detached SLURM sweep prints its jobs and how to follow them instead of an analysis."""
     from seedscope.progress import RunProgress
+    from seedscope.store.catalog import now
     from seedscope.workflows.sweeping import sweep
 
     quiet_libraries()
+    begun = now()
     with resumable(config.out, resume_hint):
         store = sweep(config, progress=RunProgress(console=console), **options)
+    execution = options.get("execution")
+    if execution is not None and execution.detach:
+        print_submitted(store, begun, console)
+        return store
     print_analysis(store, console, details=details)
     print_engine_notes(store, console)
     runs = store.runs()
@@ -100,8 +112,13 @@ def run_sweep(config, console: Console, *, resume_hint: str = "rerun the same co
     for run in failed.itertuples():
         console.print(f"[red]failed:[/] {escape(f'{run.run_id}: {str(run.error).strip().splitlines()[-1]}')}",
                       highlight=False)
-    if len(failed):
-        console.print(f"{len(failed)} run(s) failed; fix the cause and rerun with --resume to redo them")
+    lost = lost_runs(store) if execution is not None and execution.executor == "slurm" else {}
+    for run_id, reason in lost.items():
+        console.print(f"[red]lost:[/] {escape(f'{run_id}: {reason}')}", highlight=False)
+    if len(failed) or lost:
+        what = " and ".join(part for part in (f"{len(failed)} run(s) failed" if len(failed) else "",
+                                              f"{len(lost)} run(s) were lost" if lost else "") if part)
+        console.print(f"{what}; fix the cause and rerun with --resume to redo them")
         raise SystemExit(1)  # typer.Exit codes are swallowed by main(standalone_mode=False)
     console.print(f"experiment directory: {store.path}", highlight=False, markup=False)
     return store
@@ -113,6 +130,31 @@ def print_engine_notes(store, console: Console) -> None:
     from seedscope.io.results.experiment import engine_notes
 
     print_notes(console, [note for note, _ in engine_notes(store)])
+
+
+def lost_runs(store) -> dict[str, str]:
+    """Run id → why, of each SLURM run whose job is gone without a result."""
+    from seedscope.executors.slurm_jobs import run_states
+
+    return {run_id: state.reason for run_id, state in run_states(store).items() if state.state == "lost"}
+
+
+def print_submitted(store, since: str, console: Console) -> None:
+    """The job arrays this command submitted, and how to follow and cancel them."""
+    from seedscope.executors.slurm_jobs import submissions
+
+    records = [record for record in submissions(store.path) if record["submitted_at"] >= since]
+    runs = sum(len(run_ids) for record in records for run_ids in record["tasks"].values())
+    jobs = " ".join(record["job_id"] for record in records)
+    if not records:
+        console.print(f"nothing to submit: every run of {store.path} is done or has a job", highlight=False,
+                      markup=False)
+        return
+    console.print(f"submitted {runs} run(s) as SLURM job array(s) {jobs} for {store.path}", highlight=False,
+                  markup=False)
+    console.print(f"follow them: seedscope status {store.path}   (squeue -j {','.join(jobs.split())})",
+                  highlight=False, markup=False)
+    console.print(f"cancel them: scancel {jobs}", highlight=False, markup=False)
 
 
 def plan_cost(config, console: Console, execution, specs=None, parallel: str | None = None):
@@ -282,16 +324,19 @@ def sweep_command(
     gpus_per_run: GpusPerRun = 0.0,
     cpus_per_run: CpusPerRun = 1.0,
     max_retries: MaxRetries = 2,
+    detach: Detach = False,
+    array_parallelism: ArrayParallelism = None,
     data_dir: RunDataDir = None,
 ) -> None:
     from seedscope.config import build_config
     from seedscope.workflows.sweeping import execution_of
 
     execution = execution_options(ctx.params)
-    choice = RunChoice.of(ctx.params)
+    choice = RunChoice.of(ctx.params, slurm=True)
     overrides = {"tasks": split_values(task), "models": split_values(model), "out": out, "data_dir": data_dir,
                  "seeds": parse_int_list(seeds, "--seeds", "42,52,62"), "method": choice.method,
-                 "hparams": choice.hparams or None, "implementation": implementation_axes(ctx.params) or None}
+                 "hparams": choice.hparams or None, "implementation": implementation_axes(ctx.params) or None,
+                 "slurm": choice.slurm or None}
     config = build_config(preset=choice.preset, path=choice.config, overrides=overrides)
     execution = execution_of(config, execution)
     if plan_only:

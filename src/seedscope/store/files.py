@@ -14,6 +14,7 @@ catalog keeps, so one recorded checksum vouches for both files.
 from __future__ import annotations
 
 import hashlib
+import io
 from pathlib import Path
 from typing import Mapping
 
@@ -21,7 +22,6 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from seedscope.atomic import atomic_path
 from seedscope.errors import SeedscopeError
 from seedscope.predictions import INVALID, LABEL, PREDICTION, PROB_PREFIX, label_key, prob_columns
 from seedscope.tasks import find_task
@@ -53,9 +53,9 @@ def samples_path(root: Path, run_id: str) -> Path:
     return Path(root) / SAMPLES / file_name(run_id)
 
 
-def write_table(path: Path, table: pd.DataFrame, prompt_prefix: str | None = None,
-                metadata: Mapping[bytes, str] | None = None) -> str:
-    """Write ``table`` as Parquet atomically (temporary file, fsync, rename, folder fsync); its SHA-256.
+def parquet_bytes(table: pd.DataFrame, prompt_prefix: str | None = None,
+                  metadata: Mapping[bytes, str] | None = None) -> bytes:
+    """``table`` as the bytes of a Parquet file (written to disk by :mod:`seedscope.store.commit`).
 
     ``prompt_prefix`` goes into the file's metadata, so the file alone holds what was scored, and
     so do the ``metadata`` given (the run's sample file's checksum).
@@ -67,10 +67,9 @@ def write_table(path: Path, table: pd.DataFrame, prompt_prefix: str | None = Non
     if extra:
         arrow = arrow.replace_schema_metadata({**(arrow.schema.metadata or {}),
                                                **{key: value.encode("utf-8") for key, value in extra.items()}})
-    with atomic_path(path) as tmp:
-        pq.write_table(arrow, tmp)
-        digest = sha256(tmp.read_bytes())
-    return digest
+    sink = io.BytesIO()
+    pq.write_table(arrow, sink)
+    return sink.getvalue()
 
 
 def sha256(data: bytes) -> str:

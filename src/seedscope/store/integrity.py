@@ -36,13 +36,16 @@ from seedscope.store.files import (
     sha256,
 )
 from seedscope.store.locks import CatalogLocked
+from seedscope.store.records import RESULTS, listing, read_record, record_path
 
 if TYPE_CHECKING:
     from seedscope.store import ExperimentStore
 
 #: what ``--resume`` does about each kind of problem
 REPAIRS = {
-    "catalog": "none: restore catalog.sqlite from a backup (the prediction files are kept)",
+    "catalog": "none: `seedscope verify DIR --rebuild` rebuilds it from plan.json and the result records (or restore "
+               "catalog.sqlite from a backup); the prediction files are kept",
+    "record": "the run is redone (its record set aside as an attempt)",
     "entry": "the run is redone (its seeds written again from the plan)",
     "unrecorded": "the run is redone",
     "missing": "the run is redone",
@@ -55,7 +58,7 @@ REPAIRS = {
     "orphan": "the file is moved to orphans/",
 }
 #: kinds after which a done run must be redone
-REDO = ("entry", "unrecorded", "missing", "unreadable", "short", "altered", "wrong-run")
+REDO = ("entry", "unrecorded", "missing", "unreadable", "short", "altered", "wrong-run", "record")
 #: the temporary catalog a killed ``create`` leaves beside where catalog.sqlite would be
 TEMPORARY_CATALOG_GLOB = f".{CATALOG}.*.tmp"
 
@@ -105,13 +108,16 @@ def verify(store: "ExperimentStore", *, full: bool = True, contents: bool = True
     problems = [Problem("entry", f"run {run_id}'s {column} in the catalog {fault}", store.path / CATALOG, run_id)
                 for run_id, column, fault in entries]
     listed = {folder: _parquet_files(store.path / folder) for folder in (PREDICTIONS, SAMPLES)}
+    waiting = listing(store.path).results & {run_id for run_id, (status, _, _) in runs.items()
+                                             if status not in ("done", "failed")}
+    problems += _waiting_records(store.path, waiting)
     for run_id, (status, n_predictions, digest) in runs.items():
         present = file_name(run_id) in listed[PREDICTIONS]
         if status == "done" and contents:
             problems += _check_file(store.prediction_path(run_id), run_id, n_predictions, digest, recorded)
         elif status == "done":
             problems += _check_record(store, run_id, n_predictions, digest, recorded, present)
-        elif status != "done" and present:
+        elif present and run_id not in waiting:  # a result record waiting to be taken in owns it
             path = store.prediction_path(run_id)
             problems.append(Problem("unfinished", f"{path} exists but run {run_id} is {status} (a write that did not "
                                     "finish)", path, run_id))
@@ -138,9 +144,25 @@ def _parquet_files(folder: Path) -> set[str]:
         return set()
 
 
+def _waiting_records(root: Path, waiting: set[str]) -> list[Problem]:
+    """Result records of unfinished runs that cannot be taken in (unreadable, or naming files that are gone).
+
+    Readable ones wait only for a command that may write the catalog."""
+    found = []
+    for run_id in sorted(waiting):
+        path = record_path(root, run_id)
+        record, fault = read_record(path, run_id)
+        if record is not None and record["status"] == "done" and not (root / PREDICTIONS / f"{run_id}.parquet").is_file() \
+                and not (root / RESULTS / str((record.get("staged") or {}).get("predictions"))).is_file():
+            fault = f"{path} says run {run_id} is done, but its predictions were never placed and are gone"
+        if fault:
+            found.append(Problem("record", fault, path, run_id))
+    return found
+
+
 def temporaries(root: Path) -> list[Problem]:
-    """Temporary files of interrupted writes: of prediction files, and of the catalog of a killed create."""
-    found = [path for folder in (PREDICTIONS, SAMPLES) for path in sorted((root / folder).glob(TEMPORARY_GLOB))]
+    """Temporary files of interrupted writes: of prediction files and records, and of the catalog of a killed create."""
+    found = [path for folder in (PREDICTIONS, SAMPLES, RESULTS) for path in sorted((root / folder).glob(TEMPORARY_GLOB))]
     found += sorted(root.glob(TEMPORARY_CATALOG_GLOB))
     return [Problem("temporary", f"{path} is a temporary file left by an interrupted write", path) for path in found]
 

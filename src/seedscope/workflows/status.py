@@ -8,7 +8,7 @@ integrity check finds each finished run's file without reading it, so a store of
 opens in a fraction of a second (``seedscope verify`` still reads them all).
 
 The counts by state come from :func:`state_counts`, over the catalog's states (pending, running,
-done, failed); another source of states (a scheduler's queue) gives its counts the same way.
+done, failed) or, for a SLURM sweep, the queue's (:func:`with_queue_states`: queued, running, lost).
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ class StoreStatus:
     """A store's runs (:meth:`ExperimentStore.runs`, or at a glance :func:`~seedscope.store.views.run_states_frame`),
     how many are in each state, the runs that need attention (their rows with their seeds and a ``reason``), the
     time the others still need (seconds, finished runs it rests on) and the integrity problems; ``full``: whether
-    every catalog cell and every finished run's file were read."""
+    every catalog cell and every finished run's file were read; ``queue_note``: why a SLURM sweep's queue was not
+    asked (its runs then show the catalog's states)."""
 
     runs: pd.DataFrame
     counts: dict[str, int]
@@ -41,6 +42,7 @@ class StoreStatus:
     remaining: tuple[float, int] | None
     problems: list[Problem]
     full: bool
+    queue_note: str | None = None
 
     @property
     def to_do(self) -> int:
@@ -53,10 +55,11 @@ def state_counts(runs: pd.DataFrame) -> dict[str, int]:
 
 
 def needs_attention(runs: pd.DataFrame, now: datetime | None = None) -> pd.DataFrame:
-    """The failed runs (reason: the last line of their error) and those running longer than :data:`LONG_RUNNING`
-    times the finished runs' median duration, in plan order, with a ``reason`` column."""
+    """The failed and lost runs (reason: the last line of their error, or why SLURM lost the job) and those running
+    longer than :data:`LONG_RUNNING` times the finished runs' median duration, in plan order, with a ``reason``
+    column."""
     now = now or datetime.now(timezone.utc)
-    failed = runs["status"] == "failed"
+    failed = runs["status"].isin(("failed", "lost"))
     reasons = pd.Series("", index=runs.index, dtype=object)
     reasons[failed] = [_last_line(error) for error in runs.loc[failed, "error"]]
     finished = runs.loc[runs["status"] == "done", "duration_s"].dropna()
@@ -77,15 +80,36 @@ def _last_line(error) -> str:
     return text.splitlines()[-1][:200] if text else "failed (no error recorded)"
 
 
+def with_queue_states(store: ExperimentStore, runs: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
+    """For a SLURM sweep, each unfinished run's state from the queue (queued, running, lost: why, in ``error``) and
+    its job (task and node), and None; where SLURM cannot be asked (a copy of the store on a laptop), the runs as
+    the catalog has them and why. Other stores' runs as they are."""
+    from seedscope.errors import SeedscopeError
+    from seedscope.executors.slurm_jobs import is_slurm_store, run_states
+
+    if not is_slurm_store(store.path):
+        return runs, None
+    try:
+        states = run_states(store)
+    except SeedscopeError as error:
+        return runs, f"the SLURM queue was not asked ({error}); unfinished runs show the catalog's status"
+    runs = runs.copy()
+    runs["status"] = [states[run_id].state for run_id in runs["run_id"]]
+    runs["job"] = [" on ".join(part for part in (states[r].task, states[r].node) if part) for r in runs["run_id"]]
+    lost = runs["status"] == "lost"
+    runs.loc[lost, "error"] = [states[run_id].reason for run_id in runs.loc[lost, "run_id"]]
+    return runs, None
+
+
 def store_status(store: ExperimentStore, *, full: bool | None = None, now: datetime | None = None) -> StoreStatus:
     """Where ``store``'s runs stand (see :class:`StoreStatus`); ``full`` None: read everything up to
     :data:`FULL_RUNS` runs, else glance."""
     states = views.run_states_frame(store)
     full = len(states) <= FULL_RUNS if full is None else full
-    runs = store.runs() if full else states
+    runs, queue_note = with_queue_states(store, store.runs() if full else states)
     attention = needs_attention(runs, now)
     if not full:
         attention = views.with_seeds(store, attention)
     to_do = bool((runs["status"] != "done").any())
     return StoreStatus(runs, state_counts(runs), attention, remaining_seconds(store, runs) if to_do else None,
-                       store.verify(full=full, contents=full), full)
+                       store.verify(full=full, contents=full), full, queue_note)
