@@ -84,7 +84,7 @@ def _config_only(tmp_path: Path, config) -> Path:
         ("bad_seeds", "--seeds takes comma-separated whole numbers"),
         ("bad_set", "--set takes KEY=VALUE"),
         ("bad_hparam", "unknown hyper-parameter 'learning_rat'"),
-        ("gpus_without_ray", "need --executor ray"),
+        ("gpus_without_ray", "needs --executor ray or slurm"),
         ("parallel_zero", "--parallel must be"),
         ("parallel_with_ray", "--parallel packs runs on this machine; with --executor ray"),
     ],

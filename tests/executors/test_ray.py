@@ -153,6 +153,17 @@ def _first_finished_node(out) -> str | None:
     return json.loads(first[0])["ray"]["node_id"] if first else None
 
 
+def _running(out) -> int:
+    """How many runs of the sweep in ``out`` the catalog holds as running (0 before it is made)."""
+    import sqlite3
+
+    try:
+        with closing(sqlite3.connect(out / CATALOG, timeout=5)) as db:
+            return db.execute("SELECT COUNT(*) FROM runs WHERE status = 'running'").fetchone()[0]
+    except sqlite3.Error:
+        return 0
+
+
 def _actors_on(cluster, nodes) -> list[str]:
     """The classes of the actors alive on these nodes, read from the cluster's own state (GCS)."""
     ids = {node_id(cluster, node) for node in nodes}
@@ -188,7 +199,9 @@ def test_a_worker_node_lost_mid_sweep_has_its_run_started_again_on_another(tmp_p
     workers = {node_id(ray_cluster, node): node for node in ray_cluster.worker_nodes}
     lost, on_workers, deadline = None, None, time.monotonic() + 300
     while sweep.poll() is None and time.monotonic() < deadline:
-        if lost is None and (finished := _first_finished_node(out)):
+        # the first run done, and both workers' next runs recorded as started: the lost node's run is one whose
+        # start the driver saw, so that its second start counts as a second attempt
+        if lost is None and (finished := _first_finished_node(out)) and _running(out) == 2:
             on_workers = _actors_on(ray_cluster, ray_cluster.worker_nodes)  # the sweep's queue must not be there
             lost_id, lost = finished, workers[finished]
             ray_cluster.remove_node(lost, allow_graceful=False)  # killed, as a machine that goes down

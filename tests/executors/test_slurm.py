@@ -199,7 +199,9 @@ def test_a_run_that_raises_is_recorded_failed_and_not_submitted_again(tmp_path, 
     assert len(failed) == 1 and failed["error"].iloc[0].strip().endswith("the model has no classification head")
     assert failed["attempts"].iloc[0] == 1 and len(submissions(store.path)) == 1
     assert run_states(store)[failed.index[0]].state == "failed"
-    assert not slurm_cluster.command("squeue", "-h", "-o", "%i").stdout.strip()  # nothing resubmitted by itself
+    job = submissions(store.path)[0]["job_id"]  # its job may still be completing: it leaves, and no other comes
+    _wait_for(lambda: not slurm_cluster.command("squeue", "-h", "-o", "%i").stdout.strip(), "the job to leave the queue")
+    assert [record["job_id"] for record in submissions(store.path)] == [job]  # nothing resubmitted by itself
 
 
 def test_fail_fast_cancels_the_jobs_left_and_array_parallelism_caps_the_array(tmp_path, slurm_cluster, tiny_bert,

@@ -157,7 +157,7 @@ def test_resume_of_a_store_whose_plan_differs_is_refused_with_nothing_written(tm
     assert cli(["status", str(out)])[0] == 0  # their results taken in
     before = {path: path.stat().st_mtime_ns for path in out.rglob("*") if path.is_file()}
     code, _, stderr = cli([*_sweep(tiny_bert, out, data_dir, "--resume"), "--set", "learning_rate=1e-3"])
-    assert code == 2 and "holds a different plan (run rte__" in " ".join(stderr.split()) and "differs in hparams" in stderr
+    assert code == 2 and "holds a different plan (run glue-rte__" in " ".join(stderr.split()) and "differs in hparams" in stderr
     assert {path: path.stat().st_mtime_ns for path in out.rglob("*") if path.is_file()} == before
 
 
@@ -169,15 +169,18 @@ def test_a_store_the_node_cannot_see_is_named_by_the_jobs_log_and_by_status(tmp_
     _wait_for(lambda: _queue_empty(slurm_cluster), "the jobs to fail")
     said = "\n".join(path.read_text() for path in logs.glob("*_log.err"))
     assert f"the experiment directory {unseen} is not visible on node seedscope-node" in said
-    code, stdout, _ = cli(["status", str(unseen), "--failed"])
-    shown = " ".join(stdout.split())
-    assert "2 runs: 2 lost" in shown and f"its log says: the experiment directory {unseen} is not visible" in shown
+    code, stdout, _ = cli(["status", str(unseen), "--failed", "--json", str(tmp_path / "unseen.json")])
+    assert "2 runs: 2 lost" in " ".join(stdout.split())
+    document = json.loads((tmp_path / "unseen.json").read_text())  # the errors whole (the table folds them)
+    assert document["counts"] == {"lost": 2} and [run["status"] for run in document["attention"]] == ["lost"] * 2
+    assert all(f"its log says: the experiment directory {unseen} is not visible" in " ".join(run["error"].split())
+               for run in document["runs"])
 
     hidden_logs = slurm_cluster.hidden / "default"  # the logs in the store too: SLURM cannot even start the jobs
     assert cli(_sweep(tiny_bert, hidden_logs, data_dir, "--detach"))[0] == 0
     _wait_for(lambda: _queue_empty(slurm_cluster), "the jobs to fail")
-    code, stdout, _ = cli(["status", str(hidden_logs)])
-    shown = " ".join(stdout.split())
+    code, stdout, _ = cli(["status", str(hidden_logs), "--json", str(tmp_path / "hidden.json")])
+    shown = " ".join(" ".join(run["error"].split()) for run in json.loads((tmp_path / "hidden.json").read_text())["runs"])
     assert "ended failed (JobLaunchFailure): SLURM could not start it on seedscope-node" in shown
     assert "the experiment directory must be on a file system every node mounts" in shown
 

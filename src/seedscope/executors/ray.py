@@ -95,15 +95,22 @@ def _run_remote(runner: Runner, spec_dict: dict, data_dir: str | None, events, r
     import ray
 
     spec = RunSpec.from_dict(spec_dict)
-    events.put((spec.run_id, None, None))  # started: the driver marks the run running only now
+    _tell(events, (spec.run_id, None, None))  # started: the driver marks the run running only now
     hook = None
     if report_steps:
         def hook(done: int, total: int) -> None:
-            events.put_nowait((spec.run_id, done, total))
+            _tell(events, (spec.run_id, done, total))
     result = runner(spec, data_dir, on_step=hook)
     node = {"node_id": ray.get_runtime_context().get_node_id(), "node_ip": ray.util.get_node_ip_address(),
             "hostname": socket.gethostname()}
     return replace(result, environment={**result.environment, "ray": node})
+
+
+def _tell(events, item) -> None:
+    """Put ``item`` on the driver's queue without waiting for it: a task blocked in ``ray.get`` (as ``Queue.put``
+    is) gives its CPUs back to Ray, which starts another run on this node beside it. One caller's calls of the
+    queue's actor run in the order they were made."""
+    events.actor.put_nowait.remote(item)
 
 
 def execute(
