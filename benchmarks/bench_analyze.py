@@ -143,6 +143,7 @@ def time_plain(folder: Path, repeat: int, sizes=PLAIN) -> list[dict]:
     found = []
     for runs, examples in sizes:
         paths = write_plain(folder / f"plain-{runs}x{examples}", runs, examples)
+        in_child(COMMAND, "analyze", *paths[:2])  # not timed: writes the bytecode cache
         raws, analyses = [], []
         for _ in range(repeat):  # alternate, so that both see the same load on a shared machine
             raws.append(in_child(RAW, *paths))
@@ -160,8 +161,15 @@ def time_plain(folder: Path, repeat: int, sizes=PLAIN) -> list[dict]:
             Path(path).unlink()
         found.append(row)
     out = Path(__file__).parent / "results" / "analyze-plain.json"
-    out.write_text(json.dumps({"machine": os.uname().nodename, "cpus": os.cpu_count(), "sizes": found}, indent=1) + "\n")
+    out.write_text(json.dumps({"machine": os.uname().nodename, "cpus": os.cpu_count(),
+                               "bytecode_cache": "PYTHONDONTWRITEBYTECODE" not in CHILD_ENV, "sizes": found},
+                              indent=1) + "\n")
     return found
+
+
+#: the children's environment: with Python's bytecode cache, as an installed package has it (without it every
+#: start compiles seedscope's modules again, a fifth of a second), unless --no-bytecode-cache
+CHILD_ENV = {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
 
 
 def in_child(code: str, *args: str) -> tuple[float, float, float, str]:
@@ -169,7 +177,8 @@ def in_child(code: str, *args: str) -> tuple[float, float, float, str]:
     CPU seconds, user + system, from the kernel's account of it; what it printed)."""
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         start = time.perf_counter()
-        child = subprocess.Popen([sys.executable, "-c", code, *args], stdin=subprocess.DEVNULL, stdout=out, stderr=err)
+        child = subprocess.Popen([sys.executable, "-c", code, *args], stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                                 env=CHILD_ENV)
         _, status, usage = os.wait4(child.pid, 0)
         took = time.perf_counter() - start
         child.returncode = os.waitstatus_to_exitcode(status)
@@ -254,7 +263,12 @@ def main() -> None:
     parser.add_argument("--skip-analyze", action="store_true")
     parser.add_argument("--startup-only", action="store_true", help="time seedscope --help only")
     parser.add_argument("--plain-only", action="store_true", help="time the plain files only")
+    parser.add_argument("--no-bytecode-cache", action="store_true",
+                        help="keep PYTHONDONTWRITEBYTECODE for the children, if it is set (each compiles the modules)")
     args = parser.parse_args()
+    if args.no_bytecode_cache:
+        CHILD_ENV.update(os.environ)
+    print(f"children {'compile every module' if 'PYTHONDONTWRITEBYTECODE' in CHILD_ENV else 'with a bytecode cache'}")
     if args.startup_only:
         return time_startup(args.repeat)
     if args.plain_only:
