@@ -181,9 +181,8 @@ def text_order(ids: np.ndarray) -> np.ndarray:
 
 
 def _sort_kind(keys: np.ndarray) -> str:
-    """Timsort ("stable") for keys that already come in a few ascending runs — ids written in order are one run per
-    number of digits, which it merges in a tenth of quicksort's time —, quicksort for any other; distinct keys (ids
-    are) sort to the same positions either way."""
+    """Timsort for keys in a few ascending runs (ids written in order: one per number of digits, merged in a tenth of
+    quicksort's time), else quicksort; distinct keys (ids are) sort to the same positions either way."""
     descents = np.count_nonzero(keys[1:] < keys[:-1])
     return "stable" if descents * 1024 < len(keys) else "quicksort"
 
