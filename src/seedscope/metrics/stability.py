@@ -35,31 +35,35 @@ def example_stability(aligned: AlignedRuns, agreement: ExampleAgreement | None =
     classes = np.asarray(aligned.classes, dtype=object)
     n_distinct = agreement.n_distinct
     index = _index(aligned)
-    frame = pd.DataFrame(
-        {
-            "agreement": agreement.pair_counts / (n_runs * (n_runs - 1)),
-            "majority_prediction": _objects(classes[agreement.majority], index),
-            "majority_share": agreement.majority_count / n_runs,
-            "n_distinct": n_distinct,
-        },
-        index=index,
-    )
+    columns = {
+        "agreement": agreement.pair_counts / (n_runs * (n_runs - 1)),
+        "majority_prediction": _objects(classes[agreement.majority], index),
+        "majority_share": agreement.majority_count / n_runs,
+        "n_distinct": n_distinct,
+    }
     robust, consistently_wrong, unstable, wrong_varying, stable = range(len(CATEGORIES))
-    unlabelled = np.where(n_distinct == 1, stable, unstable)
+    one_class = n_distinct == 1
     if aligned.has_labels:
         labelled = aligned.labels >= 0
-        correct = np.where(labelled, correct_counts(aligned.predictions, aligned.labels), 0)
-        frame["label"] = _objects(np.where(labelled, classes[np.maximum(aligned.labels, 0)], None), index)
-        frame["correct_rate"] = np.where(labelled, correct / n_runs, np.nan)
-        category = np.select([correct == n_runs, n_distinct == 1, correct > 0], [robust, consistently_wrong, unstable],
-                             default=wrong_varying)
-        category = np.where(labelled, category, unlabelled)
+        every = bool(labelled.all())  # the common case: no mask to apply
+        correct = correct_counts(aligned.predictions, aligned.labels)
+        correct = correct if every else np.where(labelled, correct, 0)
+        labels = classes[aligned.labels] if every else np.where(labelled, classes[np.maximum(aligned.labels, 0)], None)
+        columns["label"] = _objects(labels, index)
+        columns["correct_rate"] = correct / n_runs if every else np.where(labelled, correct / n_runs, np.nan)
+        # the first that holds, as np.select takes them: all right, one (wrong) class, some right, else wrong_varying
+        category = np.full(len(correct), wrong_varying, dtype=np.int8)
+        category[correct > 0] = unstable
+        category[one_class] = consistently_wrong
+        category[correct == n_runs] = robust
+        if not every:
+            category = np.where(labelled, category, np.where(one_class, stable, unstable).astype(np.int8))
     else:
-        frame["correct_rate"] = np.nan
-        category = unlabelled
+        columns["correct_rate"] = np.nan
+        category = np.where(one_class, stable, unstable)
     # chosen as small codes, named once: a million names picked by code, not by comparing strings
-    frame["category"] = _objects(np.asarray(CATEGORIES, dtype=object)[category], index)
-    return frame
+    columns["category"] = _objects(np.asarray(CATEGORIES, dtype=object)[category], index)
+    return pd.DataFrame(columns, index=index)
 
 
 def _index(aligned: AlignedRuns) -> pd.Index:
