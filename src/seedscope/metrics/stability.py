@@ -35,12 +35,15 @@ def example_stability(aligned: AlignedRuns, agreement: ExampleAgreement | None =
     classes = np.asarray(aligned.classes, dtype=object)
     n_distinct = agreement.n_distinct
     index = _index(aligned)
-    columns = {
-        "agreement": agreement.pair_counts / (n_runs * (n_runs - 1)),
-        "majority_prediction": _objects(classes[agreement.majority], index),
-        "majority_share": agreement.majority_count / n_runs,
-        "n_distinct": n_distinct,
-    }
+    frame = pd.DataFrame(
+        {
+            "agreement": agreement.pair_counts / (n_runs * (n_runs - 1)),
+            "majority_prediction": _objects(classes[agreement.majority], index),
+            "majority_share": agreement.majority_count / n_runs,
+            "n_distinct": n_distinct,
+        },
+        index=index,
+    )  # the other columns added one by one: built at once, all of them would be copied together (a third more memory)
     robust, consistently_wrong, unstable, wrong_varying, stable = range(len(CATEGORIES))
     one_class = n_distinct == 1
     if aligned.has_labels:
@@ -49,8 +52,8 @@ def example_stability(aligned: AlignedRuns, agreement: ExampleAgreement | None =
         correct = correct_counts(aligned.predictions, aligned.labels)
         correct = correct if every else np.where(labelled, correct, 0)
         labels = classes[aligned.labels] if every else np.where(labelled, classes[np.maximum(aligned.labels, 0)], None)
-        columns["label"] = _objects(labels, index)
-        columns["correct_rate"] = correct / n_runs if every else np.where(labelled, correct / n_runs, np.nan)
+        frame["label"] = _objects(labels, index)
+        frame["correct_rate"] = correct / n_runs if every else np.where(labelled, correct / n_runs, np.nan)
         # the first that holds, as np.select takes them: all right, one (wrong) class, some right, else wrong_varying
         category = np.full(len(correct), wrong_varying, dtype=np.int8)
         category[correct > 0] = unstable
@@ -59,11 +62,11 @@ def example_stability(aligned: AlignedRuns, agreement: ExampleAgreement | None =
         if not every:
             category = np.where(labelled, category, np.where(one_class, stable, unstable).astype(np.int8))
     else:
-        columns["correct_rate"] = np.nan
+        frame["correct_rate"] = np.nan
         category = np.where(one_class, stable, unstable)
     # chosen as small codes, named once: a million names picked by code, not by comparing strings
-    columns["category"] = _objects(np.asarray(CATEGORIES, dtype=object)[category], index)
-    return pd.DataFrame(columns, index=index)
+    frame["category"] = _objects(np.asarray(CATEGORIES, dtype=object)[category], index)
+    return frame
 
 
 def _index(aligned: AlignedRuns) -> pd.Index:
