@@ -33,18 +33,8 @@ from seedscope.tasks import example_clusters, find_task
 
 #: columns of a prediction table that identify one prediction set among several
 GROUP_COLUMNS = ("task", "model")
-MICRO_COLUMNS = (
-    "con",
-    "ccon",
-    "prob_con",
-    "con_pair_std",
-    "ccon_pair_std",
-    "prob_con_pair_std",
-    "n_runs",
-    "n_examples",
-    "n_pairs",
-    "n_dropped",
-)
+MICRO_COLUMNS = ("con", "ccon", "prob_con", "con_pair_std", "ccon_pair_std", "prob_con_pair_std", "n_runs",
+                 "n_examples", "n_pairs", "n_dropped")
 DEFAULT_PRIMARY = {"classification": "accuracy", "regression": "pearson"}
 
 
@@ -109,13 +99,18 @@ class Analysis:
 
     def most_unstable(self, k: int = 10) -> pd.DataFrame:
         """The ``k`` examples whose predictions vary most across runs."""
-        return most_unstable(self.stability, k)
+        return self._once(("most_unstable", k), lambda: most_unstable(self.stability, k))
 
     def category_counts(self) -> pd.Series:
         """How many examples fall in each stability category (classification only)."""
         if "category" not in self.stability.columns:
             return pd.Series(dtype="int64", name="count")
-        return self.stability["category"].value_counts().rename("count")
+        return self._once("categories", lambda: self.stability["category"].value_counts().rename("count"))
+
+    def _once(self, key, make):
+        """A copy of what ``make`` gives, made once: each is a pass over every example (the tables and the JSON ask)."""
+        found = self.__dict__.setdefault("_found", {})
+        return (found[key] if key in found else found.setdefault(key, make())).copy()
 
     def to_dict(self, top_k: int = 10) -> dict:
         """The documented JSON schema (docs/analyze.md): fractions, NaN written as null."""
