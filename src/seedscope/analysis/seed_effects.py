@@ -11,6 +11,7 @@ All values are fractions in [0, 1] (accuracy 0.6, CON 0.2), never percentages.
 
 from __future__ import annotations
 
+from concurrent.futures import Future
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,7 +22,7 @@ from seedscope.validation import check_power, validate_params
 from seedscope.serialize import json_ready
 from seedscope.metrics import macro as macro_metrics
 from seedscope.metrics import micro as micro_metrics
-from seedscope.metrics.stability import example_stability, most_unstable
+from seedscope.metrics.stability import examples_ahead, most_unstable
 from seedscope.analysis.error_bars import (
     clustered_standard_error,
     minimum_detectable_difference,
@@ -213,10 +214,11 @@ def analyze(
     else:  # per-example values without labels are summarised by their mean; classes without labels by nothing
         primary_metric = macro_metrics.MEAN_SCORE if macro_metrics.MEAN_SCORE in per_run.columns else None
     summary = macro_metrics.summarize_runs(per_run, n_boot=n_boot, confidence=confidence, seed=seed)
-    classes = aligned.task_type == "classification"  # count each example's classes once, for CON and stability
-    agreement = micro_metrics.example_agreement(aligned.predictions, aligned.n_classes) if classes else None
-    micro, con, ccon, prob = _micro(aligned, per_run, primary_metric, agreement)
-    stability = example_stability(aligned, agreement)
+    examples = examples_ahead(aligned)  # on a second core, for many examples, while the rest is made here
+    baseline = macro_metrics.majority_baseline(aligned)
+    error_bars, split = _error_bars(aligned, clusters, confidence, power)
+    micro, con, ccon, prob = _micro(aligned, per_run, primary_metric, examples)
+    stability = examples.result()[1]
     if texts is not None:
         stability[TEXT] = texts.reindex(stability.index).to_numpy()
     runs = pd.Index(aligned.runs, name="run")
@@ -224,8 +226,6 @@ def analyze(
     def square(matrix):
         return None if matrix is None else pd.DataFrame(matrix, index=runs, columns=runs)
 
-    baseline = macro_metrics.majority_baseline(aligned)
-    error_bars, split = _error_bars(aligned, clusters, confidence, power)
     return Analysis(
         aligned, primary_metric, per_run, summary, micro, square(con), square(ccon), square(prob), stability, confidence,
         baseline, error_bars, split, degenerate_runs(aligned, per_run, baseline, primary_metric),
@@ -274,8 +274,9 @@ def degenerate_runs(aligned: AlignedRuns, per_run: pd.DataFrame, baseline: pd.Se
     return pd.DataFrame({"reason": pd.Series(reasons, dtype=object)}).rename_axis("run")
 
 
-def _micro(aligned: AlignedRuns, per_run: pd.DataFrame, primary_metric: str | None, agreement):
-    """Micro summary row plus the CON, CCON and probabilistic S×S matrices."""
+def _micro(aligned: AlignedRuns, per_run: pd.DataFrame, primary_metric: str | None, examples: Future):
+    """Micro summary row plus the CON, CCON and probabilistic S×S matrices (the mean CON from the examples'
+    agreement, ``examples``' first part)."""
     n_runs = aligned.n_runs
     ccon = prob = None
     if aligned.task_type == "regression":
@@ -285,7 +286,6 @@ def _micro(aligned: AlignedRuns, per_run: pd.DataFrame, primary_metric: str | No
             ccon = micro_metrics.regression_ccon_matrix(per_run[primary_metric].to_numpy())
     else:
         con = micro_metrics.con_matrix(aligned.predictions, aligned.n_classes)
-        con_mean = micro_metrics.mean_con(aligned.predictions, aligned.n_classes, agreement)
         if aligned.has_labels:
             ccon = micro_metrics.ccon_matrix(aligned.predictions, aligned.labels)
         if aligned.probabilities is not None:
@@ -301,6 +301,8 @@ def _micro(aligned: AlignedRuns, per_run: pd.DataFrame, primary_metric: str | No
         ccon_mean = micro_metrics.mean_ccon(aligned.predictions, aligned.labels)
     else:
         ccon_mean = pair_mean(ccon)
+    if aligned.task_type != "regression":
+        con_mean = micro_metrics.mean_con(aligned.predictions, aligned.n_classes, examples.result()[0])
     probabilities = aligned.probabilities
     prob_mean = np.nan if probabilities is None else micro_metrics.mean_probabilistic_consistency(probabilities)
     row = {"con": con_mean, "ccon": ccon_mean, "prob_con": prob_mean, "con_pair_std": pair_std(con),

@@ -15,6 +15,8 @@ absolute error.
 
 from __future__ import annotations
 
+from concurrent.futures import Future, ThreadPoolExecutor
+
 import numpy as np
 import pandas as pd
 
@@ -22,6 +24,29 @@ from seedscope.metrics.micro import ExampleAgreement, correct_counts, example_ag
 from seedscope.predictions import AlignedRuns, text_order
 
 CATEGORIES = ("robust", "consistently_wrong", "unstable", "wrong_varying", "stable")
+#: runs × examples from which :func:`examples_ahead` makes the table on a second core
+PARALLEL_CELLS = 4_000_000
+
+
+def examples_ahead(aligned: AlignedRuns) -> Future:
+    """(each example's agreement, None for regression; the stability table): from :data:`PARALLEL_CELLS` runs ×
+    examples in a thread, while the caller makes the run-level figures (numpy lets go of the interpreter's lock in
+    its loops, so the two share the cores), below that at once."""
+
+    def make():
+        classes = aligned.task_type == "classification"  # each example's classes counted once, for CON and stability
+        agreement = example_agreement(aligned.predictions, aligned.n_classes) if classes else None
+        return agreement, example_stability(aligned, agreement)
+
+    if aligned.predictions.size < PARALLEL_CELLS:
+        done = Future()
+        done.set_result(make())
+        return done
+    pool = ThreadPoolExecutor(1, thread_name_prefix="seedscope-examples")
+    try:
+        return pool.submit(make)
+    finally:
+        pool.shutdown(wait=False)  # its thread ends once the table is made
 
 
 def example_stability(aligned: AlignedRuns, agreement: ExampleAgreement | None = None) -> pd.DataFrame:
