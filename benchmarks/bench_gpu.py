@@ -1,4 +1,4 @@
-"""The GPU figures docs/gpu.md marked unmeasured, in one call on a GPU machine (about 6 minutes on an H100).
+"""The GPU figures docs/how-to/gpus.md and docs/how-to/gpu-cost.md marked unmeasured, in one call on a GPU machine (about 6 minutes on an H100).
 
 Stages (random-weight models of the real shapes, built on the GPU from the staged tokenizers):
 
@@ -19,7 +19,7 @@ Stages (random-weight models of the real shapes, built on the GPU from the stage
    ``minilm-meta-cpu``, SST-2): one run per method, then the first again (bit-identity).
 4. ``generation``: greedy generation of a SmolLM2-135M-sized model, 200 SST-2 prompts, after
    generation began reading the demonstrations' cache.
-5. ``implementation``: the implementation as a randomness factor (docs/implementation.md) — a
+5. ``implementation``: the implementation as a randomness factor (docs/how-to/implementation.md) — a
    SmolLM2-135M-sized model scoring 200 SST-2 prompts, seeds 1 and 2, under a baseline (fp32,
    batch 16, sdpa, deterministic, TF32 off) and one setting changed at a time (bf16, fp16, TF32
    on, eager, flash where installed, deterministic off, batch 1 and 64) with reruns: flip rates,

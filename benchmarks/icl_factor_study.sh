@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The in-context factor study of docs/icl.md: SmolLM2-135M-Instruct on SST-2, the importance of
+# The in-context factor study of docs/how-to/icl.md: SmolLM2-135M-Instruct on SST-2, the importance of
 # sample choice, sample order and prompt format, powered to rank them: N = 4 investigation runs,
 # mitigation runs added 10 at a time until IS, c and m settle (tolerance 0.05, at most M = 40),
 # L = 40 golden runs; every run scores 200 held-out sentences. Calibration is on, so one set of

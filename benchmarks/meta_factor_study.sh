@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The meta-learning factor study of docs/meta-learning.md: ProtoNet, MAML and Reptile (preset
+# The meta-learning factor study of docs/how-to/meta-learning.md: ProtoNet, MAML and Reptile (preset
 # minilm-meta-cpu: a text CNN over frozen MiniLM token states, 200 episodes of 5 + 15 examples per
 # class) on SST-2, the importance of all five factors the meta runner varies (data_split,
 # label_choice, sample_order, sample_choice, model_init) in macro-F1, the reference's metric:

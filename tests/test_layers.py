@@ -5,7 +5,9 @@ no arrow runs back either (the folder graph has no cycle).
 Every ``import`` / ``from … import`` of ``src/seedscope`` (top-level and inside functions) is
 read with :mod:`ast`; a back-arrow (say ``analysis`` importing ``io``) fails with the file,
 line and both layers named; a folder-level cycle (``store`` → ``factor_study`` → ``store``)
-fails with every import that closes it. docs/architecture.md shows the same table.
+fails with every import that closes it; a cycle of modules (two modules of one folder importing
+each other, at the top or inside a function) fails with the modules of the circle named.
+docs/architecture.md shows the same table.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ LAYERS = {
     "seedscope.errors": 0, "seedscope.notes": 0, "seedscope.validation": 0, "seedscope._names": 0, "seedscope.version": 0, "seedscope.atomic": 0, "seedscope.serialize": 0, "seedscope.progress": 0,
     "seedscope.presets": 0, "seedscope.parquet_ahead": 0,
     "seedscope.predictions": 1, "seedscope.samples": 1, "seedscope.tasks": 1, "seedscope.metrics": 1, "seedscope.prompts": 1,
-    "seedscope.plan": 2, "seedscope.config": 2, "seedscope.factor_study.plan": 2,
+    "seedscope.plan": 2, "seedscope.config": 2, "seedscope.slurm_config": 2, "seedscope.factor_study.plan": 2,
     "seedscope.store": 3,
     "seedscope.runners": 4,
     "seedscope.executors": 5,
@@ -59,13 +61,18 @@ def module_name(path: Path, root: Path = SRC) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def imports(path: Path, root: Path = SRC) -> list[tuple[int, str]]:
-    """(line, imported module) for every seedscope import in the file, relative ones resolved."""
+def imports(path: Path, root: Path = SRC, *, typing_only: bool = True) -> list[tuple[int, str]]:
+    """(line, imported module) for every seedscope import in the file, relative ones resolved; without
+    ``typing_only`` the imports under ``if TYPE_CHECKING:`` (never run) are left out."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     name = module_name(path, root)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    skipped = set() if typing_only else {id(inner) for node in ast.walk(tree) if _checks_types(node)
+                                         for inner in ast.walk(node)}
     found = []
     for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
         if isinstance(node, ast.Import):
             found += [(node.lineno, alias.name) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -77,6 +84,13 @@ def imports(path: Path, root: Path = SRC) -> list[tuple[int, str]]:
             found += [(node.lineno, f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base)
                       for alias in node.names]
     return [(line, name) for line, name in found if name == "seedscope" or name.startswith("seedscope.")]
+
+
+def _checks_types(node: ast.AST) -> bool:
+    """``if TYPE_CHECKING:`` (or ``typing.TYPE_CHECKING``): a block only type checkers run."""
+    test = getattr(node, "test", None) if isinstance(node, ast.If) else None
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
 MODULES = {module_name(p) for p in SRC.rglob("*.py")}
@@ -135,6 +149,36 @@ def folder_cycles(files, root: Path = SRC) -> list[str]:
             for (a, b), places in sorted(arrows.items()) if reaches(b, a) for where in sorted(places)]
 
 
+def module_cycles(files, root: Path = SRC) -> list[str]:
+    """Every circle of modules that import each other when run (at the top of a module or inside a function;
+    ``if TYPE_CHECKING:`` imports never run), as ``a → b → a`` with the line of each import: within a folder
+    the folder check cannot see them."""
+    edges: dict[str, dict[str, str]] = {}
+    for path in files:
+        importer = module_name(path, root)
+        for line, imported in imports(path, root, typing_only=False):
+            if imported != importer:
+                edges.setdefault(importer, {}).setdefault(imported, f"{path.relative_to(root)}:{line}")
+    circles = []
+    for start in sorted(edges):
+        # the shortest way back to start (breadth first), kept once: from the circle's smallest module
+        paths, seen = [[start]], {start}
+        while paths:
+            way = paths.pop(0)
+            for target in sorted(edges.get(way[-1], ())):
+                if target == start:
+                    circle = way + [start]
+                    if min(circle) == start:
+                        circles.append(" → ".join(f"{a} ({edges[a][b]})"
+                                                  for a, b in zip(circle, circle[1:])) + f" → {start}")
+                    paths = []
+                    break
+                if target not in seen:
+                    seen.add(target)
+                    paths.append(way + [target])
+    return circles
+
+
 def test_every_module_has_a_layer():
     assert [m for m in sorted(MODULES) if not _has_layer(m)] == []
 
@@ -169,6 +213,28 @@ def test_a_folder_level_cycle_is_caught(tmp_path):
     assert folder_cycles(sorted(tmp_path.rglob("*.py")), root=tmp_path) == [
         "seedscope/factor_study/run.py:2: factor_study → store (and store reaches factor_study back)",
         "seedscope/store/views.py:1: store → factor_study (and factor_study reaches store back)",
+    ]
+
+
+def test_no_modules_import_each_other():
+    """No circle of imports between modules, inside a folder or across folders."""
+    assert module_cycles(sorted(SRC.rglob("*.py"))) == []
+
+
+def test_a_circle_inside_a_folder_is_caught(tmp_path):
+    """The module check can fail: two modules of one folder importing each other, one of them inside a function
+    (as the bucket collator and the features once did); a type checker's import is no circle."""
+    for name, text in {
+        "seedscope/runners/finetune/features.py": "def collator():\n    from seedscope.runners.finetune.padding import B\n",
+        "seedscope/runners/finetune/padding.py": "from seedscope.runners.finetune.features import collator\n",
+        "seedscope/store/__init__.py": "from seedscope.store import views\n",
+        "seedscope/store/views.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from seedscope.store import S\n",
+    }.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    assert module_cycles(sorted(tmp_path.rglob("*.py")), root=tmp_path) == [
+        "seedscope.runners.finetune.features (seedscope/runners/finetune/features.py:2) → "
+        "seedscope.runners.finetune.padding (seedscope/runners/finetune/padding.py:1) → seedscope.runners.finetune.features"
     ]
 
 

@@ -87,6 +87,6 @@ def test_every_class_is_a_seedscope_warning_and_an_error_is_a_value_error():
 
     classes = [getattr(errors, name) for name in dir(errors) if name.endswith("Warning") and name != "SeedscopeWarning"]
     assert classes and all(issubclass(c, SeedscopeWarning) for c in classes)
-    documented = (Path(__file__).resolve().parents[1] / "docs" / "analyze.md").read_text(encoding="utf-8")
+    documented = (Path(__file__).resolve().parents[1] / "docs" / "how-to" / "analyze.md").read_text(encoding="utf-8")
     assert [c.__name__ for c in classes if f"| `{c.__name__}` |" not in documented] == []  # each in the table of warnings
     assert issubclass(SeedscopeWarning, UserWarning) and issubclass(SeedscopeError, ValueError)

@@ -34,7 +34,7 @@ def atomic_path(target: str | os.PathLike) -> Iterator[Path]:
         with open(tmp_path, "rb+") as handle:
             os.fsync(handle.fileno())
         os.replace(tmp_path, target)
-        _fsync_dir(target.parent)
+        fsync_dir(target.parent)
     finally:
         tmp_path.unlink(missing_ok=True)
 
@@ -62,7 +62,7 @@ def atomic_write_text(target: str | os.PathLike, text: str) -> None:
         tmp.write_text(text, encoding="utf-8")
 
 
-def _fsync_dir(folder: Path) -> None:
+def fsync_dir(folder: Path) -> None:
     """Persist a rename: on POSIX the directory entry lives in the folder's own data."""
     fd = os.open(folder, os.O_RDONLY)
     try:
@@ -95,7 +95,7 @@ def move_into_place(staged: Path, target: str | os.PathLike) -> None:
         staged.rmdir()
     else:
         os.replace(staged, target)
-    _fsync_dir(target.parent)
+    fsync_dir(target.parent)
 
 
 def discard(staged: Path) -> None:

@@ -26,6 +26,7 @@ from seedscope.presets import PRESET_DIR, list_presets
 from seedscope.plan import RunSpec, seed_sweep
 from seedscope.plan.hparams import FinetuneSettings, ICLSettings, settings_class
 from seedscope.plan.implementation import Implementation, check_axes, combinations, vary
+from seedscope.slurm_config import SlurmSettings
 from seedscope.tasks import get_task
 from seedscope.tasks.lm_eval_tasks import PREFIX, harness_name, is_lm_eval_task
 
@@ -48,7 +49,7 @@ class SweepConfig(BaseModel):
     method : str
         ``full`` or ``lora`` fine-tuning.
     **other fields
-        Hyper-parameters, per-task overrides, output directory (see docs/sweep.md).
+        Hyper-parameters, per-task overrides, output directory (see docs/how-to/sweep.md).
 
     Returns
     -------
@@ -81,6 +82,8 @@ class SweepConfig(BaseModel):
     #: seeds as one stacked model (default: every seed of a task and model at once)
     execution: Literal["sequential", "fused"] = "sequential"
     fuse: int | None = Field(None, ge=2)
+    #: what each job of ``--executor slurm`` asks for (:class:`~seedscope.slurm_config.SlurmSettings`)
+    slurm: SlurmSettings = Field(default_factory=SlurmSettings)
 
     @field_validator("fuse")
     @classmethod
@@ -260,7 +263,7 @@ def _layers(path: Path, seen: tuple[Path, ...] = ()) -> list[tuple[str, dict[str
 def _merge(base: dict[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
     merged = dict(base)
     for key, value in update.items():
-        if key == "hparams" and isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+        if key in ("hparams", "slurm") and isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
             merged[key] = {**merged[key], **value}
         elif key == "task_hparams" and isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
             tasks = dict(merged[key])
@@ -362,11 +365,10 @@ def _validate(data: dict[str, Any], source_of) -> SweepConfig:
         source = source_of(location[0] if location else None)
         key = ".".join(location)
         if first["type"] == "extra_forbidden":
-            close = difflib.get_close_matches(location[-1], list(SweepConfig.model_fields), n=1)
+            known = list((SlurmSettings if location[:1] == ["slurm"] else SweepConfig).model_fields)
+            close = difflib.get_close_matches(location[-1], known, n=1)
             hint = f" (did you mean {close[0]}?)" if close else ""
-            raise SeedscopeError(
-                f"{source}: unknown key {key!r}{hint}; known keys: {', '.join(SweepConfig.model_fields)}"
-            ) from None
+            raise SeedscopeError(f"{source}: unknown key {key!r}{hint}; known keys: {', '.join(known)}") from None
         if first["type"] == "missing":
             raise SeedscopeError(f"{source}: {key} is missing (give it in the config or on the command line)") from None
         message = first["msg"].removeprefix("Value error, ")

@@ -73,8 +73,17 @@ class UnstableEstimateWarning(SeedscopeWarning):
     """An estimate rests on too few seeds, resamples or examples to be trusted."""
 
 
+class ClippedIntervalWarning(SeedscopeWarning):
+    """An interval ran past its metric's range (a t interval of accuracy above 1) and was clipped to the range."""
+
+
 class IgnoredSettingWarning(SeedscopeWarning):
     """An engine ignored a setting it was sent (``n``, ``seed``, ``temperature``): what rests on it was not measured."""
+
+
+class ServerNoteWarning(SeedscopeWarning):
+    """What a server did that a run's results rest on: answers cut at ``max_tokens``, an answer far longer than it
+    allows, another model's id in the answers, redirects followed, cached answers that failed their checks."""
 
 
 class ReadingChoiceWarning(SeedscopeWarning):

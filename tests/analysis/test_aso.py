@@ -94,3 +94,21 @@ def test_aso_with_one_score_is_refused():
     with pytest.raises(SeedscopeError, match=r"ASO \(scores A\) needs at least 2 value\(s\), got 1"):
         aso([8], [5, 5, 8, 7, 8], seed=0)
     assert violation_ratio([8], [5, 5, 8, 7, 8]) == pytest.approx(violation_ratio([8, 8], [5, 5, 8, 7, 8]))
+
+
+def test_the_resamples_are_sorted_by_counting_as_a_sort_of_the_resampled_scores_would(monkeypatch):
+    """ε* of each resample: positions into the sorted scores, counted, are the resampled scores sorted."""
+    from seedscope.analysis.aso import _violation_ratios
+    from seedscope.metrics import resampling
+
+    rng = np.random.default_rng(8)
+    a, b = np.sort(np.round(rng.random(40), 2)), np.sort(np.round(rng.random(25), 2))  # ties included
+    sorted_draws = resampling.replicates(
+        lambda x, y: _violation_ratios(np.sort(x, axis=1), np.sort(y, axis=1)), a, b, n_resamples=3000, seed=2)
+    ratio = float(_violation_ratios(a, b))
+    scale = np.sqrt(40 * 25 / 65)
+    assert aso(a, b, n_boot=3000, seed=2).sigma == float(np.std(scale * (sorted_draws - ratio)))
+    monkeypatch.setattr(resampling, "ROWWISE_AT_ONCE", 1000)  # thousands of runs: the same resamples, in chunks
+    monkeypatch.setattr(resampling, "DRAW_CHUNK", 5000)
+    assert aso(a, b, n_boot=3000, seed=2).sigma == pytest.approx(float(np.std(scale * (sorted_draws - ratio))),
+                                                                  rel=1e-13)

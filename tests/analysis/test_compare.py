@@ -92,8 +92,9 @@ def test_compare_uses_the_tasks_primary_metric(synthetic_predictions):
     """CoLA's primary metric is MCC: compare must rank on it, not on accuracy."""
     from seedscope.analysis.compare import compare_sweeps
 
-    a = synthetic_predictions(("cola",), n_seeds=3, n_examples=80, seed=1)
-    b = synthetic_predictions(("cola",), n_seeds=3, n_examples=80, seed=2)
+    runs = synthetic_predictions(("cola",), n_seeds=6, n_examples=80, seed=1)  # two systems on the same examples
+    first = runs["run"].isin(["42", "52", "62"])
+    a, b = runs[first], runs[~first].assign(run=runs.loc[~first, "run"].map({"72": "42", "82": "52", "92": "62"}))
     comparison = compare_sweeps({"a": a, "b": b}, n_boot=50, n_permutations=50)
     assert comparison.metric == "mcc"
     assert "too few runs for an ASO verdict" in comparison.pairs["aso_verdict"].iloc[0]  # 3 runs < 5
@@ -105,7 +106,9 @@ def test_a_comparison_left_without_a_test_warns_and_keeps_the_note():
     unmatched = {"A": pd.Series([0.8, 0.82, 0.81], index=["1", "2", "3"]), "B": pd.Series([0.7, 0.72], index=["4", "5"])}
     with pytest.warns(DegenerateRunWarning, match="A vs B: fewer than 2 matched seeds") as shown:
         comparison = compare_systems(unmatched, n_boot=200)
-    assert comparison.notes == [str(w.message) for w in shown if issubclass(w.category, DegenerateRunWarning)][:1]
+    degenerate = [str(w.message) for w in shown if issubclass(w.category, DegenerateRunWarning)]
+    assert [note for note in comparison.notes if "matched seeds" in note] == degenerate[:1]
+    assert any(note.startswith("B has 2 runs") for note in comparison.notes)  # and that B's 2 runs are too few
 
 
 def test_a_bad_sweep_is_named_once():

@@ -118,3 +118,14 @@ def test_minimum_detectable_difference():
 def test_bad_inputs_are_refused(call, message):
     with pytest.raises(SeedscopeError, match=message):
         call()
+
+
+def test_standard_errors_a_block_of_runs_at_a_time_are_numpys_run_by_run(monkeypatch):
+    from seedscope.metrics import micro
+
+    rng = np.random.default_rng(7)
+    for values in (rng.random((40, 33)) < 0.6, rng.random((40, 33))):
+        expected = np.array([np.sqrt(row.astype(float).var(ddof=1) / 33) for row in values])
+        for block in (1 << 22, 100, 1):
+            monkeypatch.setattr(micro, "BLOCK_VALUES", block)
+            assert np.array_equal(standard_error(values), expected)

@@ -123,3 +123,19 @@ def test_wilcoxon_matches_the_hf_evaluate_reference_and_scipy():
     assert wilcoxon_signed_rank([0.5, 0.6], [0.5, 0.6]) == {"statistic": 0.0, "p_value": 1.0}
     with pytest.raises(SeedscopeError, match="matched seeds"):
         wilcoxon_signed_rank([0.5, 0.6, 0.7], [0.5, 0.6])
+
+
+def test_mcnemar_per_seed_is_mcnemar_of_each_row():
+    from seedscope.analysis.significance import mcnemar_runs
+
+    rng = np.random.default_rng(4)
+    correct_a = rng.random((200, 60)) < 0.7
+    correct_b = np.where(rng.random((200, 60)) < 0.95, correct_a, ~correct_a)  # few discordant pairs: exact tests
+    correct_b[-5:] = rng.random((5, 60)) < 0.2  # many: χ²
+    correct_b[0] = correct_a[0]  # none
+    rows = mcnemar_runs(correct_a, correct_b)
+    assert rows == [mcnemar(a, b) for a, b in zip(correct_a, correct_b)]
+    assert {row["method"] for row in rows} == {"exact binomial", "chi-square", "no discordant pairs"}
+    assert mcnemar_runs(correct_a[:0], correct_b[:0]) == []
+    with pytest.raises(SeedscopeError, match="runs × examples of the same shape"):
+        mcnemar_runs(correct_a, correct_b[:, :5])

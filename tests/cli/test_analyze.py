@@ -71,9 +71,9 @@ def test_error_bars_clusters_and_degenerate_runs_on_the_terminal_and_in_json(tmp
         paths.append(str(tmp_path / f"{name}.csv"))
         frame.to_csv(paths[-1], index=False)
     out = tmp_path / "r.json"
-    assert run_cli(paths + ["--cluster-column", "question", "--json", str(out), "--n-boot", "100"]) == 0
+    assert run_cli(paths + ["--cluster-column", "question", "--json", str(out), "--n-boot", "100", "--details"]) == 0
     terminal = " ".join(capsys.readouterr().out.split())
-    assert "Error bars over examples" in terminal and "se_clustered" in terminal
+    assert "Error bars over examples" in terminal and "SE (clustered)" in terminal
     assert "Degenerate runs (2 of 3)" in terminal and "predicts one class only" in terminal
     result = json.loads(out.read_text())
     assert result["error_bars"]["s2"]["se"] == pytest.approx(0.163299, abs=1e-6)  # 6 of 10 right
@@ -85,14 +85,14 @@ def test_error_bars_clusters_and_degenerate_runs_on_the_terminal_and_in_json(tmp
 
 def test_example_predictions_and_multi_task_summary(tmp_path, capsys):
     rte = sorted(str(p) for p in (EXAMPLES / "rte").glob("*.csv"))
-    assert run_cli(rte + ["--top", "3", "--n-boot", "100"]) == 0
-    assert "Most unstable examples (top 3)" in capsys.readouterr().out
+    assert run_cli(rte + ["--top", "3", "--n-boot", "100", "--details"]) == 0
+    assert "Most unstable examples (top 3;" in capsys.readouterr().out
     # cb.csv carries a task column; with a second task the summary tables appear
     cb = pd.read_csv(EXAMPLES / "cb.csv")
     both = pd.concat([cb, cb.assign(task="wic")])
     path = tmp_path / "two_tasks.csv"
     both.to_csv(path, index=False)
-    assert run_cli([str(path), "--json", str(tmp_path / "s.json"), "--n-boot", "100"]) == 0
+    assert run_cli([str(path), "--json", str(tmp_path / "s.json"), "--n-boot", "100", "--details"]) == 0
     assert "Table 7 layout" in capsys.readouterr().out
     result = json.loads((tmp_path / "s.json").read_text())
     assert [g["task"] for g in result["groups"]] == ["cb", "wic"]
@@ -182,8 +182,8 @@ BAD_INPUTS = {
     ),
     "unknown primary metric": (
         {"a.csv": "example_id,prediction,label\n1,x,x\n", "b.csv": "example_id,prediction,label\n1,y,x\n"},
-        ["--primary-metric", "bleu"],
-        "unknown primary metric",
+        ["--metric", "bleu"],
+        "unknown metric 'bleu' for a classification task; choose one of accuracy",
     ),
 }
 

@@ -41,6 +41,12 @@ def test_analyze_writes_the_estimator_families(tmp_path, capsys):
     assert system["pass@k"]["1"] == pytest.approx(system["avg@n"])
     assert set(system["G-Pass@k"]["4"]) == {"0.25", "0.5", "0.75", "1"}
     printed = capsys.readouterr().out
+    first = printed.split("\n")[0]  # the verdict first: pass@1 with its spread across the seeds, said unreliable at 2
+    assert first.startswith("pass@1 ") and "across 2 sampling seed(s)" in " ".join(printed.split())
+    assert "unreliable" in printed and "pass@k and maj@k over 2 sampling seed(s)" in printed
+    assert "least stable items" not in printed  # the full tables come with --details
+    assert run_cli(["analyze", str(samples(tmp_path / "s.csv")), "--k", "1,2,4", "--n-boot", "200", "--details"]) == 0
+    printed = capsys.readouterr().out
     assert "sampling estimators" in printed and "least stable items" in printed
 
 

@@ -68,7 +68,7 @@ def test_a_wrong_model_name_and_scoring_without_log_probabilities_are_one_line(
     out = tmp_path / "exp"
     served = ["--engine", "openai", "--base-url", smollm2_server, "--set", "max_retries=0"]
     _refused(cli, args(smollm2_folder, out, data_dir, *served, "--predict", "generate", "--set", "served_model=wrong"),
-             out, f"the server at {smollm2_server} refused a completions request (400): Server is pinned to")
+             out, "(400): Server is pinned to")
     _refused(cli, args(smollm2_folder, out, data_dir, *served), out,
              "returns no log-probabilities of the prompt (echo with logprobs), so it cannot score")
 

@@ -34,7 +34,7 @@ def fail(argv, capsys) -> str:
 def test_analyze_writes_json_and_markdown(tmp_path, capsys):
     path = worked_table(tmp_path)
     out_json, out_md = tmp_path / "out" / "f.json", tmp_path / "f.md"
-    main(["factors", "analyze", str(path), "--num-classes", "2", "--bootstrap", "500", "--seed", "3",
+    main(["factors", "analyze", str(path), "--num-classes", "2", "--n-boot", "500", "--seed", "3",
           "--json", str(out_json), "--markdown", str(out_md)])
     printed = capsys.readouterr().out
     assert "order" in printed and "-0.535" in printed
@@ -55,7 +55,7 @@ def test_analyze_writes_json_and_markdown(tmp_path, capsys):
 def test_analyze_real_scores(tmp_path, data_dir, capsys):
     out = tmp_path / "cola.json"
     main(["factors", "analyze", str(data_dir / "factor-runs" / "cola_bert.csv"), "--num-classes", "2",
-          "--bootstrap", "1000", "--factor", "label", "--factor", "order", "--json", str(out)])
+          "--n-boot", "1000", "--factor", "label", "--factor", "order", "--json", str(out)])
     factors = json.loads(out.read_text())["factors"]
     assert list(factors) == ["label", "order"]
     assert round(factors["label"]["importance"], 4) == 0.5713
@@ -65,7 +65,7 @@ def test_analyze_real_scores(tmp_path, data_dir, capsys):
 def test_allow_missing_reports_the_ragged_example(tmp_path, capsys):
     path = worked_table(tmp_path, drop=len(GM) + 11)  # run (row 4, column 3)
     out = tmp_path / "r.json"
-    main(["factors", "analyze", str(path), "--allow-missing", "--bootstrap", "100", "--json", str(out)])
+    main(["factors", "analyze", str(path), "--allow-missing", "--n-boot", "100", "--json", str(out)])
     assert "1 missing run" in capsys.readouterr().out
     entry = json.loads(out.read_text())["factors"]["order"]
     assert entry["importance"] == pytest.approx(-0.734458, abs=1e-6)
@@ -176,7 +176,7 @@ def test_missing_file_and_bad_options(tmp_path, capsys):
     path = str(worked_table(tmp_path))
     assert "not both" in fail(["factors", "analyze", path, "--num-classes", "2", "--chance", "0"], capsys)
     assert "at least 2" in fail(["factors", "analyze", path, "--num-classes", "1"], capsys)
-    assert "number of resamples must be at least 1, not 0" in fail(["factors", "analyze", path, "--bootstrap", "0"], capsys)
+    assert "number of resamples must be at least 1, not 0" in fail(["factors", "analyze", path, "--n-boot", "0"], capsys)
     assert "tolerance must be positive" in fail(["factors", "simulate-adaptive", path, "--tolerance", "0"], capsys)
     assert "only 4 mitigation runs" in fail(["factors", "simulate-adaptive", path], capsys)
 
@@ -206,7 +206,7 @@ def test_run_fine_tunes_the_plan_and_analyses_it(tmp_path, tiny_bert, data_dir, 
 
     out, result = tmp_path / "study", tmp_path / "result.json"
     main(run_args(tiny_bert, data_dir, "--factor", "data_order", "-N", "2", "-M", "2", "-L", "3",
-                  "--out", str(out), "--json", str(result), "--bootstrap", "100"))
+                  "--out", str(out), "--json", str(result), "--n-boot", "100"))
     printed = " ".join(capsys.readouterr().out.split())
     assert "Factor importance (eval_loss" in printed and "7 runs done" in printed
     runs = ExperimentStore.open(out).runs()
@@ -222,7 +222,7 @@ def test_run_fine_tunes_the_plan_and_analyses_it(tmp_path, tiny_bert, data_dir, 
     assert payload["runs"]["data_order"]["runs_used"] == 4
     # the directory analyses like any score table, and resuming redoes nothing
     assert "all golden-model runs have the same score" in fail(["factors", "analyze", str(out)], capsys)
-    main(["factors", "analyze", str(out), "--metric", "train_loss", "--bootstrap", "50"])
+    main(["factors", "analyze", str(out), "--metric", "train_loss", "--n-boot", "50"])
     assert "Factor importance (train_loss" in capsys.readouterr().out
     # the seed-effect commands name the analysis that fits a factor study (every group is one run), writing nothing
     page = tmp_path / "report.html"
@@ -230,7 +230,7 @@ def test_run_fine_tunes_the_plan_and_analyses_it(tmp_path, tiny_bert, data_dir, 
         assert f"its analysis is: seedscope factors analyze {out}" in " ".join(fail(command, capsys).split())
     assert not page.exists()
     main(run_args(tiny_bert, data_dir, "--factor", "data_order", "-N", "2", "-M", "2", "-L", "3",
-                  "--out", str(out), "--resume", "--bootstrap", "50"))
+                  "--out", str(out), "--resume", "--n-boot", "50"))
     capsys.readouterr()
     assert (ExperimentStore.open(out).runs()["attempts"] == 1).all()
 
@@ -240,17 +240,17 @@ def test_plan_only_prints_size_and_estimate_and_stores_nothing(tmp_path, tiny_be
     main(run_args(tiny_bert, data_dir, "--factor", "all", "-N", "3", "-M", "4", "--plan-only"))
     printed = " ".join(capsys.readouterr().out.split())
     assert "N = 3, M = 4, L = 12; 60 runs" in printed
-    assert "training example-epochs" in printed and "estimated wall time (this machine):" in printed
+    assert "example-epochs" in printed and "estimated wall time (this machine):" in printed  # the header may wrap
     assert "would pick: one after another" in printed
     assert not any(tmp_path.iterdir())
 
 
 def test_run_executor_mistake_writes_nothing(tmp_path, capsys, monkeypatch):
-    import seedscope.cli.factors as factors_cli
+    import seedscope.cli.factors_run as factors_run
     import seedscope.workflows.sweeping as sweep_module
 
     monkeypatch.setattr(sweep_module, "preflight", lambda specs, data_dir, execution=None: None)  # no model loading here
-    monkeypatch.setattr(factors_cli, "quiet_libraries", lambda: None)
+    monkeypatch.setattr(factors_run, "quiet_libraries", lambda: None)
     out = tmp_path / "out"
     argv = ["factors", "run", "--task", "sst2", "--model", "m", "--factor", "data_order", "-N", "2", "-M", "2",
             "--gpus-per-run", "1", "--out", str(out)]
@@ -285,7 +285,7 @@ def test_run_fuses_as_its_config_says_and_needs_the_group_size(tmp_path, tiny_be
 
     config, out = tmp_path / "study.yaml", tmp_path / "study"
     config.write_text("execution: fused\n")
-    argv = run_args(tiny_bert, data_dir, "--factor", "data_order", "-N", "2", "-M", "2", "-L", "2", "--bootstrap", "50",
+    argv = run_args(tiny_bert, data_dir, "--factor", "data_order", "-N", "2", "-M", "2", "-L", "2", "--n-boot", "50",
                     "--config", str(config))
     assert "needs fuse: K" in " ".join(fail([*argv, "--out", str(out)], capsys).split()) and not out.exists()
     config.write_text("execution: fused\nfuse: 3\n")

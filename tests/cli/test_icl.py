@@ -10,7 +10,7 @@ from seedscope.store import ExperimentStore
 
 def icl_args(model, out, data_dir, *extra) -> list[str]:
     return ["sweep", "--runner", "icl", "--task", "sst2", "--model", str(model), "--seeds", "1,2", "--shots", "1",
-            "--format", "minimal", "--set", "max_eval_examples=8", "--out", str(out), "--data-dir", str(data_dir),
+            "--prompt-format", "minimal", "--set", "max_eval_examples=8", "--out", str(out), "--data-dir", str(data_dir),
             *extra]
 
 
@@ -44,18 +44,18 @@ def test_a_calibrated_sweep_shows_the_seed_spread_with_and_without_calibration(t
 def test_the_format_as_a_randomness_factor(tmp_path, tiny_chat_llama, data_dir, cli):
     out = tmp_path / "exp"
     args = icl_args(tiny_chat_llama, out, data_dir)
-    args[args.index("--format") + 1] = "minimal,instruction,chat"
+    args[args.index("--prompt-format") + 1] = "minimal,instruction,chat"
     assert cli(args)[0] == 0
     formats = ExperimentStore.open(out).environment()["prompt_format"]
     assert set(formats) <= {"minimal", "instruction", "chat"}
 
 
 @pytest.mark.parametrize(("change", "message"), [
-    ({"--format": "fancy"}, "unknown prompt format 'fancy'"),
+    ({"--prompt-format": "fancy"}, "unknown prompt format 'fancy'"),
     ({"--task": "stsb"}, "task stsb has no verbaliser"),
     ({"--shots": "30", "--set": "num_labelled=20"}, "30 demonstrations of class negative asked for"),
     ({"--shots": "400"}, "tokens, longer than the 256 positions"),
-    ({"--format": "chat"}, "needs a model with a chat template"),
+    ({"--prompt-format": "chat"}, "needs a model with a chat template"),
 ])
 def test_bad_icl_input_is_one_message_and_writes_nothing(tmp_path, tiny_llama, data_dir, cli, change, message):
     args = icl_args(tiny_llama, tmp_path / "exp", data_dir)
@@ -123,7 +123,7 @@ def test_an_icl_factor_study_with_the_real_smollm2(tmp_path, data_dir, cli, monk
     out = tmp_path / "study"
     code, printed, err = cli(["factors", "run", "--runner", "icl", "--task", "sst2", "--model", "smollm2-135m-instruct",
                               "--factor", "sample_choice", "--factor", "sample_order", "-N", "2", "-M", "2", "-L", "3",
-                              "--num-labelled", "40", "--shots", "1", "--format", "instruction",
+                              "--num-labelled", "40", "--shots", "1", "--prompt-format", "instruction",
                               "--set", "max_train_examples=200", "--set", "max_eval_examples=60",
                               "--out", str(out), "--data-dir", str(data_dir)])
     assert code == 0, err

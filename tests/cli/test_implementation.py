@@ -101,7 +101,7 @@ def _two_implementations(tmp_path):
 def test_lm_eval_files_of_two_implementations(tmp_path, cli):
     (b1, b128), lines, flipped = _two_implementations(tmp_path)
     code, printed, err = cli(["analyze", b1, b128,
-                              "--runs-are-implementations", "--json", str(tmp_path / "a.json"), "--n-boot", "200"])
+                              "--implementations", "--json", str(tmp_path / "a.json"), "--n-boot", "200"])
     assert code == 0, err
     pair = json.loads((tmp_path / "a.json").read_text())["implementation"][0]
     assert {pair["a"], pair["b"]} == {"impl-b1", "impl-b128"} and pair["setting"] == "batch_size"
@@ -133,7 +133,7 @@ def test_one_seed_is_an_implementation_study(tmp_path, tiny_llama, data_dir, cli
     assert "note: one seed per implementation" in printed and "no seed effects to show" in printed
     table = ExperimentStore.open(out).predictions()
     by_impl = {model.rsplit("-impl-", 1)[1]: rows.set_index("example_id") for model, rows in table.groupby("model")}
-    for extra in ([], ["--runs-are-implementations"]):
+    for extra in ([], ["--implementations"]):
         json_file, markdown = tmp_path / "a.json", tmp_path / "a.md"
         code, printed, err = cli(["analyze", str(out), "--json", str(json_file), "--markdown", str(markdown),
                                   "--n-boot", "200", *extra])
@@ -185,7 +185,7 @@ def test_a_store_with_nothing_to_analyse_is_one_error(tmp_path, tiny_llama, data
     out = tmp_path / "exp"
     code, printed, err = cli(args(tiny_llama, out, data_dir, "--seeds", "1"))
     assert code == 0 and "every task has fewer than two finished runs" in printed, err
-    for extra in ([], ["--runs-are-implementations"]):
+    for extra in ([], ["--implementations"]):
         code, _, err = cli(["analyze", str(out), *extra])
         assert code == 2 and len(err.strip().splitlines()) == 1
         assert "holds a single finished run" in err and "a seed effect compares two runs or more" in err

@@ -25,7 +25,7 @@ def test_a_table_shows_run_names_with_brackets(tmp_path, cli, monkeypatch):
             folder / f"seed[bold]{seed}.csv", index=False)
     out_file = folder / "r[i].json"
     code, out, err = cli(["analyze", str(folder / "seed[bold]1.csv"), str(folder / "seed[bold]2.csv"), "--n-boot", "50",
-                          "--json", str(out_file)])
+                          "--json", str(out_file), "--details"])
     assert code == 0, err
     assert "seed[bold]1" in out and "seed[bold]2" in out  # the per-run table's row names
     assert f"wrote {out_file}" in out

@@ -62,7 +62,7 @@ def test_analyze_compare_and_show_prompt_read_the_store(lm_eval_store, tmp_path,
 
 
 def test_subsets_and_report_read_the_store(lm_eval_store, tmp_path, cli):
-    code, printed, err = cli(["subsets", str(lm_eval_store), "--task", "lm-eval:copa_local", "-n", "4", "-k", "3",
+    code, printed, err = cli(["subsets", str(lm_eval_store), "--task", "lm-eval:copa_local", "--subset-size", "4", "--subset-seeds", "3",
                               "--n-boot", "50", "--json", str(tmp_path / "s.json")])
     assert code == 0, err
     subsets = json.loads((tmp_path / "s.json").read_text())
@@ -126,7 +126,7 @@ def test_lm_eval_tasks_need_the_icl_runner(tmp_path, smollm2_folder, task_dir, c
 def test_scoring_options_of_seedscope_prompts_are_refused(tmp_path, smollm2_folder, task_dir, cli):
     code, _, err = cli([*sweep_args("lm-eval:sst2_local", smollm2_folder, tmp_path / "x", task_dir), "--predict", "generate"])
     assert code == 2 and "predict does not apply to an lm-eval task" in err, err
-    code, _, err = cli([*sweep_args("lm-eval:sst2_local", smollm2_folder, tmp_path / "y", task_dir), "--format", "chat"])
+    code, _, err = cli([*sweep_args("lm-eval:sst2_local", smollm2_folder, tmp_path / "y", task_dir), "--prompt-format", "chat"])
     assert code == 2 and "an lm-eval task takes its template from the harness" in err, err
     code, _, err = cli([*sweep_args("lm-eval:sst2_local", smollm2_folder, tmp_path / "z", task_dir), "--samples", "4"])
     assert code == 2 and "samples does not apply to an lm-eval task: its generation_kwargs and repeats" in err, err

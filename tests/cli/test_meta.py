@@ -32,7 +32,7 @@ def test_a_meta_factor_study_runs_and_is_analysed(tmp_path, tiny_bert, data_dir,
     code, stdout, err = cli(["factors", "run", "--runner", "meta", "--method", "reptile", "--task", "sst2",
                              "--model", str(tiny_bert), "--factor", "sample_choice", "--factor", "model_init",
                              "-N", "2", "-M", "2", "-L", "4", "--num-labelled", "40", "--metric", "f1_macro",
-                             "--data-dir", str(data_dir), "--out", str(out), "--bootstrap", "200", *SMALL])
+                             "--data-dir", str(data_dir), "--out", str(out), "--n-boot", "200", "--details", *SMALL])
     assert code == 0, err
     assert "sample_choice" in stdout and "model_init" in stdout and "Ranking" in stdout
     for command in (["analyze", str(out)], ["report", str(out), "--html", str(tmp_path / "r.html")]):

@@ -10,7 +10,15 @@ import pandas as pd
 import pytest
 from rich.console import Console
 
-from seedscope.cli.outputs import PIPE_WIDTH, check_outputs, output_console, parse_int_list, resumable, write_outputs
+from seedscope.cli.outputs import (
+    PIPE_WIDTH,
+    check_outputs,
+    output_console,
+    parse_int_list,
+    print_table,
+    resumable,
+    write_outputs,
+)
 from seedscope.errors import Interrupted, SeedscopeError
 from seedscope.report.tables import to_rich
 
@@ -43,11 +51,28 @@ def test_parse_int_list():
 
 
 def test_tables_written_to_a_pipe_are_not_cropped(capsys):
+    """Piped, a command prints 80 columns; a table whose values do not fit is printed whole, wider, never cropped."""
     console = output_console()
-    assert not console.is_terminal and console.width == PIPE_WIDTH
+    assert not console.is_terminal and console.width == PIPE_WIDTH == 80
     wide = pd.DataFrame({"first column": ["x" * 60], "second column": ["y" * 60]})
-    console.print(to_rich(wide))  # 120+ characters wide: Rich's default 80 would crop the second column
-    assert "y" * 60 in capsys.readouterr().out
+    print_table(console, to_rich(wide))  # 120+ characters wide: at 80 columns Rich would crop the second column
+    printed = capsys.readouterr().out  # a long text folds inside its cell: every character is there, none cut off
+    assert printed.count("y") == 60 and printed.count("x") == 60
+    assert all(line.endswith(("┓", "┃", "┩", "│", "┘")) for line in printed.splitlines())
+    numbers = pd.DataFrame({f"column {i}": [0.123456] for i in range(12)})  # values never shrink: wider than 80
+    print_table(console, to_rich(numbers))
+    printed = capsys.readouterr().out
+    assert printed.count("0.1235") == 12 and max(len(line) for line in printed.splitlines()) > 80
+    print_table(console, to_rich(pd.DataFrame({"a": [0.5], "b": ["text"]})))  # a narrow one stays as it is
+    assert max(len(line) for line in capsys.readouterr().out.splitlines()) <= 80
+
+
+def test_a_header_wraps_between_its_words_never_inside_one(capsys):
+    console = output_console()
+    headers = {f"column {i}": [1] for i in range(8)} | {"training example-epochs": [480], "time one after another": [2]}
+    print_table(console, to_rich(pd.DataFrame(headers)))
+    printed = capsys.readouterr().out
+    assert "example-epochs" in printed and "another" in printed and "training" in printed
 
 
 class _CtrlCInAFinalizer:

@@ -45,7 +45,7 @@ def _files(folder: Path) -> set[str]:
 
 def test_every_output_from_a_store(store, tmp_path, capsys):
     out = tmp_path / "out"
-    main(["report", str(store), "--html", str(out / "r.html"), "--latex", str(out / "tables"),
+    main(["report", str(store), "--html", str(out / "r.html"), "--tables", str(out / "tables"),
           "--figures", str(out / "figs"), "--fig-format", "pdf", "--unstable-csv", str(out / "u.csv"), "--top", "5"])
     assert "wrote HTML report" in capsys.readouterr().out
     html = (out / "r.html").read_text(encoding="utf-8")
@@ -122,8 +122,8 @@ def test_subset_section_from_one_long_table(store, tmp_path):
 def test_help_teaches_with_examples(capsys):
     main(["report", "--help"])
     text = capsys.readouterr().out
-    assert "seedscope report runs/glue --latex" in text and "--unstable-csv" in text
-    assert "--subset-scores circuitA.csv" in text and "--subset-size" in text
+    assert "seedscope report <sweep>/ --tables" in text and "--unstable-csv" in text
+    assert "--subset-scores <a>.csv" in text and "--subset-size" in text
 
 
 def _fails(args: list[str], capsys) -> str:
@@ -176,7 +176,7 @@ def test_output_that_is_a_directory(store, tmp_path, capsys):
     assert _files(tmp_path) == {"taken"}
 
 
-@pytest.mark.parametrize("option", ["--html", "--unstable-csv", "--latex", "--figures"])
+@pytest.mark.parametrize("option", ["--html", "--unstable-csv", "--tables", "--figures"])
 def test_output_inside_a_file(option, store, tmp_path, capsys):
     (tmp_path / "afile").write_text("a file, not a folder")
     err = _fails(["report", str(store), option, str(tmp_path / "afile" / "out")], capsys)
@@ -194,7 +194,7 @@ def test_output_name_too_long(store, tmp_path, capsys):
 def test_nothing_half_written_when_a_later_output_fails(store, tmp_path, capsys):
     """The HTML is requested first, the figures folder is a file: neither is written, no temp left."""
     (tmp_path / "figs").write_text("a file, not a folder")
-    err = _fails(["report", str(store), "--html", str(tmp_path / "r.html"), "--latex", str(tmp_path / "tables"),
+    err = _fails(["report", str(store), "--html", str(tmp_path / "r.html"), "--tables", str(tmp_path / "tables"),
                   "--figures", str(tmp_path / "figs")], capsys)
     assert "figs exists and is not a directory" in err
     assert _files(tmp_path) == {"figs"}

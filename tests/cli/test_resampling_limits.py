@@ -31,7 +31,7 @@ def scores(tmp_path_factory):
     lambda ex, sc, fr: ["analyze", *map(str, sorted(ex.glob("*.csv"))), "--n-boot", HUGE],
     lambda ex, sc, fr: ["compare", str(sc / "sweep_a.csv"), str(sc / "sweep_b.csv"), "--n-boot", HUGE],
     lambda ex, sc, fr: ["compare", str(sc / "sweep_a.csv"), str(sc / "sweep_b.csv"), "--n-permutations", HUGE],
-    lambda ex, sc, fr: ["factors", "analyze", str(fr), "--bootstrap", HUGE],
+    lambda ex, sc, fr: ["factors", "analyze", str(fr), "--n-boot", HUGE],
     lambda ex, sc, fr: ["subsets", str(sc / "a.csv"), str(sc / "b.csv"), "--subset-size", "10", "--n-boot", HUGE],
     lambda ex, sc, fr: ["subsets", str(sc / "a.csv"), str(sc / "b.csv"), "--subset-size", "10",
                         "--n-permutations", HUGE],

@@ -33,6 +33,10 @@ def test_analyze_gives_the_macro_part_and_says_the_micro_part_needs_predictions(
     code, stdout, _ = cli(["analyze", str(spreadsheet), "--json", str(out), "--n-boot", "500"])
     assert code == 0
     terminal = " ".join(stdout.split())
+    assert terminal.startswith("rte / bert-base: acc: mean 0.6917, VAR ±0.0138 over 5 runs")  # the verdict first
+    assert "rte / bert-base: spread over 5 runs" in terminal and "t CI" not in terminal
+    code, stdout, _ = cli(["analyze", str(spreadsheet), "--n-boot", "500", "--details"])
+    terminal = " ".join(stdout.split())
     assert "rte / bert-base: spread across 5 runs" in terminal and "t CI" in terminal and "IQM CI" in terminal
     assert "Mean (line 14), Minimum (line 15), Maximum (line 16), Standard deviation (line 17)" in terminal
     assert "CON / CCON" in terminal and "need per-example predictions" in terminal
@@ -48,7 +52,7 @@ def test_analyze_gives_the_macro_part_and_says_the_micro_part_needs_predictions(
 
 def test_compare_reads_one_file_holding_both_systems_with_matched_seeds(spreadsheet, tmp_path, cli):
     out = tmp_path / "c.json"
-    code, stdout, _ = cli(["compare", str(spreadsheet), "--seed-column", "seed", "--json", str(out), "--n-boot", "500",
+    code, stdout, _ = cli(["compare", str(spreadsheet), "--run-column", "seed", "--json", str(out), "--n-boot", "500",
                            "--n-permutations", "999"])
     assert code == 0
     terminal = " ".join(stdout.split())

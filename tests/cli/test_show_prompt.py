@@ -25,7 +25,7 @@ def icl_store(tmp_path_factory, tiny_chat_llama, data_dir):
     out = tmp_path_factory.mktemp("icl") / "exp"
     try:
         main(["sweep", "--runner", "icl", "--task", "sst2", "--model", str(tiny_chat_llama), "--seeds", "1,2",
-              "--shots", "1", "--format", "instruction", "--set", "max_eval_examples=6", "--out", str(out),
+              "--shots", "1", "--prompt-format", "instruction", "--set", "max_eval_examples=6", "--out", str(out),
               "--data-dir", str(data_dir)])
     except SystemExit as done:
         assert not done.code
@@ -37,7 +37,7 @@ def test_the_json_requests_rescore_to_the_stored_probabilities(icl_store, tiny_c
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    code, printed, err = cli(["show-prompt", str(icl_store), "--run", RUN, "--json"])
+    code, printed, err = cli(["show-prompt", str(icl_store), "--run", RUN, "--jsonl"])
     assert code == 0, err
     records = [json.loads(line) for line in printed.splitlines()]
     stored = ExperimentStore.open(icl_store).predictions()
@@ -66,7 +66,7 @@ def test_the_readable_listing_shows_the_prefix_once_then_each_example(icl_store,
     assert printed.count("after the prefix") == 2 and "4 more examples" in printed
     code, one, _ = cli(["show-prompt", str(icl_store), "--run", RUN, "--example", "3"])
     assert code == 0 and "whole context" in one and "shared prefix" not in one and "example 3 (label" in one
-    code, line, _ = cli(["show-prompt", str(icl_store), "--run", RUN, "--example", "3", "--json"])
+    code, line, _ = cli(["show-prompt", str(icl_store), "--run", RUN, "--example", "3", "--jsonl"])
     assert code == 0 and json.loads(line)["example_id"] == "3"
 
 
@@ -94,7 +94,7 @@ def test_a_fine_tuning_run_has_no_prompt(tmp_path, synthetic_store, synthetic_pr
 def test_analyze_and_the_report_show_each_unstable_examples_prompt(icl_store, cli, tmp_path):
     from seedscope.workflows.reporting import build_report
 
-    code, printed, err = cli(["analyze", str(icl_store), "--top", "3"])
+    code, printed, err = cli(["analyze", str(icl_store), "--top", "3", "--details"])
     assert code == 0, err
     assert "the examples show their own part of the prompt as run" in printed and "show-prompt" in printed
     assert "Input:" in printed  # the instruction format's own part of an example's prompt

@@ -36,12 +36,16 @@ def score_files(folder: Path, n: int = 60) -> list[str]:
 
 def test_subsets_all_outputs(tmp_path, capsys):
     out = tmp_path / "out"
-    args = ["subsets", *score_files(tmp_path), "--subset-size", "20", "--n-seeds", "6", "--target-cv", "0.05",
+    args = ["subsets", *score_files(tmp_path), "--subset-size", "20", "--subset-seeds", "6", "--target-cv", "0.05",
             "--n-boot", "200", "--n-permutations", "200",
             "--json", str(out / "s.json"), "--markdown", str(out / "s.md"), "--latex", str(out / "s.tex"), "--csv", str(out / "s.csv")]
     assert run_cli(args) == 0
     terminal = capsys.readouterr().out
-    assert "Subset seed variance" in terminal and "circuitA − circuitB" in terminal
+    assert terminal.startswith("circuitA: on 6 random subsets of 20 of the 60 examples")  # the verdict first
+    assert "seed-robust" in terminal and "Subset seed variance" not in terminal and "Per-seed scores" not in terminal
+    assert run_cli(args[:9] + ["--details"]) == 0
+    terminal = capsys.readouterr().out
+    assert "Subset seed variance" in terminal and "circuitA − circuitB" in terminal and "Per-seed scores" in terminal
     document = json.loads((out / "s.json").read_text())
     assert document["subset_size"] == 20 and document["pool_size"] == 60 and document["seeds"] == [0, 1, 2, 3, 4, 5]
     system = document["systems"]["circuitA"]
@@ -66,7 +70,7 @@ def test_subsets_same_seed_same_json(tmp_path):
     outputs = []
     for run in range(2):
         path = tmp_path / f"r{run}.json"
-        assert run_cli(["subsets", *files, "-n", "10", "-k", "5", "--seed", "3", "--n-boot", "100",
+        assert run_cli(["subsets", *files, "--subset-size", "10", "--subset-seeds", "5", "--seed", "3", "--n-boot", "100",
                         "--n-permutations", "100", "--json", str(path)]) == 0
         outputs.append(json.loads(path.read_text()))
     assert outputs[0] == outputs[1]
@@ -87,7 +91,7 @@ def test_subsets_long_parquet_with_ratio_and_accuracy(tmp_path):
     path = tmp_path / "all.parquet"
     long.to_parquet(path)
     out = tmp_path / "ratio.json"
-    assert run_cli(["subsets", str(path), "-n", "10", "-k", "4", "--score", "ratio:circuit,empty,model",
+    assert run_cli(["subsets", str(path), "--subset-size", "10", "--subset-seeds", "4", "--subset-score", "ratio:circuit,empty,model",
                     "--no-full-pool", "--json", str(out)]) == 0
     document = json.loads(out.read_text())
     assert set(document["systems"]) == {"x", "y"} and document["score"] == "ratio:circuit,empty,model"
@@ -97,7 +101,7 @@ def test_subsets_long_parquet_with_ratio_and_accuracy(tmp_path):
     expected = (sub["circuit"].mean() - sub["empty"].mean()) / (sub["model"].mean() - sub["empty"].mean())
     assert document["systems"]["x"]["scores"][0] == pytest.approx(expected)
     accuracy = tmp_path / "acc.json"
-    assert run_cli(["subsets", str(path), "-n", "10", "-k", "4", "--score", "accuracy", "--no-full-pool", "--json", str(accuracy)]) == 0
+    assert run_cli(["subsets", str(path), "--subset-size", "10", "--subset-seeds", "4", "--subset-score", "accuracy", "--no-full-pool", "--json", str(accuracy)]) == 0
     assert all(0 <= v <= 1 for v in json.loads(accuracy.read_text())["systems"]["y"]["scores"])
 
 
@@ -110,44 +114,44 @@ def bad(tmp_path: Path, capsys, args: list[str], message: str) -> None:
 
 def test_subsets_bad_input_exits_2(tmp_path, capsys):
     files = score_files(tmp_path, n=30)
-    bad(tmp_path, capsys, ["subsets", *files, "-n", "31"], "larger than the pool of 30")
-    bad(tmp_path, capsys, ["subsets", *files, "-n", "5", "-k", "1"], "at least 2 subset seeds")
+    bad(tmp_path, capsys, ["subsets", *files, "--subset-size", "31"], "larger than the pool of 30")
+    bad(tmp_path, capsys, ["subsets", *files, "--subset-size", "5", "--subset-seeds", "1"], "at least 2 subset seeds")
     other = tmp_path / "other.csv"
     pd.DataFrame({"example_id": range(1, 31), "score": np.ones(30)}).to_csv(other, index=False)
-    bad(tmp_path, capsys, ["subsets", files[0], str(other), "-n", "5"], "different example ids")
+    bad(tmp_path, capsys, ["subsets", files[0], str(other), "--subset-size", "5"], "different example ids")
     nan = tmp_path / "nan.csv"
     pd.DataFrame({"example_id": range(30), "score": [np.nan] + [0.5] * 29}).to_csv(nan, index=False)
-    bad(tmp_path, capsys, ["subsets", str(nan), "-n", "5"], "nan.csv line 2: score is missing")
+    bad(tmp_path, capsys, ["subsets", str(nan), "--subset-size", "5"], "nan.csv line 2: score is missing")
     zero = tmp_path / "zero.csv"
     pd.DataFrame({"example_id": range(4), "c": [0.3] * 4, "e": [0.2] * 4, "m": [0.2] * 4}).to_csv(zero, index=False)
-    bad(tmp_path, capsys, ["subsets", str(zero), "-n", "2", "--score", "ratio:c,e,m"], "denominator is zero")
-    bad(tmp_path, capsys, ["subsets", *files, "-n", "5", "--score", "median"], "unknown score")
-    bad(tmp_path, capsys, ["subsets", str(tmp_path / "missing.csv"), "-n", "5"], "does not exist")
-    bad(tmp_path, capsys, ["subsets", *files, "-n", "5", "--target-cv", "0.05", "--sizes", "5,x"], "--sizes")
-    bad(tmp_path, capsys, ["subsets", *files, "-n", "5", "--n-boot", "0"], "at least 1")
-    bad(tmp_path, capsys, ["subsets", *files, "-n", "5", "--confidence", "1.5"], "strictly between 0 and 1")
-    bad(tmp_path, capsys, ["subsets", *files, "-n", "5", "--target-cv", "0"], "target CV must be positive")
-    bad(tmp_path, capsys, ["subsets", *files, "-n", "5", "--target-cv", "nan"], "target CV must be positive, not nan")
-    bad(tmp_path, capsys, ["subsets", *files, "-n", "5", "--target-cv", "0.05", "--sizes", ","], "--sizes takes comma-separated")
+    bad(tmp_path, capsys, ["subsets", str(zero), "--subset-size", "2", "--subset-score", "ratio:c,e,m"], "denominator is zero")
+    bad(tmp_path, capsys, ["subsets", *files, "--subset-size", "5", "--subset-score", "median"], "unknown score")
+    bad(tmp_path, capsys, ["subsets", str(tmp_path / "missing.csv"), "--subset-size", "5"], "does not exist")
+    bad(tmp_path, capsys, ["subsets", *files, "--subset-size", "5", "--target-cv", "0.05", "--sizes", "5,x"], "--sizes")
+    bad(tmp_path, capsys, ["subsets", *files, "--subset-size", "5", "--n-boot", "0"], "at least 1")
+    bad(tmp_path, capsys, ["subsets", *files, "--subset-size", "5", "--confidence", "1.5"], "strictly between 0 and 1")
+    bad(tmp_path, capsys, ["subsets", *files, "--subset-size", "5", "--target-cv", "0"], "target CV must be positive")
+    bad(tmp_path, capsys, ["subsets", *files, "--subset-size", "5", "--target-cv", "nan"], "target CV must be positive, not nan")
+    bad(tmp_path, capsys, ["subsets", *files, "--subset-size", "5", "--target-cv", "0.05", "--sizes", ","], "--sizes takes comma-separated")
 
 
 def test_subsets_file_without_the_score_column_is_named(tmp_path, capsys):
     files = score_files(tmp_path, n=30)
     other = tmp_path / "renamed.csv"
     pd.DataFrame({"example_id": range(30), "value": np.ones(30)}).to_csv(other, index=False)
-    bad(tmp_path, capsys, ["subsets", files[0], str(other), "-n", "5"], "renamed.csv: no column score for the score")
-    bad(tmp_path, capsys, ["subsets", str(other), "-n", "5", "--score", "ratio:value,a,b"], "no column a, b for the score")
+    bad(tmp_path, capsys, ["subsets", files[0], str(other), "--subset-size", "5"], "renamed.csv: no column score for the score")
+    bad(tmp_path, capsys, ["subsets", str(other), "--subset-size", "5", "--subset-score", "ratio:value,a,b"], "no column a, b for the score")
 
 
 def test_subsets_sizes_without_target_cv_is_refused(tmp_path, capsys):
     files = score_files(tmp_path, n=30)
-    bad(tmp_path, capsys, ["subsets", *files, "-n", "5", "--sizes", "5,10"], "give --target-cv too")
+    bad(tmp_path, capsys, ["subsets", *files, "--subset-size", "5", "--sizes", "5,10"], "give --target-cv too")
 
 
 def test_negative_seed_and_zero_permutations_are_refused(tmp_path, capsys):
     files = score_files(tmp_path, n=30)
-    bad(tmp_path, capsys, ["subsets", *files, "-n", "5", "--seed", "-1"], "Invalid value for '--seed'")
-    bad(tmp_path, capsys, ["subsets", *files, "-n", "5", "--n-permutations", "0"], "number of resamples must be at least 1, not 0")
+    bad(tmp_path, capsys, ["subsets", *files, "--subset-size", "5", "--seed", "-1"], "Invalid value for '--seed'")
+    bad(tmp_path, capsys, ["subsets", *files, "--subset-size", "5", "--n-permutations", "0"], "number of resamples must be at least 1, not 0")
     base = sweep(tmp_path, "base", 0.0, 0)
     better = sweep(tmp_path, "better", 0.3, 1)
     bad(tmp_path, capsys, ["compare", str(base), str(better), "--seed", "-1"], "Invalid value for '--seed'")
@@ -175,6 +179,10 @@ def test_compare_two_sweeps(tmp_path, capsys):
     out = tmp_path / "c.json"
     md = tmp_path / "c.md"
     assert run_cli(["compare", str(base), str(better), "--n-boot", "300", "--json", str(out), "--markdown", str(md)]) == 0
+    terminal = " ".join(capsys.readouterr().out.split())
+    assert terminal.startswith("better is ahead of base on accuracy by") and "the order survives the seed" in terminal
+    assert "Expected maximum" not in terminal and "Systems on accuracy" in terminal
+    assert run_cli(["compare", str(base), str(better), "--n-boot", "300", "--details"]) == 0
     terminal = capsys.readouterr().out
     assert "Expected maximum" in terminal and "McNemar" in terminal
     document = json.loads(out.read_text())
@@ -192,7 +200,7 @@ def test_compare_bad_input_exits_2(tmp_path, capsys):
     base = sweep(tmp_path, "base", 0.0, 0)
     bad(tmp_path, capsys, ["compare", str(base)], "at least two sweeps")
     bad(tmp_path, capsys, ["compare", str(base), str(base)], "the same input is given twice")
-    bad(tmp_path, capsys, ["compare", str(base), str(base), "--names", "x", "--names", "y", "--metric", "bleu"], "no metric 'bleu'")
+    bad(tmp_path, capsys, ["compare", str(base), str(base), "--names", "x", "--names", "y", "--metric", "bleu"], "unknown metric 'bleu' for sweep x")
     constant = tmp_path / "constant.csv"  # run 1 predicts one value for every example: no Pearson
     constant.write_text("run,example_id,prediction,label\n1,1,0.1,0.2\n1,2,0.1,0.3\n1,3,0.1,0.9\n"
                         "2,1,0.3,0.2\n2,2,0.2,0.3\n2,3,0.9,0.9\n")
@@ -253,7 +261,7 @@ def test_two_models_lm_eval_logs_go_straight_in(tmp_path):
     weak = [g if rng.random() < 0.6 else 1 - g for g in gold]
     a, b = _lm_eval_log(tmp_path / "pythia-410m", good, gold), _lm_eval_log(tmp_path / "pythia-160m", weak, gold)
     out = tmp_path / "s.json"
-    assert run_cli(["subsets", str(a), str(b), "--subset-size", "40", "--n-seeds", "5", "--json", str(out)]) == 0
+    assert run_cli(["subsets", str(a), str(b), "--subset-size", "40", "--subset-seeds", "5", "--json", str(out)]) == 0
     result = json.loads(out.read_text())
     correct = np.array(good) == np.array(gold)
     ids = sorted(str(i) for i in range(120))  # the pool: ids sorted as text
@@ -272,7 +280,7 @@ def test_several_runs_of_a_system_score_the_share_of_runs_right(tmp_path):
         pd.DataFrame(rows).to_csv(tmp_path / f"{system}.csv", index=False)
         rows = []
     out = tmp_path / "s.json"
-    args = ["subsets", str(tmp_path / "A.csv"), str(tmp_path / "B.csv"), "--subset-size", "4", "--n-seeds", "2", "--json", str(out)]
+    args = ["subsets", str(tmp_path / "A.csv"), str(tmp_path / "B.csv"), "--subset-size", "4", "--subset-seeds", "2", "--json", str(out)]
     assert run_cli(args) == 0
     result = json.loads(out.read_text())
     assert result["systems"]["A"]["scores"] == pytest.approx([3 / 8, 3 / 8])  # the whole pool: (2 + 1) / 8

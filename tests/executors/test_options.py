@@ -29,7 +29,7 @@ def test_an_enum_value_is_kept_as_its_string():
 
 
 @pytest.mark.parametrize("keywords, message", [
-    ({"executor": "dask"}, "unknown executor 'dask'; use local or ray"),
+    ({"executor": "dask"}, "unknown executor 'dask'; use local, ray or slurm"),
     ({"parallel": 0}, "--parallel must be a whole number of runs from 1 to 256 (each is a worker process of its own), not 0"),
     ({"parallel": 2.5}, "--parallel must be a whole number of runs from 1 to 256 (each is a worker process of its own), "
                         "not 2.5"),
@@ -37,8 +37,19 @@ def test_an_enum_value_is_kept_as_its_string():
     ({"parallel": 10**20}, "--parallel must be a whole number of runs from 1 to 256 (each is a worker process of its "
                            "own), not 100000000000000000000"),
     ({"parallel": True}, "--parallel must be a whole number of runs"),
-    ({"ray_address": "auto"}, "--ray-address and --gpus-per-run need --executor ray"),
-    ({"gpus_per_run": 0.5}, "--ray-address and --gpus-per-run need --executor ray"),
+    ({"ray_address": "auto"}, "--ray-address joins a Ray cluster; it needs --executor ray"),
+    ({"executor": "slurm", "ray_address": "auto"}, "--ray-address joins a Ray cluster; it needs --executor ray"),
+    ({"gpus_per_run": 0.5}, "--gpus-per-run is what each run asks of a cluster; it needs --executor ray or slurm"),
+    ({"detach": True}, "--detach submits the runs as SLURM jobs and returns; it needs --executor slurm (the local "
+                       "executor runs them in this process, which must stay)"),
+    ({"executor": "ray", "detach": True}, "it needs --executor slurm (the ray executor runs them in this process"),
+    ({"array_parallelism": 4}, "--array-parallelism caps how many tasks of a SLURM job array run at once; it needs "
+                               "--executor slurm"),
+    ({"executor": "slurm", "array_parallelism": 0}, "--array-parallelism must be 1 or more, not 0"),
+    ({"executor": "slurm", "gpus_per_run": 0.5}, "SLURM gives whole GPUs: --gpus-per-run 0.5 asks 0.5 per job"),
+    ({"executor": "slurm", "cpus_per_run": 1.5}, "SLURM gives whole CPUs: --cpus-per-run 1.5 asks 1.5 per job"),
+    ({"executor": "slurm", "parallel": 3, "gpus_per_run": 0.5},
+     "SLURM gives whole GPUs: --gpus-per-run 0.5 × 3 runs per job asks 1.5 per job"),
     ({"executor": "ray", "parallel": 2}, "--parallel packs runs on this machine; with --executor ray"),
     ({"executor": "ray", "gpus_per_run": -1}, "--gpus-per-run must be 0 or more, got -1"),
     ({"executor": "ray", "gpus_per_run": float("nan")}, "--gpus-per-run must be 0 or more, got nan"),
@@ -48,6 +59,13 @@ def test_an_enum_value_is_kept_as_its_string():
 def test_each_wrong_option_is_one_message(keywords, message):
     with pytest.raises(SeedscopeError, match=re.escape(message)):
         ExecutionOptions(**keywords)
+
+
+def test_a_slurm_job_holds_a_fused_or_packed_group_and_its_share_of_gpus():
+    assert ExecutionOptions(executor="slurm").runs_per_job == 1
+    packed = ExecutionOptions(executor="slurm", parallel=4, gpus_per_run=0.25, cpus_per_run=0.5)
+    assert packed.runs_per_job == 4  # one job: 4 runs, 1 GPU and 2 CPUs between them
+    assert ExecutionOptions(executor="slurm", fuse=8, gpus_per_run=0.125, detach=True, array_parallelism=2).fuse == 8
 
 
 def test_the_loose_keywords_of_older_releases_still_work_with_a_deprecation_warning():

@@ -79,7 +79,7 @@ def test_eight_runs_at_four_go_in_two_waves_and_predict_as_one_after_another(tmp
     specs, alone = _store(tmp_path / "alone", tiny_bert, seeds)
     threads = max(1, packing.cpu_cores() // 4)  # each packed worker's share of the cores
     previous = torch.get_num_threads()
-    torch.set_num_threads(threads)  # bit-identical holds at equal thread counts (docs/sweep.md)
+    torch.set_num_threads(threads)  # bit-identical holds at equal thread counts (docs/how-to/sweep.md)
     try:
         local.execute(specs, alone, data_dir=data_dir)
     finally:

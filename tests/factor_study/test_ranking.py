@@ -50,7 +50,7 @@ def test_factors_analyze_prints_and_writes_the_ranking(tmp_path, cli):
     path = tmp_path / "scores.csv"
     pd.DataFrame(rows).to_csv(path, index=False)
     out = tmp_path / "r.json"
-    code, printed, err = cli(["factors", "analyze", str(path), "--json", str(out), "--bootstrap", "1000"])
+    code, printed, err = cli(["factors", "analyze", str(path), "--json", str(out), "--n-boot", "1000", "--details"])
     assert code == 0, err
     assert "Ranking: IS(A) − IS(B)" in printed and "a − b" in printed
     import json

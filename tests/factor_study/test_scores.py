@@ -146,7 +146,7 @@ def test_store_runs_without_the_metric_are_counted_missing_runs(tmp_path, capsys
     from seedscope.cli import main
 
     store = study_store(tmp_path, valueless={"data_order.m4.i3"})
-    main(["factors", "analyze", str(store.path), "--allow-missing", "--bootstrap", "50"])
+    main(["factors", "analyze", str(store.path), "--allow-missing", "--n-boot", "50"])
     printed = " ".join(capsys.readouterr().out.split())
     assert "study runs not done (1 done without accuracy)" in printed and "1 missing run(s)" in printed
     table, info = factor_score_table(store)

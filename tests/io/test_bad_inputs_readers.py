@@ -234,9 +234,9 @@ def test_classification_scores_outside_zero_one_are_refused_with_num_classes(val
     rows = list(FACTOR_ROWS)
     rows[5] = rows[5].rsplit(",", 1)[0] + f",{value}"
     path.write_text("\n".join(rows) + "\n")
-    code, err = run(capsys, "factors", "analyze", path, "--num-classes", "2", "--bootstrap", "50")
+    code, err = run(capsys, "factors", "analyze", path, "--num-classes", "2", "--n-boot", "50")
     assert code == 2 and f"{path} line 6: score {float(value):g} is outside [0, 1]" in err, err
-    assert run(capsys, "factors", "analyze", path, "--bootstrap", "50")[0] == 0  # a score of unknown range
+    assert run(capsys, "factors", "analyze", path, "--n-boot", "50")[0] == 0  # a score of unknown range
 
 
 def test_a_helm_request_never_answered_is_no_prediction(tmp_path):

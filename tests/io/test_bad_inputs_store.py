@@ -88,12 +88,12 @@ def test_a_damaged_catalog_cell_is_named_in_a_note_and_the_intact_predictions_ar
 
 @pytest.mark.parametrize("command", ["compare", "subsets"])
 def test_every_reader_of_the_predictions_names_a_damaged_catalog_cell(store, swept, tmp_path, cli, command):
-    """compare and subsets read the same predictions as analyze, and say the same note (docs/store.md)."""
+    """compare and subsets read the same predictions as analyze, and say the same note (docs/reference/store.md)."""
     second = store.runs()["run_id"].iloc[1]
     _set_cell(store, second, "metrics_json", '{"accuracy": 0.5')
     written = tmp_path / "out.json"
     args = [str(store.path), str(swept), "--json", str(written)]
-    args += ["--n-boot", "50", "--n-permutations", "50"] if command == "compare" else ["--subset-size", "6", "--n-seeds", "20", "--n-boot", "50"]
+    args += ["--n-boot", "50", "--n-permutations", "50"] if command == "compare" else ["--subset-size", "6", "--subset-seeds", "20", "--n-boot", "50"]
     code, out, err = cli([command, *args])
     said = _said(out, err)
     assert code == 0 and "Traceback" not in said, said

@@ -180,3 +180,21 @@ def test_majority_baseline_by_hand():
     regression = align_runs(table.assign(prediction=[0.5, 1.5, 2.0, 0.1, 3.3], label=[1.0, 2, 3, 0, 2]))
     assert majority_baseline(regression).to_dict() == {"pearson": 0.0, "spearman": 0.0}
     assert majority_baseline(align_runs(table.drop(columns="label"))).empty
+
+
+@pytest.mark.parametrize("n_classes", [3, 40])  # byte comparisons per class; one bincount per block
+def test_tallies_a_block_of_runs_at_a_time_are_those_of_one_run_at_a_time(monkeypatch, n_classes):
+    from seedscope.metrics import micro
+    from seedscope.metrics.macro import class_tallies
+
+    rng = np.random.default_rng(n_classes)
+    predictions = rng.integers(0, n_classes, (23, 31)).astype(np.int8)
+    labels = rng.integers(-1, n_classes, 31)
+    kept = labels >= 0
+    slow = [(np.bincount(row[kept][row[kept] == labels[kept]], minlength=n_classes),
+             np.bincount(row[kept], minlength=n_classes)) for row in predictions]
+    for block in (1 << 22, 40, 1):  # all runs in one block; a few; one run a block
+        monkeypatch.setattr(micro, "BLOCK_VALUES", block)
+        tallies = class_tallies(predictions, labels, n_classes)
+        assert np.array_equal(tallies.tp, [tp for tp, _ in slow])
+        assert np.array_equal(tallies.predicted, [predicted for _, predicted in slow])

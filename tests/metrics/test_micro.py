@@ -5,7 +5,6 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
-import pandas as pd
 import pytest
 from scipy import stats
 
@@ -119,27 +118,6 @@ def test_one_run_is_refused():
         micro.mean_con(np.zeros((1, 5), dtype=int), 2)
     with pytest.raises(SeedscopeError, match="at least two"):
         micro.mean_probabilistic_consistency(np.full((1, 5, 2), 0.5))
-
-
-def test_mean_with_others_is_the_off_diagonal_row_mean():
-    matrix = pd.DataFrame([[1.0, 0.8, 0.6], [0.8, 1.0, 0.4], [0.6, 0.4, 1.0]], index=list("abc"), columns=list("abc"))
-    assert micro.mean_with_others(matrix).tolist() == pytest.approx([0.7, 0.6, 0.5])
-
-
-@pytest.mark.filterwarnings("error::RuntimeWarning")
-def test_a_run_without_any_defined_value_has_a_nan_mean_and_no_warning():
-    nan = float("nan")  # run a: constant predictions, no correlation with any other run
-    matrix = pd.DataFrame([[nan, nan, nan], [nan, 1.0, 0.4], [nan, 0.4, 1.0]], index=list("abc"), columns=list("abc"))
-    means = micro.mean_with_others(matrix)
-    assert np.isnan(means["a"]) and means[["b", "c"]].tolist() == pytest.approx([0.4, 0.4])
-    rng = np.random.default_rng(3)
-    for _ in range(20):  # against numpy's nanmean where every row has a value
-        values = rng.random((5, 5))
-        values[rng.random((5, 5)) < 0.3] = nan
-        np.fill_diagonal(values, 1.0)
-        values[:, 0] = values[0, :] = np.where(np.arange(5) == 0, 1.0, rng.random(5))
-        expected = np.nanmean(np.where(np.eye(5, dtype=bool), nan, values), axis=1)
-        assert micro.mean_with_others(pd.DataFrame(values)).tolist() == pytest.approx(expected.tolist(), nan_ok=True)
 
 
 def test_many_classes_take_the_sorting_path_and_agree_with_the_dense_counts():

@@ -75,7 +75,7 @@ def test_regression_stability():
 
 def test_the_first_rows_are_those_of_a_full_stable_sort():
     """most_unstable sorts only the candidates for its k rows; the rows and their order are a full sort's, ties by
-    the ids' text order, the same for int ids and for the same ids as text."""
+    the ids' natural order (2 before 11), the same for int ids and for the same ids as text."""
     from seedscope.metrics.stability import _first
 
     rng = np.random.default_rng(1)
@@ -87,7 +87,19 @@ def test_the_first_rows_are_those_of_a_full_stable_sort():
         keys = [secondary, primary] if trial % 2 else [primary]
         ids = rng.permutation(n) * int(rng.integers(1, 30)) - (n if trial % 4 == 0 else 0)
         text = [str(i) for i in ids]
-        place = np.argsort(np.argsort(text, kind="stable"))  # each id's place among the ids sorted as text
+        place = np.argsort(np.argsort(ids, kind="stable"))  # each id's place among the ids sorted as numbers
         expected = np.lexsort([place, *keys])[:k]
         np.testing.assert_array_equal(_first(keys, k, ids.astype(np.int64)), expected)
         np.testing.assert_array_equal(_first(keys, k, np.array(text, dtype=object)), expected)
+
+
+def test_ties_are_listed_in_natural_order():
+    """Among equally unstable examples, 2 comes before 11 and q2 before q11 (not 1, 11, 111, 12 …)."""
+    from seedscope.metrics.stability import _first, natural_order
+
+    ids = np.array([111, 12, 2, 11, 1], dtype=np.int64)
+    assert ids[_first([np.zeros(5)], 5, ids)].tolist() == [1, 2, 11, 12, 111]
+    text = np.array(["q11", "q2", "q1", "p10", "p9"], dtype=object)
+    assert text[natural_order(text)].tolist() == ["p9", "p10", "q1", "q2", "q11"]
+    assert np.array(["10", "-3", "9"], dtype=object)[natural_order(np.array(["10", "-3", "9"], dtype=object))].tolist() \
+        == ["-3", "9", "10"]

@@ -16,12 +16,17 @@ from seedscope.factor_study.importance import FactorGrid, FactorStudy, analyze_f
 from seedscope.analysis.subsets import subset_variance
 from seedscope.analysis.summary import summarize_tasks
 from seedscope.errors import SeedscopeError
+from seedscope.report import figure_style
 from seedscope.report import figures as figs
 from seedscope.report.build import assemble
 from seedscope.report.seeds import complete_block, friedman_across_seeds, normalise_per_task, seed_task_scores
 
 TWELVE = ("cola", "sst2", "mrpc", "qnli", "rte", "boolq", "cb", "multirc", "wic", "superglue-rte", "copa", "qqp")
-PER_TASK = ("con-matrix", "metric-distribution", "accuracy-consistency", "agreement")
+
+
+def per_task(task: str, metric: str) -> set[str]:
+    """The figure stems of one task: those that plot its primary metric are named after it."""
+    return {f"{task}-con-matrix", f"{task}-{metric}-distribution", f"{task}-{metric}-consistency", f"{task}-agreement"}
 
 
 def _png_pixels(data: bytes) -> np.ndarray:
@@ -36,7 +41,7 @@ def _png_pixels(data: bytes) -> np.ndarray:
 def test_every_figure_renders(synthetic_predictions, tasks, n_seeds):
     summary = summarize_tasks(synthetic_predictions(tasks, n_seeds=n_seeds, n_examples=150), n_boot=200)
     report = assemble(summary)
-    expected = {f"{t}-{kind}" for t in tasks for kind in PER_TASK}
+    expected = set().union(*(per_task(t, summary.analyses[t].primary_metric) for t in tasks))
     if len(tasks) > 1:
         expected |= {"seed-task-heatmap", "train-size"}
     assert set(report.png) == expected
@@ -81,7 +86,7 @@ def test_style_separates_series_without_colour(synthetic_predictions):
     assert len({line.get_marker() for line in lines}) == 3
     assert len({line.get_linestyle() for line in lines}) == 3
     heat = figs.con_matrix_figure(summary.analyses["cola"].con_matrix)
-    assert heat.axes[0].images[0].get_cmap().name.startswith(figs.SEQUENTIAL)
+    assert heat.axes[0].images[0].get_cmap().name.startswith(figure_style.SEQUENTIAL)
     titles = " ".join(ax.get_title(loc="left") for ax in fig.axes)
     for quantity, r in summary.correlation["r"].items():
         assert f"{quantity}: Pearson r = {r:.3f}" in titles
@@ -183,11 +188,13 @@ def test_regression_and_two_models_side_by_side(synthetic_predictions):
     table = pd.concat([two.assign(model="roberta"), other, stsb], ignore_index=True)
     report = assemble(summarize_tasks(table, n_boot=100))
     assert "rte (llama)" in report.summary.analyses and "stsb (roberta)" in report.summary.analyses
-    assert {"stsb-roberta-con-matrix", "stsb-roberta-metric-distribution"} <= set(report.png)
+    assert {"stsb-roberta-con-matrix", "stsb-roberta-pearson-distribution", "stsb-roberta-pearson-consistency"} <= set(report.png)
     assert "stsb-roberta-agreement" not in report.png  # no per-example agreement for regression
     assert "stsb (roberta)" not in report.counts.index
     assert report.seed_test.n_tasks == 6 and "left out for lacking those seeds: stsb (roberta)" in report.seed_test.message
-    assert "Pearson r between runs" in [a.get_ylabel() for a in report.figures["stsb-roberta-con-matrix"].axes]
+    assert "CON: Pearson r between\nthe two runs' predictions" in report.figures["stsb-roberta-con-matrix"].axes[1].get_ylabel()
+    assert report.figures["stsb-roberta-pearson-distribution"].axes[0].get_xlabel() == "Pearson r"
+    assert report.figures["stsb-roberta-pearson-consistency"].axes[0].get_ylabel() == "Pearson r"
 
 
 def test_unlabelled_predictions_show_only_what_exists(synthetic_predictions):
@@ -226,5 +233,83 @@ def test_the_seed_heatmap_shows_only_seeds_that_several_tasks_ran(synthetic_pred
     alone["run"] = "cola__model__icl__f" + alone["run"]
     report = assemble(summarize_tasks(pd.concat([shared, alone], ignore_index=True), n_boot=50))
     axes = report.figures["seed-task-heatmap"].axes[0]
-    assert [t.get_text() for t in axes.get_xticklabels()] == ["rte", "mrpc"]
+    assert [t.get_text().split("\n")[0] for t in axes.get_xticklabels()] == ["rte", "mrpc"]
     assert [t.get_text() for t in axes.get_yticklabels()] == ["42", "52", "62", "72"]
+
+
+# ---------------------------------------------------------------- figures a paper can use
+
+
+def test_every_title_is_one_short_line_and_the_notes_go_to_the_captions(synthetic_predictions):
+    """Two seeds: the Friedman test cannot run; that sentence is the heatmap's caption, never its title."""
+    summary = summarize_tasks(synthetic_predictions(("rte", "mrpc", "cola"), n_seeds=2, n_examples=80), n_boot=50)
+    report = assemble(summary)
+    for name, fig in report.figures.items():
+        for ax in fig.axes:
+            title = ax.get_title(loc="left")
+            assert "\n" not in title and len(title) <= 60, f"{name}: {title!r}"
+    heatmap = report.figures["seed-task-heatmap"].axes[0].get_title(loc="left")
+    assert "Friedman" not in heatmap
+    captions = [block.caption for section in report.sections for block in section.figures]
+    assert any("Friedman test not run" in caption for caption in captions)
+
+
+def test_the_seed_heatmap_names_its_per_task_scale_and_shows_the_values(synthetic_predictions):
+    summary = summarize_tasks(synthetic_predictions(("rte", "mrpc", "cola"), n_seeds=4, n_examples=100), n_boot=50)
+    scores = seed_task_scores({t: a.per_run[a.primary_metric] for t, a in summary.analyses.items()})
+    fig = figs.seed_task_heatmap(scores, metric="accuracy")
+    ax, bar = fig.axes
+    assert bar.get_ylabel() == "seed's place in its task's range"
+    assert [t.get_text() for t in bar.get_yticklabels()] == ["lowest", "highest"]
+    for label, task in zip(ax.get_xticklabels(), scores.columns):  # each task's own range under its name
+        assert label.get_text() == f"{task}\n{scores[task].min():.3f}–{scores[task].max():.3f}"
+    cells = {t.get_text() for t in ax.texts}
+    assert {f"{v:.3f}" for v in scores.to_numpy().ravel()} == cells  # the values themselves, not their rescaling
+
+
+def test_the_con_matrix_uses_the_whole_scale_and_says_its_range(synthetic_predictions):
+    summary = summarize_tasks(synthetic_predictions(("rte",), n_seeds=4, n_examples=120), n_boot=50)
+    matrix = summary.analyses["rte"].con_matrix
+    fig = figs.con_matrix_figure(matrix)
+    assert fig.axes[0].images[0].get_clim() == (0.0, 1.0)
+    off = matrix.to_numpy()[~np.eye(4, dtype=bool)]
+    assert f"(these pairs: {off.min():.3f}–{off.max():.3f})" in fig.axes[1].get_ylabel()
+    negative = matrix.copy()
+    negative.iloc[0, 1] = negative.iloc[1, 0] = -0.2  # a correlation below 0 gets the scale of a correlation
+    assert figs.con_matrix_figure(negative).axes[0].images[0].get_clim() == (-1.0, 1.0)
+
+
+def test_the_spread_is_named_the_population_sd_it_is():
+    values = pd.Series([0.70, 0.72, 0.75], index=["1", "2", "3"])
+    fig = figs.metric_distribution_figure(values, metric="accuracy", mean=values.mean(), var_published=values.std(ddof=0))
+    legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert f"mean ± population SD\n(VAR = {values.std(ddof=0):.4f})" in legend
+    assert fig.axes[0].get_xlabel() == "accuracy"
+
+
+def test_figure_files_are_300_dpi_and_the_page_embeds_them_at_their_size(synthetic_predictions, tmp_path):
+    from seedscope.report.write import write_outputs
+
+    report = assemble(summarize_tasks(synthetic_predictions(("rte",), n_seeds=3, n_examples=60), n_boot=50))
+    write_outputs(report, figures_dir=tmp_path / "figs")
+    fig = report.figures["rte-con-matrix"]
+    written = _png_pixels((tmp_path / "figs" / "rte-con-matrix.png").read_bytes())
+    assert written.shape[1] == round(fig.get_figwidth() * figs.PNG_DPI) and figs.PNG_DPI == 300
+    embedded = _png_pixels(report.png["rte-con-matrix"])
+    assert embedded.shape[1] == round(fig.get_figwidth() * figs.SCREEN_DPI)
+    assert f'width="{round(fig.get_figwidth() * 110)}"' in report.html  # the size on the page stays the figure's
+
+
+def test_no_size_correlation_table_from_two_tasks_and_the_report_says_why(synthetic_predictions, tmp_path):
+    from seedscope.report import tables
+    from seedscope.report.write import write_outputs
+
+    two = summarize_tasks(synthetic_predictions(("rte", "mrpc"), n_seeds=3, n_examples=60), n_boot=50)
+    assert not any(title.startswith("Pearson") for title in tables.summary_sections(two))
+    report = assemble(two)
+    write_outputs(report, latex_dir=tmp_path / "tables")
+    assert sorted(p.stem for p in (tmp_path / "tables").glob("*.tex")) == ["table1", "table7", "tables"]
+    assert any(note.startswith("no size-correlation table: the Pearson r of training-set size") and "at least 3 tasks"
+               in note for note in report.notes)
+    three = summarize_tasks(synthetic_predictions(("rte", "mrpc", "cola"), n_seeds=3, n_examples=60), n_boot=50)
+    assert any(title.startswith("Pearson") for title in tables.summary_sections(three)) and not assemble(three).notes

@@ -29,7 +29,7 @@ def test_format_value():
 def test_markdown():
     text = tables.to_markdown(FRAME)
     lines = text.splitlines()
-    assert lines[0] == "| metric | mean | n_runs | note |"
+    assert lines[0] == "| metric | mean | runs | note |"  # headers in words
     assert lines[1] == "|---|---:|---:|---:|"
     assert lines[2] == "| accuracy | 0.6000 | 10 | a\\|b |"
     assert lines[3] == f"| mcc | {tables.MISSING} | 10 | x_y & z |"
@@ -75,7 +75,7 @@ def test_analysis_and_summary_sections():
     sections = tables.analysis_sections(result, top_k=3)
     titles = list(sections)
     assert titles[0].startswith("Macro: spread across 3 runs")
-    assert "VAR (÷S)" in sections[titles[0]].columns and "std (÷S−1)" in sections[titles[0]].columns
+    assert "VAR (pop. SD)" in sections[titles[0]].columns and "std (sample SD)" in sections[titles[0]].columns
     assert "population std" in titles[0] and "sample std" in titles[0]
     micro = sections[titles[1]]
     assert micro.loc["CON", "mean over pairs"] == result.micro.iloc[0]["con"]
@@ -93,4 +93,4 @@ def test_analysis_and_summary_sections():
     assert table7.loc["cb", "Accuracy"] == expected
     markdown = tables.render_markdown(tables.summary_sections(summary))
     assert markdown.startswith("### Table 1 layout") and "| ζ |" in markdown
-    assert tables.render_latex(tables.summary_sections(summary)).count("\\begin{table}") == 3
+    assert tables.render_latex(tables.summary_sections(summary)).count("\\begin{table}") == 2  # no r from 2 tasks

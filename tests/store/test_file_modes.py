@@ -24,7 +24,7 @@ def test_store_outputs_report_and_figures_follow_the_umask(umask, tmp_path, synt
     code, _, err = cli(["analyze", str(store), "--json", str(out / "a.json"), "--latex", str(out / "a.tex"),
                         "--markdown", str(out / "a.md"), "--csv", str(out / "a.csv")])
     assert code == 0, err
-    code, _, err = cli(["report", str(store), "--html", str(out / "r.html"), "--latex", str(out / "tables"),
+    code, _, err = cli(["report", str(store), "--html", str(out / "r.html"), "--tables", str(out / "tables"),
                         "--figures", str(out / "figs"), "--unstable-csv", str(out / "u.csv")])
     assert code == 0, err
     written = [p for p in tmp_path.rglob("*") if p != out]

@@ -121,7 +121,7 @@ def test_a_killed_create_leaves_a_directory_that_can_be_used(tmp_path):
     folder.mkdir()
     (folder / f".{CATALOG}.k3j2.tmp").write_bytes(b"half a catalog")  # killed before the rename
     store = ExperimentStore.create(folder, _plan())
-    assert store.verify() == [] and sorted(p.name for p in folder.iterdir()) == [CATALOG, "predictions"]
+    assert store.verify() == [] and sorted(p.name for p in folder.iterdir()) == [CATALOG, "plan.json", "predictions", "results"]
 
 
 def test_a_store_written_before_checksums(tmp_path):
@@ -279,3 +279,33 @@ def test_an_unreadable_prediction_file(tmp_path, cli, monkeypatch):
     assert verified[0] == 1 and "unreadable" in verified[1]
     code, _, err = analyzed
     assert code == 2 and "cannot be read (Permission denied)" in err and "Traceback" not in err
+
+
+def test_a_glance_finds_what_needs_no_file_read_and_verify_finds_the_rest(tmp_path):
+    """``verify(contents=False)`` (``seedscope status`` beyond 1,000 runs): missing, unfinished, stray and
+    temporary files and unrecorded checksums; a changed file or a damaged cell only a full check reads."""
+    store = _store(tmp_path, done=2)
+    first, second, pending = store.runs()["run_id"]
+    altered = store.prediction_path(first)
+    pd.read_parquet(altered).head(19).to_parquet(altered)  # short and altered, but present
+    store.prediction_path(second).unlink()
+    pd.DataFrame({"a": [1]}).to_parquet(store.prediction_path(pending))
+    pd.DataFrame({"a": [1]}).to_parquet(store.path / "predictions" / "stray.parquet")
+    (store.path / "predictions" / ".x.parquet.tmp").write_bytes(b"half")
+    _set_cell(store, first, "metrics_json", "{")
+    glance = [(p.kind, p.run_id) for p in store.verify(full=False, contents=False)]
+    assert glance == [("missing", second), ("unfinished", pending), ("orphan", None), ("temporary", None)]
+    full = [(p.kind, p.run_id) for p in store.verify()]
+    assert full == [("entry", first), ("short", first)] + glance
+    _set_cell(store, first, "sha256", None)
+    assert ("unrecorded", first) in [(p.kind, p.run_id) for p in store.verify(full=False, contents=False)]
+
+
+def test_a_file_intact_to_its_checksum_is_checked_by_its_footer(tmp_path):
+    """The bytes the run wrote (their SHA-256 recorded) are not decoded again; a row count changed in the catalog
+    alone is still found."""
+    store = _store(tmp_path)
+    first = store.runs()["run_id"].iloc[0]
+    _set_cell(store, first, "n_predictions", 19)
+    [problem] = store.verify()
+    assert (problem.kind, problem.run_id) == ("short", first) and "holds 20 predictions, the catalog says 19" in problem.message

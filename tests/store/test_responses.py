@@ -1,4 +1,5 @@
-"""The store's response cache: what was put is read back by another connection, keys follow the request exactly."""
+"""The store's response cache: what was put is read back by another connection (as the text it was), a dropped row is
+gone, keys follow the request exactly."""
 
 from __future__ import annotations
 
@@ -7,14 +8,20 @@ import os
 from seedscope.store.responses import RESPONSES_ENV, RESPONSES_FILE, ResponseCache, request_key, responses_in
 
 
-def test_a_response_put_is_read_back_by_a_new_connection(tmp_path):
+def test_a_response_put_is_read_back_by_a_new_connection_and_a_dropped_one_is_gone(tmp_path):
     cache = ResponseCache(tmp_path / RESPONSES_FILE)
     key = request_key("http://h/v1", "completions", {"prompt": "a", "max_tokens": 1}, None)
     assert cache.get(key) is None
-    cache.put(key, {"choices": [{"text": " yes"}]})
+    cache.put(key, '{"choices": [{"text": " yes"}]}')
     cache.close()
     again = ResponseCache(tmp_path / RESPONSES_FILE)
-    assert again.get(key) == {"choices": [{"text": " yes"}]} and len(again) == 1
+    assert again.get(key) == '{"choices": [{"text": " yes"}]}' and len(again) == 1
+    again.drop(key)
+    assert again.get(key) is None and len(again) == 0
+    again.put(key, "{}")
+    again.close()  # a request still in flight when its run ended finds the cache closed
+    again.put(key, "late")
+    assert again.get(key) is None and len(again) == 0
 
 
 def test_keys_ignore_the_order_of_fields_and_tell_reruns_and_servers_apart():

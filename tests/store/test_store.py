@@ -18,7 +18,7 @@ from seedscope.errors import SeedscopeError
 from seedscope.plan import plan_to_dict, seed_sweep
 from seedscope.store import CATALOG, ExperimentStore, plan_hash
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _plan(tasks=("rte",), seeds=(42, 52, 62), **hparams) -> dict:
@@ -54,7 +54,7 @@ def test_create_writes_the_plan_and_pending_runs(tmp_path):
     assert runs[["model_init", "data_order", "optimisation"]].iloc[1].tolist() == [52, 52, 52]
     assert [r["run_id"] for r in store.pending_runs()] == runs["run_id"].tolist()
     assert store.pending_runs()[0]["hparams"] == {"learning_rate": 1e-5}
-    assert sorted(p.name for p in (tmp_path / "exp").iterdir()) == [CATALOG, "predictions"]
+    assert sorted(p.name for p in (tmp_path / "exp").iterdir()) == [CATALOG, "plan.json", "predictions", "results"]
 
 
 def test_plan_hash_is_canonical():
@@ -260,27 +260,32 @@ def test_check_reports_integrity_problems(tmp_path):
 
 KILL_SCRIPT = """
 import os, signal, sys
-import numpy as np, pandas as pd, pyarrow.parquet as pq
+import pandas as pd
+import seedscope.store.commit as commit
 from seedscope.store import ExperimentStore
-from seedscope.store.catalog import Catalog
 
 store = ExperimentStore.open(sys.argv[1])
 run_id, stage = sys.argv[2], sys.argv[3]
 table = pd.DataFrame({"run": 0, "example_id": ["0", "1"], "prediction": [0, 1], "label": [0, 1]})
-if stage == "before-catalog":   # Parquet renamed into place, catalog not yet updated
-    Catalog.finish = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)
-else:                            # half of the Parquet file written
-    def half(table, path, **kwargs):
-        open(path, "wb").write(b"PAR1 half")
-        os.kill(os.getpid(), signal.SIGKILL)
-    pq.write_table = half
+kill = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)
+if stage == "mid-parquet":       # half of the staged Parquet file written
+    def half(target, data):
+        (target.parent / f".{target.name}.0dead0.tmp").write_bytes(data[:10])
+        kill()
+    commit.staged_file = half
+elif stage == "after-claim":     # the result record claimed, its files not yet placed
+    commit.place = kill
+else:                            # files placed, the catalog not yet updated
+    ExperimentStore._finish = kill
 store.mark_running(run_id)
 store.record_success(run_id, table, {"accuracy": 1.0})
 """
 
 
-@pytest.mark.parametrize("stage", ["before-catalog", "mid-parquet"])
-def test_a_killed_write_is_redone_on_resume(tmp_path, stage):
+@pytest.mark.parametrize("stage", ["mid-parquet", "after-claim", "before-catalog"])
+def test_a_killed_write_is_redone_or_taken_in(tmp_path, stage):
+    """Killed before its result record is claimed, a run is redone on resume; after, its result is the record and the
+    next command that opens the store takes it in (placing the staged file where the kill stopped that)."""
     plan = _plan()
     store = ExperimentStore.create(tmp_path / "exp", plan)
     run_id = plan["runs"][0]["run_id"]
@@ -288,18 +293,23 @@ def test_a_killed_write_is_redone_on_resume(tmp_path, stage):
                             env={**os.environ, "PYTHONPATH": str(REPO / "src")}, capture_output=True, text=True)
     assert result.returncode == -9, result.stderr
     assert store.runs()["status"].iloc[0] == "running"
-    problems = store.check()
-    if stage == "before-catalog":
-        assert store.prediction_path(run_id).is_file()
-        assert problems == [f"{store.prediction_path(run_id)} exists but run {run_id} is running (a write that did not finish)"]
-    else:
+    if stage == "mid-parquet":
+        problems = store.check()
         assert not store.prediction_path(run_id).exists()
         assert len(problems) == 1 and "temporary file left by an interrupted write" in problems[0]
-    resumed = ExperimentStore.create(store.path, plan, resume=True)
-    assert [r["run_id"] for r in resumed.pending_runs()] == [r["run_id"] for r in plan["runs"]]
-    assert resumed.check() == [] and not resumed.prediction_path(run_id).exists()  # nothing left of the killed write
-    _finish(resumed, run_id)
+        resumed = ExperimentStore.create(store.path, plan, resume=True)
+        assert [r["run_id"] for r in resumed.pending_runs()] == [r["run_id"] for r in plan["runs"]]
+        assert resumed.check() == [] and not resumed.prediction_path(run_id).exists()  # nothing left of the killed write
+        _finish(resumed, run_id)
+    else:
+        assert (store.path / "results" / f"{run_id}.json").is_file()
+        assert store.prediction_path(run_id).exists() == (stage == "before-catalog")
+        resumed = ExperimentStore.open(store.path)  # takes the result in, placing its file first if need be
+        assert resumed.check() == [] and resumed.prediction_path(run_id).is_file()
+        assert resumed.predictions()["prediction"].tolist() == ["entailment", "not_entailment"]
+        assert [r["run_id"] for r in resumed.pending_runs()] == [r["run_id"] for r in plan["runs"][1:]]
     assert resumed.check() == [] and resumed.runs()["status"].iloc[0] == "done"
+    assert resumed.runs()["attempts"].iloc[0] == (2 if stage == "mid-parquet" else 1)  # the killed start counts
 
 
 def test_concurrent_writes_from_threads_of_one_process(tmp_path):

@@ -48,6 +48,13 @@ def _violation_ratios(sorted_a: np.ndarray, sorted_b: np.ndarray) -> np.ndarray:
         return np.where(total == 0, 0.5, violation / np.where(total == 0, 1, total))
 
 
+def _counted(positions: np.ndarray, n: int) -> np.ndarray:
+    """Each row of positions in [0, n) sorted, by counting them (the rows of a resample of a sorted sample)."""
+    rows = positions.shape[0]
+    counts = np.bincount((positions + n * np.arange(rows)[:, None]).ravel(), minlength=rows * n)
+    return np.repeat(np.tile(np.arange(n), rows), counts).reshape(rows, -1)
+
+
 def violation_ratio(scores_a, scores_b) -> float:
     """ε_W(A, B): share of the squared Wasserstein-2 distance where A's quantiles fall below B's.
 
@@ -97,8 +104,9 @@ def aso(
     b = np.sort(check_scores(scores_b, "ASO (scores B)", MIN_RUNS))
     n, m = len(a), len(b)
     ratio = float(_violation_ratios(a, b))
-    samples = replicates(lambda boot_a, boot_b: _violation_ratios(np.sort(boot_a, axis=1), np.sort(boot_b, axis=1)),
-                         a, b, n_resamples=n_boot, seed=seed)
+    # resample positions into the sorted scores: a resample sorted is its positions counted, in O(n) not O(n log n)
+    samples = replicates(lambda at_a, at_b: _violation_ratios(a[_counted(at_a, n)], b[_counted(at_b, m)]),
+                         np.arange(n), np.arange(m), n_resamples=n_boot, seed=seed, rowwise=True)
     scale = math.sqrt(n * m / (n + m))
     sigma = float(np.std(scale * (samples - ratio)))
     level = 1 - (1 - confidence) / n_comparisons

@@ -18,20 +18,20 @@ import pandas as pd
 
 from seedscope.analysis.aggregates import interquartile_mean_ci, probability_of_improvement
 from seedscope.analysis.aso import RELIABLE_RUNS, aso
-from seedscope.analysis.checks import check_scores
+from seedscope.analysis.checks import check_one_task, check_scores, warn_few_runs
 from seedscope.analysis.seed_effects import DEFAULT_PRIMARY, task_defaults
 from seedscope.analysis.differences import joint_bootstrap, mean_difference_ci
 from seedscope.analysis.planning import expected_max_performance, seeds_needed
-from seedscope.analysis.error_bars import minimum_detectable_difference, t_interval
+from seedscope.analysis.error_bars import bounded_t_interval, minimum_detectable_difference
 from seedscope.analysis.significance import (
     adjust_p_values,
     holm,
-    mcnemar,
+    mcnemar_runs,
     paired_permutation_test,
     wilcoxon_signed_rank,
 )
 from seedscope.errors import DegenerateRunWarning, SeedscopeError
-from seedscope.metrics.macro import per_run_scores
+from seedscope.metrics.macro import bounds_of, per_run_scores
 from seedscope.notes import noted
 from seedscope.metrics.resampling import bootstrap_mean_ci
 from seedscope.validation import check_confidence, check_power, check_resamples, validate_params
@@ -87,7 +87,7 @@ class Comparison:
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON document of ``seedscope compare`` (schema in docs/subsets.md)."""
+        """The JSON document of ``seedscope compare`` (schema in docs/how-to/subsets.md)."""
         systems = {}
         for name, row in self.systems.iterrows():
             entry = {key: json_ready(value) for key, value in row.items()}
@@ -183,7 +183,8 @@ def compare_systems(
         values = series[name].to_numpy()
         low, high = bootstrap_mean_ci(values, n_boot=n_boot, confidence=confidence, seed=seed)
         iqm, iqm_low, iqm_high = interquartile_mean_ci(values, n_boot=n_boot, confidence=confidence, seed=seed)
-        t_low, t_high = t_interval(values, confidence)
+        t_low, t_high, t_moved = bounded_t_interval(values, confidence, bounds_of(metric, values), f"{name}: {metric}")
+        warn_few_runs(name, len(values), "its intervals, the tests of its pairs and its seeds-needed curve")
         system_rows.append(
             {
                 "n_runs": len(values),
@@ -194,8 +195,9 @@ def compare_systems(
                 "max": values.max(),
                 "ci_low": float(low[0]),
                 "ci_high": float(high[0]),
-                "t_low": t_low,
-                "t_high": t_high,
+                "t_low": float(t_low),
+                "t_high": float(t_high),
+                "t_clipped": bool(t_moved),
                 "iqm": iqm,
                 "iqm_ci_low": iqm_low,
                 "iqm_ci_high": iqm_high,
@@ -206,7 +208,8 @@ def compare_systems(
     pairs = list(itertools.combinations(names, 2))
     pair_rows, mcnemar_rows = [], []
     for a, b in pairs:
-        matched = [run for run in series[a].index if run in set(series[b].index)] if paired is not False else []
+        runs_b = set(series[b].index)  # once, not once per run: 10,000 runs would take minutes
+        matched = [run for run in series[a].index if run in runs_b] if paired is not False else []
         is_paired = len(matched) == len(series[a]) == len(series[b])
         values_a = series[a].loc[matched].to_numpy() if is_paired else series[a].to_numpy()
         values_b = series[b].loc[matched].to_numpy() if is_paired else series[b].to_numpy()
@@ -297,11 +300,9 @@ def _joint(per_example, a, b, matched, paired, n_boot, confidence, seed) -> dict
 def _mcnemar_rows(frame_a: pd.DataFrame, frame_b: pd.DataFrame, matched: list[str], a: str, b: str) -> list[dict]:
     if not frame_a.columns.equals(frame_b.columns):
         return []
-    return [
-        {"system_a": a, "system_b": b, "run": run, **mcnemar(frame_a.loc[run].to_numpy() > 0, frame_b.loc[run].to_numpy() > 0)}
-        for run in matched
-        if run in frame_a.index and run in frame_b.index
-    ]
+    runs = [run for run in matched if run in frame_a.index and run in frame_b.index]
+    tests = mcnemar_runs(frame_a.loc[runs].to_numpy() > 0, frame_b.loc[runs].to_numpy() > 0)
+    return [{"system_a": a, "system_b": b, "run": run, **test} for run, test in zip(runs, tests)]
 
 
 @noted
@@ -347,15 +348,17 @@ def compare_sweeps(
     >>> comparison.metric, comparison.pairs.index.tolist()
     ('accuracy', [('A', 'B')])
     """
-    per_run, per_example = {}, {}
+    per_run, per_example, systems = {}, {}, {}
     chosen = metric
     for name, table in tables.items():
         if isinstance(table, AlignedRuns):
-            aligned, defaults = table, {}
+            aligned, defaults, task = table, {}, None
         else:
             tasks = table["task"].dropna().unique() if "task" in table.columns else []
-            defaults = task_defaults(tasks[0] if len(tasks) == 1 else None, {})  # MCC for CoLA, Pearson for STS-B
+            task = tasks[0] if len(tasks) == 1 else None
+            defaults = task_defaults(task, {})  # MCC for CoLA, Pearson for STS-B
             aligned = align_runs(table, task_type=defaults.get("task_type"), source=f"sweep {name}")  # names it
+        systems[name] = aligned, task
         try:
             scores = per_run_scores(aligned)
         except SeedscopeError as error:
@@ -364,7 +367,7 @@ def compare_sweeps(
             raise SeedscopeError(f"sweep {name} has no gold labels, so it has no per-run metric to compare")
         chosen = chosen or defaults.get("primary_metric") or DEFAULT_PRIMARY[aligned.task_type]
         if chosen not in scores.columns:
-            raise SeedscopeError(f"sweep {name} has no metric {chosen!r}; available: {', '.join(scores.columns)}")
+            raise SeedscopeError(f"unknown metric {chosen!r} for sweep {name}; choose one of {', '.join(scores.columns)}")
         undefined = scores.index[scores[chosen].isna()]
         if len(undefined):
             raise SeedscopeError(
@@ -375,6 +378,7 @@ def compare_sweeps(
         if aligned.task_type == "classification" and aligned.has_labels and (aligned.labels >= 0).all():
             correct = aligned.predictions == aligned.labels[None, :]  # bool: 1 byte an entry, 8× less than float
             per_example[name] = pd.DataFrame(correct, index=aligned.runs, columns=aligned.example_ids)
+    check_one_task(systems)
     if len({frame.columns.dtype for frame in per_example.values()}) > 1:  # int ids beside text ids: 7 is "7"
         per_example = {name: frame.set_axis(frame.columns.astype(str), axis=1) for name, frame in per_example.items()}
     if len(per_example) < len(per_run) and per_example:

@@ -70,7 +70,7 @@ def _weights(rng, rows: int, size: int, on: bool) -> np.ndarray:
 def _exact(a, b, rng, n_boot, seeds_on, examples_on, paired_seeds):
     """Every example's count drawn (multinomial), chunk by chunk."""
     n_examples = a.shape[1]
-    chunk = max(1, CHUNK_VALUES // max(1, n_examples))
+    chunk = max(1, CHUNK_VALUES // max(1, n_examples, a.shape[0], b.shape[0]))  # each weight matrix is rows × seeds
     theta_a, theta_b = np.empty(n_boot), np.empty(n_boot)
     for start in range(0, n_boot, chunk):
         rows = min(chunk, n_boot - start)

@@ -22,7 +22,8 @@ import pandas as pd
 
 from seedscope.analysis.checks import check_scores
 from seedscope.errors import SeedscopeError
-from seedscope.metrics.resampling import interval
+from seedscope.metrics.micro import BLOCK_VALUES, run_blocks
+from seedscope.metrics.resampling import clipped, interval
 from seedscope.validation import check_confidence, check_power
 
 
@@ -46,17 +47,21 @@ def _per_example(values, what: str) -> np.ndarray:
 def standard_error(values) -> np.ndarray:
     """SE of each run's mean over its examples: sqrt(s² / N), s² with divisor N − 1 (one value per run).
 
-    s² is numpy's ``var(ddof=1)`` step by step (the same numbers) in one reused float64 buffer: a fresh
-    10⁶-float temporary for each run costs more in page faults than the arithmetic.
+    s² is numpy's ``var(ddof=1)`` step by step (the same numbers), a block of runs at a time in one reused float64
+    buffer (:func:`~seedscope.metrics.micro.run_blocks`): a fresh 10⁶-float temporary for each run costs more in
+    page faults than the arithmetic, and thousands of short runs one numpy call each cost more than one block.
     """
     array = _per_example(values, "the standard error")
-    n = array.shape[1]
-    squares, variances = np.empty(n), np.empty(array.shape[0])
-    for run, row in enumerate(array):
-        total = np.count_nonzero(row) if row.dtype == bool else np.add.reduce(row, dtype=np.float64)  # same sum
-        np.subtract(row, total / n, out=squares)
+    n_runs, n = array.shape
+    buffer, variances = np.empty(min(n_runs * n, max(n, BLOCK_VALUES))), np.empty(n_runs)
+    for block in run_blocks(n_runs, n):
+        rows = array[block]
+        squares = buffer[: rows.size].reshape(rows.shape)
+        totals = (np.count_nonzero(rows, axis=1) if rows.dtype == bool
+                  else np.add.reduce(rows, axis=1, dtype=np.float64))  # each row's sum, as a row alone sums
+        np.subtract(rows, (totals / n)[:, None], out=squares)
         np.multiply(squares, squares, out=squares)
-        variances[run] = np.add.reduce(squares) / (n - 1)
+        variances[block] = np.add.reduce(squares, axis=1) / (n - 1)
     return np.sqrt(variances / n)
 
 
@@ -106,6 +111,15 @@ def t_interval(values, confidence: float = 0.95) -> tuple[float, float]:
     array = check_scores(values, "a t-interval", 2)
     low, high = interval(None, array, method="t", confidence=confidence)
     return float(low), float(high)
+
+
+def bounded_t_interval(values, confidence: float, bounds: tuple[float, float] | None,
+                       what: str) -> tuple[float, float, bool]:
+    """:func:`t_interval` within ``bounds``, the metric's range (None: none known), and whether it had to be clipped:
+    then a :class:`~seedscope.errors.ClippedIntervalWarning` names ``what``."""
+    low, high, moved = clipped(*t_interval(values, confidence), bounds, f"{what}: the t interval over "
+                               f"{len(np.ravel(values))} runs")
+    return float(low), float(high), bool(moved)
 
 
 def minimum_detectable_difference(sd: float, n: int, *, confidence: float = 0.95, power: float = 0.8) -> float:

@@ -206,8 +206,10 @@ def compare_implementations(table: pd.DataFrame, *, confidence: float = 0.95, n_
     """
     if "model" not in table.columns:
         return None
-    split = table["model"].map(split_tag)
-    tagged = table.assign(system=split.str[0], implementation=split.str[1]).dropna(subset=["implementation"])
+    split = {label: split_tag(label) for label in pd.unique(table["model"])}  # per label, not per row
+    tagged = table.assign(system=table["model"].map({label: parts[0] for label, parts in split.items()}),
+                          implementation=table["model"].map({label: parts[1] for label, parts in split.items()}))
+    tagged = tagged.dropna(subset=["implementation"])
     if "task" not in tagged.columns:
         tagged = tagged.assign(task=None)
     rows, one_seed, no_reruns = [], [], []

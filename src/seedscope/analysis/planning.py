@@ -62,7 +62,7 @@ def seeds_needed(
     For each size s, ``n_boot`` sets of s seeds are drawn with replacement from the observed
     per-seed scores; the central ``confidence`` range of their mean and of their VAR
     (population std, the published form) is reported with its width. Sizes may exceed the
-    observed count (a projection from the observed distribution).
+    observed count: ``extrapolated`` marks those rows, a projection from the observed runs.
     """
     values = check_scores(scores, "the seeds-needed curve", 2)
     check_confidence(confidence)
@@ -74,7 +74,8 @@ def seeds_needed(
         if int(size) < 2:
             raise SeedscopeError(f"a seeds-needed size must be at least 2, not {size}")
         low, high = interval(lambda drawn: np.stack([drawn.mean(axis=1), drawn.std(axis=1)], axis=1), values,
-                             size=int(size), n_resamples=n_boot, confidence=confidence, seed=[seed, int(size)])
+                             size=int(size), n_resamples=n_boot, confidence=confidence, seed=[seed, int(size)],
+                             rowwise=True)
         (m_low, v_low), (m_high, v_high) = low, high
         rows.append(
             {
@@ -85,6 +86,7 @@ def seeds_needed(
                 "var_ci_low": float(v_low),
                 "var_ci_high": float(v_high),
                 "var_ci_width": float(v_high - v_low),
+                "extrapolated": int(size) > len(values),
             }
         )
     return pd.DataFrame(rows).set_index("n_seeds")

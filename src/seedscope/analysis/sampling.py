@@ -177,7 +177,7 @@ class SamplingAnalysis:
         return {str(k): json_ready(means[f"{stem}{k}"]) for k in self.ks if f"{stem}{k}" in means}
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON document of ``seedscope analyze`` on a sample table (schema in docs/sampling.md)."""
+        """The JSON document of ``seedscope analyze`` on a sample table (schema in docs/how-to/sampling.md)."""
         return {
             **{name: self.family(name) for name in FAMILIES},
             "avg@n": json_ready(self.per_run["avg@n"].mean()),

@@ -11,7 +11,6 @@ All values are fractions in [0, 1] (accuracy 0.6, CON 0.2), never percentages.
 
 from __future__ import annotations
 
-from concurrent.futures import Future
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,7 +21,15 @@ from seedscope.validation import check_power, validate_params
 from seedscope.serialize import json_ready
 from seedscope.metrics import macro as macro_metrics
 from seedscope.metrics import micro as micro_metrics
+from seedscope.metrics.pairs import EXACT_PAIR_RUNS, PAIR_SAMPLE
 from seedscope.metrics.stability import examples_ahead, most_unstable
+from seedscope.analysis.micro_effects import (
+    MICRO_COLUMNS,
+    check_matrix_runs,
+    check_pair_sample,
+    micro_effects,
+    pair_distribution,
+)
 from seedscope.analysis.error_bars import (
     clustered_standard_error,
     minimum_detectable_difference,
@@ -34,8 +41,6 @@ from seedscope.tasks import example_clusters, find_task
 
 #: columns of a prediction table that identify one prediction set among several
 GROUP_COLUMNS = ("task", "model")
-MICRO_COLUMNS = ("con", "ccon", "prob_con", "con_pair_std", "ccon_pair_std", "prob_con_pair_std", "n_runs",
-                 "n_examples", "n_pairs", "n_dropped")
 DEFAULT_PRIMARY = {"classification": "accuracy", "regression": "pearson"}
 
 
@@ -47,7 +52,10 @@ class Analysis:
     mean, var_published (population std, the paper's VAR), std_sample (divisor S−1), cv,
     min, max, ci_low, ci_high. ``micro``: one row, columns :data:`MICRO_COLUMNS` (CCON is NaN
     without gold labels, prob_con NaN without probabilities; pair std = population std of the
-    S(S−1)/2 pairwise values). ``con_matrix`` / ``ccon_matrix`` / ``prob_matrix``: S×S.
+    S(S−1)/2 pairwise values). ``con_matrix`` / ``ccon_matrix`` / ``prob_matrix``: S×S, up to
+    ``matrix_runs`` runs; beyond, None, and the pair spreads come from ``pair_sample`` (the sampled
+    pairs and their values; the micro row gives each spread's standard error and ``n_pairs_sampled``).
+    ``run_agreement``: each run's mean CON (and CCON) with the other runs, exact at any S.
     ``stability``: one row per example (see :mod:`seedscope.metrics.stability`). ``baseline``:
     each metric of a constant majority-class prediction (see
     :func:`seedscope.metrics.macro.majority_baseline`), the level a run must beat.
@@ -80,7 +88,7 @@ class Analysis:
     per_run: pd.DataFrame
     macro: pd.DataFrame
     micro: pd.DataFrame
-    con_matrix: pd.DataFrame
+    con_matrix: pd.DataFrame | None
     ccon_matrix: pd.DataFrame | None
     prob_matrix: pd.DataFrame | None
     stability: pd.DataFrame
@@ -89,6 +97,8 @@ class Analysis:
     error_bars: pd.DataFrame | None = None
     variance_split: pd.Series | None = None
     degenerate: pd.DataFrame | None = None
+    run_agreement: pd.DataFrame | None = None
+    pair_sample: pd.DataFrame | None = None
 
     @property
     def task_type(self) -> PredictionType:
@@ -97,6 +107,21 @@ class Analysis:
     @property
     def runs(self) -> list[str]:
         return self.aligned.runs
+
+    @property
+    def matrix_sampled(self) -> bool:
+        """Whether the pair spreads come from a sample of pairs (more runs than the exact matrices were made for)."""
+        return self.pair_sample is not None
+
+    def pair_distribution(self) -> pd.DataFrame:
+        """Quantiles (min, 5 %, 25 %, median, 75 %, 95 %, max) of the pairwise CON, CCON and π: exact, or of the
+        sampled pairs."""
+        matrices = {"con": self.con_matrix, "ccon": self.ccon_matrix, "prob_con": self.prob_matrix}
+        return pair_distribution(matrices, self.pair_sample)
+
+    def least_agreeing(self, k: int = 10) -> pd.DataFrame:
+        """The ``k`` runs whose predictions agree least with the other runs' (lowest mean CON with them)."""
+        return self.run_agreement.sort_values(["con", *self.run_agreement.columns[1:]], kind="stable").head(k)
 
     def most_unstable(self, k: int = 10) -> pd.DataFrame:
         """The ``k`` examples whose predictions vary most across runs."""
@@ -114,7 +139,7 @@ class Analysis:
         return (found[key] if key in found else found.setdefault(key, make())).copy()
 
     def to_dict(self, top_k: int = 10) -> dict:
-        """The documented JSON schema (docs/analyze.md): fractions, NaN written as null."""
+        """The documented JSON schema (docs/how-to/analyze.md): fractions, NaN written as null."""
         micro = self.micro.to_dict("records")[0]
         out = {
             "units": "fraction",
@@ -123,17 +148,18 @@ class Analysis:
             "confidence": self.confidence,
             "runs": list(self.runs),
             "classes": [str(c) for c in self.aligned.classes],
-            "metrics": {name: dict(row) for name, row in self.macro.iterrows()},
+            "metrics": self.macro.to_dict("index"),  # not row by row: 10,000 runs would take seconds
             "baseline": dict(self.baseline),
-            "error_bars": None if self.error_bars is None else {
-                run: dict(row) for run, row in self.error_bars.iterrows()
-            },
+            "error_bars": None if self.error_bars is None else self.error_bars.to_dict("index"),
             "variance_split": None if self.variance_split is None else dict(self.variance_split),
             "degenerate_runs": {} if self.degenerate is None else dict(self.degenerate["reason"]),
             "micro": {name: micro[name] for name in MICRO_COLUMNS},
-            "per_run": {run: dict(row) for run, row in self.per_run.iterrows()},
-            "con_matrix": self.con_matrix.to_numpy().tolist(),
+            "per_run": self.per_run.to_dict("index"),
+            "con_matrix": None if self.con_matrix is None else self.con_matrix.to_numpy().tolist(),
             "ccon_matrix": None if self.ccon_matrix is None else self.ccon_matrix.to_numpy().tolist(),
+            "con_matrix_sampled": self.matrix_sampled,
+            "pair_distribution": {kind: dict(row) for kind, row in self.pair_distribution().iterrows()},
+            "least_agreeing_runs": [{"run": run, **dict(row)} for run, row in self.least_agreeing(top_k).iterrows()],
             "stability_categories": {k: int(v) for k, v in self.category_counts().items()},
             "most_unstable": [
                 {"example_id": example_id, **dict(row)}
@@ -143,7 +169,8 @@ class Analysis:
         return json_ready(out)
 
 
-@validate_params(power=check_power)  # settings first, not a fault of the table read below
+# settings first, not a fault of the table read below
+@validate_params(power=check_power, matrix_runs=check_matrix_runs, pair_sample=check_pair_sample)
 def analyze(
     table_or_aligned: pd.DataFrame | AlignedRuns,
     *,
@@ -154,6 +181,8 @@ def analyze(
     confidence: float = 0.95,
     seed: int = 0,
     power: float = 0.8,
+    matrix_runs: int = EXACT_PAIR_RUNS,
+    pair_sample: int = PAIR_SAMPLE,
 ) -> Analysis:
     """Macro and micro seed effects of one prediction set (S ≥ 2 runs of one task and model).
 
@@ -177,6 +206,11 @@ def analyze(
         Seed of the resampling.
     power : float, default 0.8
         Power of the minimum detectable difference.
+    matrix_runs : int, default 300
+        Up to this many runs the S×S matrices and the exact spread of the pairwise values are computed; beyond,
+        the spread is estimated from ``pair_sample`` pairs drawn with ``seed`` (the means stay exact).
+    pair_sample : int, default 20000
+        How many pairs the spread is estimated from beyond ``matrix_runs`` runs.
 
     Returns
     -------
@@ -208,7 +242,7 @@ def analyze(
         primary_metric = primary_metric or DEFAULT_PRIMARY[aligned.task_type]
         if primary_metric not in per_run.columns:
             raise SeedscopeError(
-                f"unknown primary metric {primary_metric!r} for a {aligned.task_type} task; "
+                f"unknown metric {primary_metric!r} for a {aligned.task_type} task; "
                 f"choose one of {', '.join(per_run.columns)}"
             )
     else:  # per-example values without labels are summarised by their mean; classes without labels by nothing
@@ -217,8 +251,9 @@ def analyze(
     examples = examples_ahead(aligned)  # on a second core, for many examples, while the rest is made here
     baseline = macro_metrics.majority_baseline(aligned)
     error_bars, split = _error_bars(aligned, clusters, confidence, power)
-    micro, con, ccon, prob = _micro(aligned, per_run, primary_metric, examples)
-    stability = examples.result()[1]
+    agreement, stability = examples.result()
+    micro = micro_effects(aligned, per_run, primary_metric, agreement, matrix_runs=matrix_runs,
+                          pair_sample=pair_sample, seed=seed)
     if texts is not None:
         stability[TEXT] = texts.reindex(stability.index).to_numpy()
     runs = pd.Index(aligned.runs, name="run")
@@ -227,8 +262,9 @@ def analyze(
         return None if matrix is None else pd.DataFrame(matrix, index=runs, columns=runs)
 
     return Analysis(
-        aligned, primary_metric, per_run, summary, micro, square(con), square(ccon), square(prob), stability, confidence,
-        baseline, error_bars, split, degenerate_runs(aligned, per_run, baseline, primary_metric),
+        aligned, primary_metric, per_run, summary, micro.row, square(micro.con), square(micro.ccon),
+        square(micro.prob), stability, confidence, baseline, error_bars, split,
+        degenerate_runs(aligned, per_run, baseline, primary_metric), micro.run_agreement, micro.pair_sample,
     )
 
 
@@ -263,52 +299,19 @@ def _error_bars(aligned: AlignedRuns, clusters, confidence: float, power: float)
 
 def degenerate_runs(aligned: AlignedRuns, per_run: pd.DataFrame, baseline: pd.Series, metric: str | None) -> pd.DataFrame:
     """Runs that failed to learn: one predicted class (or a constant value), or ζ at or below the baseline."""
-    reasons = {}
-    for run, row in zip(aligned.runs, aligned.predictions):
-        if np.all(row == row[0]):
-            reasons[run] = "predicts one class only" if aligned.task_type == "classification" else "constant prediction"
-    if metric is not None and metric in baseline.index:
-        for run, value in per_run[metric].items():
-            if run not in reasons and value <= baseline[metric]:
-                reasons[run] = f"{metric} {value:.4f} at or below the baseline {baseline[metric]:.4f}"
-    return pd.DataFrame({"reason": pd.Series(reasons, dtype=object)}).rename_axis("run")
-
-
-def _micro(aligned: AlignedRuns, per_run: pd.DataFrame, primary_metric: str | None, examples: Future):
-    """Micro summary row plus the CON, CCON and probabilistic S×S matrices (the mean CON from the examples'
-    agreement, ``examples``' first part)."""
-    n_runs = aligned.n_runs
-    ccon = prob = None
-    if aligned.task_type == "regression":
-        con = micro_metrics.regression_con_matrix(aligned.predictions)
-        con_mean = float(micro_metrics.pair_values(con).mean())
-        if primary_metric is not None and aligned.has_labels:
-            ccon = micro_metrics.regression_ccon_matrix(per_run[primary_metric].to_numpy())
-    else:
-        con = micro_metrics.con_matrix(aligned.predictions, aligned.n_classes)
-        if aligned.has_labels:
-            ccon = micro_metrics.ccon_matrix(aligned.predictions, aligned.labels)
-        if aligned.probabilities is not None:
-            prob = micro_metrics.probabilistic_matrix(aligned.probabilities)
-
-    def pair_std(matrix):
-        return np.nan if matrix is None else float(micro_metrics.pair_values(matrix).std())
-
-    def pair_mean(matrix):
-        return np.nan if matrix is None else float(micro_metrics.pair_values(matrix).mean())
-
-    if aligned.task_type == "classification" and aligned.has_labels:
-        ccon_mean = micro_metrics.mean_ccon(aligned.predictions, aligned.labels)
-    else:
-        ccon_mean = pair_mean(ccon)
-    if aligned.task_type != "regression":
-        con_mean = micro_metrics.mean_con(aligned.predictions, aligned.n_classes, examples.result()[0])
-    probabilities = aligned.probabilities
-    prob_mean = np.nan if probabilities is None else micro_metrics.mean_probabilistic_consistency(probabilities)
-    row = {"con": con_mean, "ccon": ccon_mean, "prob_con": prob_mean, "con_pair_std": pair_std(con),
-           "ccon_pair_std": pair_std(ccon), "prob_con_pair_std": pair_std(prob), "n_runs": n_runs,
-           "n_examples": aligned.n_examples, "n_pairs": n_runs * (n_runs - 1) // 2, "n_dropped": aligned.n_dropped}
-    return pd.DataFrame([row], columns=list(MICRO_COLUMNS)), con, ccon, prob
+    predictions = aligned.predictions
+    constant = np.zeros(aligned.n_runs, dtype=bool)
+    for block in micro_metrics.run_blocks(*predictions.shape):
+        constant[block] = (predictions[block] == predictions[block, :1]).all(axis=1)
+    runs = np.asarray(aligned.runs, dtype=object)
+    reason = "predicts one class only" if aligned.task_type == "classification" else "constant prediction"
+    reasons = pd.Series(reason, index=runs[constant], dtype=object)
+    if metric is not None and metric in baseline.index:  # the runs that learned nothing follow the constant ones
+        values = per_run[metric].to_numpy(dtype=float)
+        low = ~constant & (values <= baseline[metric])
+        reasons = pd.concat([reasons, pd.Series([f"{metric} {value:.4f} at or below the baseline {baseline[metric]:.4f}"
+                                                 for value in values[low]], index=runs[low], dtype=object)])
+    return pd.DataFrame({"reason": reasons}).rename_axis("run")
 
 
 def _group_columns(table: pd.DataFrame) -> list[str]:

@@ -31,11 +31,8 @@ class Entry(NamedTuple):
 
 COMMANDS = {
     "analyze": Entry("analyze", (
-        "Macro (mean, VAR, sample std, CV, bootstrap and t CI) and micro (CON, CCON) seed effects of the predictions "
-        "of several runs of one model on the same examples; per run the accuracy's standard error over examples "
-        "(clustered with --cluster-column), the split of its variance into a seed part and an example-sampling part, "
-        "the minimum detectable difference, and the degenerate runs (one class only, or at or below the "
-        "majority-class baseline)."), decodes_ahead=True),
+        "Seed effects of predictions you already have: how much does the metric move from seed to seed, and on which "
+        "examples do the seeds disagree?"), decodes_ahead=True),
     "sweep": Entry("sweep", (
         "Fine-tune a Hugging Face model on one or more tasks with several seeds (or, with --runner icl, prompt it "
         "with seeded demonstrations, training nothing), store every run's dev predictions in an experiment directory "
@@ -48,12 +45,16 @@ COMMANDS = {
         "correlation). Takes under 10 minutes on 2 cores. Run it again with the same --out (default seedscope-demo; "
         "seedscope-icl-demo … for the other runners) to reuse the finished runs.")),
     "status": Entry("status", (
-        "List the runs of an experiment directory written by `seedscope sweep`: task, model, seeds, status (pending, "
-        "running, done, failed), duration, the task's primary metric (a fraction in [0, 1]; Pearson r for STS-B), a "
-        "fine-tuning run's training throughput (real tokens per second, the share of padding, model FLOPs "
-        "utilisation) and the error of failed runs; then the time the runs not done still need, from the durations of the finished "
-        "ones. Integrity problems (a finished run without its prediction file or with a changed one, a file no run "
-        "owns) are listed under the table, and the exit status is then 1 (see `seedscope verify`).")),
+        "Where the runs of an experiment directory written by `seedscope sweep` stand: how many are pending, running, "
+        "done and failed, the runs that need attention (failed ones with the last line of their error, and runs still "
+        "running after three times the finished runs' median duration: lost, perhaps), and the time the runs not done "
+        "still need, from the durations of the finished ones. A store of up to 50 runs, `--all` or `--failed` also "
+        "list the runs one by one: task, model, seeds, status, duration, the task's primary metric (a fraction in [0, "
+        "1]; Pearson r for STS-B), a fine-tuning run's training throughput (real tokens per second, the share of "
+        "padding, model FLOPs utilisation) and the error of failed runs. Integrity problems (a finished run without "
+        "its prediction file or — in a store of up to 1,000 runs, or with --all, --failed, --json — with a changed "
+        "one; a file no run owns) are listed last, and the exit status is then 1 (`seedscope verify` reads every file "
+        "at any size).")),
     "verify": Entry("verify", (
         "Check an experiment directory: SQLite's integrity check of the catalog, that every run's entry (plan, seeds, "
         "timings, metrics, environment) can be read, and for every finished run that its catalog row records a "
@@ -77,7 +78,7 @@ COMMANDS = {
         "run environment, all in ONE self-contained HTML file that works offline.")),
     "factors": Entry("factors", (
         "Which randomness factor matters? Interaction-aware importance: N investigation × M mitigation runs per "
-        "factor, normalised by a golden model (docs/factors.md).")),
+        "factor, normalised by a golden model (docs/how-to/factors.md).")),
 }
 
 

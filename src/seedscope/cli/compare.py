@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
@@ -20,23 +20,29 @@ from seedscope.cli.inputs import (
     RunsBy,
     Scale,
     SystemColumn,
+    READING_RENAMES,
     Task,
     ignored_options,
+    metric_option,
 )
 from seedscope.cli.outputs import (
+    N_BOOT,
+    N_PERMUTATIONS,
     Boot,
     Confidence,
     CsvFile,
+    Details,
     JsonFile,
     LatexFile,
     MarkdownFile,
     OutputFiles,
     Permutations,
     Power,
-    Seed,
     output_console,
     print_notes,
+    seed_option,
 )
+from seedscope.cli.vocabulary import ADVANCED, renamed
 from seedscope.errors import SeedscopeError
 
 if TYPE_CHECKING:
@@ -44,38 +50,25 @@ if TYPE_CHECKING:
 
 COMPARE_HELP = """Seed-level comparison of two or more sweeps (S seeds each) on one metric.
 
-Reports per system the mean, IQM and a bootstrap CI; per pair the mean difference with a
-bootstrap CI over seeds (paired when the run names match), the probability of improvement,
-almost stochastic order (ε_min both ways), a paired permutation test on matched seeds, the
-joint seed × example bootstrap and per-seed McNemar tests (classification with gold labels),
-with Holm and Bonferroni adjustments when several pairs are compared; and per system the
-expected best score of n runs and how the CI widths of the mean and of VAR shrink with the
-number of seeds.
+Which system is better, and does that survive the seed? Per system the mean over its seeds
+with a bootstrap interval; per pair the mean difference with its interval, the probability of
+improvement, almost stochastic order (ASO), a paired permutation test on matched seeds (runs
+with the same name in two sweeps), the joint seed × example bootstrap and McNemar's test per
+seed (with per-example predictions), Holm-adjusted over pairs; and how many seeds a claim needs.
 
-Each SWEEP is an experiment directory from `seedscope sweep`, a prediction table with a run
-column, or a folder of per-run prediction files. Runs with the same name in two sweeps are
-matched seeds.
-
-Per-run score tables work too (one row per run: `model, seed, acc`, or one column per system;
-one file may hold every system): the per-run statistics are the same, the per-example tests
-(joint bootstrap, McNemar) are skipped because they need per-example predictions. Runs are
-matched seeds only through a run / seed column; without one, the comparison is unpaired.
-
-Sample tables (`sample` and `correct` columns: several sampled answers per item, one file per
-system) are compared on one sampling estimator (--metric pass@1, pass@4, maj@8, G-Pass@4_0.5 …;
-default pass@1), paired by item with the sampling variance included, with the ranking-inversion
-probability: the chance that one run of each system orders the two the other way.
+Each SWEEP is an experiment directory of `seedscope sweep`, a prediction table with a run
+column, a folder of per-run prediction files, or a per-run score table (one row per run:
+model, seed, acc; one file may hold every system). Sample tables (several sampled answers
+per item, one file per system) are compared on one estimator (pass@1 …).
+docs/how-to/compare.md explains every number.
 
 \b
 Examples:
 
 ```
-seedscope compare runs/bert runs/roberta
-seedscope compare base.csv lora.csv --metric mcc --json compare.json
-seedscope compare a/ b/ c/ --names A --names B --names C --markdown compare.md
-seedscope compare paper_seeds.csv --metric acc --seed-column seed
-seedscope compare samples_a.parquet samples_b.parquet --metric pass@4
-seedscope compare lm-eval-out/b1 lm-eval-out/b128 --implementations
+seedscope compare <sweep-a>/ <sweep-b>/ --json compare.json
+seedscope compare <base>.csv <lora>.csv --metric mcc --names A --names B
+seedscope compare <lm-eval-out>/b1 <lm-eval-out>/b128 --implementations
 ```
 """
 
@@ -90,12 +83,34 @@ UNUSED_BY_SAMPLES = {name: "sample tables (their columns are named by contract; 
                                   "implementations")}
 
 
+#: --metric of compare: what it names for each kind of input
+METRIC_CHOICES = ("accuracy, f1_macro, mcc, pearson … of each run (default: the task's primary metric), a per-run "
+                  "score table's column, or a sampling estimator of sample tables (pass@1, pass@4, maj@8 …; default pass@1)")
+ComparedMetric = metric_option(METRIC_CHOICES)
+Names = Annotated[Optional[list[str]], typer.Option(
+    "--names", metavar="NAME",
+    help="Display name of a sweep, once per sweep in order (--names A --names B); default: the path names.")]
+Implementations = Annotated[bool, typer.Option(
+    "--implementations", rich_help_panel=ADVANCED,
+    help="The inputs are implementations of one system: each sweep is one (lm-eval output at batch 1 and at batch "
+    "128, say), and the measures between them are added seed by seed: flip rate, |Δ log p|, the rerun and seed "
+    "floors, the bug rule (docs/how-to/implementation.md).")]
+CompareSeed = seed_option("the bootstrap resamples and the permutations")
+
+
 def compare_command(
     ctx: typer.Context,
-    sweeps: list[Path] = typer.Argument(..., help="Two or more sweeps (experiment directories, prediction tables, folders of per-run files), or per-run score tables."),
-    names: Optional[list[str]] = typer.Option(None, "--names", help="Display name of a sweep, repeated once per sweep in order (--names A --names B); default: the path names."),
-    metric: Optional[str] = typer.Option(None, help="Per-run metric to compare (accuracy, f1_macro, mcc, pearson …, or a score table's column); default: the task's primary one."),
+    sweeps: list[Path] = typer.Argument(..., metavar="SWEEPS", show_default=False,
+                                        help="Two or more sweeps (folders, prediction tables), or per-run score tables."),
+    names: Names = None,
+    metric: ComparedMetric = None,
+    details: Details = False,
+    json_file: JsonFile = None,
+    csv_file: CsvFile = None,
+    markdown_file: MarkdownFile = None,
+    latex_file: LatexFile = None,
     task: Task = None,
+    implementations: Implementations = False,
     input_format: InputFormat = None,
     run_column: RunColumn = None,
     id_column: IdColumn = None,
@@ -105,22 +120,15 @@ def compare_command(
     scale: Scale = None,
     lm_eval_filter: LmEvalFilter = None,
     runs_by: RunsBy = None,
-    implementations: bool = typer.Option(
-        False, "--implementations", help="The sweeps are one system under different implementations (lm-eval output "
-        "at batch 1 and at batch 128, say): add the measures between them, seed by seed — flip rate, |Δ log p|, the "
-        "rerun and seed floors, the bug rule (docs/implementation.md)."),
-    n_boot: Boot = 10_000,
-    n_permutations: Permutations = 9999,
+    n_boot: Boot = N_BOOT,
+    n_permutations: Permutations = N_PERMUTATIONS,
     confidence: Confidence = 0.95,
-    seed: Seed = 0,
+    seed: CompareSeed = 0,
     power: Power = 0.8,
-    json_file: JsonFile = None,
-    markdown_file: MarkdownFile = None,
-    latex_file: LatexFile = None,
-    csv_file: CsvFile = None,
 ) -> None:
     from seedscope.analysis.compare import compare_sweeps
-    from seedscope.report.tables import comparison_sections
+    from seedscope.report.tables import compact_comparison, comparison_sections
+    from seedscope.report.verdict import comparison_lines
 
     outputs = OutputFiles.of(ctx.params)  # checked, with the confidence level and power, before any input is read
     reading = Reading.of({**ctx.params, "metric": None})  # --metric is the compared metric here, not a scorer
@@ -128,7 +136,7 @@ def compare_command(
     settings = dict(n_boot=n_boot, n_permutations=n_permutations, confidence=confidence, seed=seed, power=power)
     if reading.holds_sample_tables(sweeps):
         print_notes(console, ignored_options(ctx, UNUSED_BY_SAMPLES))
-        compare_sample_tables(console, sweeps, reading, outputs, metric, names, confidence, power)
+        compare_sample_tables(console, sweeps, reading, outputs, metric, names, confidence, power, details)
         return
     if reading.holds_run_scores(sweeps):
         comparison = compare_scores(console, sweeps, reading, metric, names, settings,
@@ -139,22 +147,25 @@ def compare_command(
             tables_by_name, notes = read_systems(sweeps, reading, names)
         print_notes(console, notes, prefix="")
         if implementations:
-            emit_with_implementations(console, outputs, tables_by_name, metric, settings)
+            emit_with_implementations(console, outputs, tables_by_name, metric, settings, details)
             return
         with console.status("comparing…"):
             comparison = compare_sweeps(tables_by_name, metric=metric, **settings)
-    outputs.emit(console, comparison_sections(comparison), comparison.to_dict(), notes=comparison.notes)
+    outputs.emit(console, comparison_sections(comparison), comparison.to_dict(), notes=comparison.notes,
+                 verdict=comparison_lines(comparison), compact=compact_comparison(comparison), details=details)
 
 
 def emit_with_implementations(console: Console, outputs: OutputFiles, tables_by_name: dict, metric: str | None,
-                              settings: dict) -> None:
+                              settings: dict, details: bool = False) -> None:
     """The measures between the sweeps taken as implementations of one system, seed by seed, and the seed-level
     comparison beside them where every sweep has two runs or more."""
     from seedscope.analysis.compare import compare_sweeps
     from seedscope.analysis.implementation import compare_implementations, sweeps_as_implementations
     from seedscope.report.implementation import bug_notes, implementation_sections
-    from seedscope.report.tables import comparison_sections
+    from seedscope.report.tables import compact_comparison, comparison_sections
+    from seedscope.report.verdict import comparison_lines
 
+    verdict, compact = [], {}
     with console.status("comparing…"):
         study = compare_implementations(sweeps_as_implementations(tables_by_name), confidence=settings["confidence"],
                                         n_boot=settings["n_boot"], seed=settings["seed"])
@@ -167,24 +178,30 @@ def emit_with_implementations(console: Console, outputs: OutputFiles, tables_by_
             comparison = compare_sweeps(tables_by_name, metric=metric, **settings)
             sections, notes = {**comparison_sections(comparison), **sections}, list(comparison.notes) + notes
             document = {**comparison.to_dict(), **document}
+            verdict, compact = comparison_lines(comparison), compact_comparison(comparison)
         else:
             notes = ["the seed-level comparison needs two runs (seeds) per sweep; the implementations are compared "
                      "run by run"] + notes
-    outputs.emit(console, sections, document, notes=notes)
+    outputs.emit(console, sections, document, notes=notes, verdict=verdict,
+                 compact={**compact, **implementation_sections(study)}, details=details)
 
 
 def compare_sample_tables(console: Console, paths: list[Path], reading: Reading, outputs: OutputFiles,
-                          metric: str | None, names: list[str] | None, confidence: float, power: float) -> None:
+                          metric: str | None, names: list[str] | None, confidence: float, power: float,
+                          details: bool = False) -> None:
     """Sample tables, one system each: the paired comparison on one sampling estimator (--metric, default pass@1)."""
     from seedscope.analysis.sampled_compare import compare_samples
     from seedscope.io import read_sample_tables
     from seedscope.report.sampling import sampled_comparison_sections
+    from seedscope.report.verdict import sampled_comparison_lines
 
     with console.status("reading samples…"):
         tables = {name: read_sample_tables([path], reading.format) for name, path in zip(_sweep_names(paths, names), paths)}
     with console.status("comparing…"):
         comparison = compare_samples(tables, estimator=metric or "pass@1", confidence=confidence, power=power)
-    outputs.emit(console, sampled_comparison_sections(comparison), comparison.to_dict(), notes=comparison.notes)
+    sections = sampled_comparison_sections(comparison)
+    outputs.emit(console, sections, comparison.to_dict(), notes=comparison.notes,
+                 verdict=sampled_comparison_lines(comparison), compact=dict(list(sections.items())[:2]), details=details)
 
 
 def compare_scores(console: Console, paths: list[Path], reading: Reading, metric: str | None,
@@ -232,4 +249,4 @@ def _sweep_names(paths: list[Path], names: list[str] | None) -> list[str]:
 
 def register(app: typer.Typer) -> None:
     """Add ``seedscope compare`` to the main app."""
-    app.command("compare", help=COMPARE_HELP, no_args_is_help=True)(compare_command)
+    app.command("compare", help=COMPARE_HELP, no_args_is_help=True, cls=renamed(READING_RENAMES))(compare_command)

@@ -8,6 +8,7 @@ from typing import Optional, Sequence
 
 from rich.console import Console
 
+from seedscope.cli.outputs import print_table
 from seedscope.cli.run_options import AUTO, parallel_number
 
 
@@ -36,7 +37,7 @@ def print_cost(specs: Sequence, data_dir: Optional[Path], console: Console, *, p
     at = f"--parallel {shown_k}" if shown_k > 1 else "one run after another"
     shown.columns = ["runs", "to do", "training example-epochs", "time one after another",
                      "calibrated from", f"wall time ({at})"]
-    console.print(to_rich(shown, f"Plan: {len(specs)} runs; the cost on this machine"))
+    print_table(console, to_rich(shown, f"Plan: {len(specs)} runs; the cost on this machine"))
     console.print("estimated wall time (this machine):", highlight=False)
     for way in found:
         figure = duration_text(way.seconds) if way.seconds is not None else "—"

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
+import shlex
 import time
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
-from seedscope.cli.inputs import DataDir
-from seedscope.cli.outputs import output_console, parse_int_list
-from seedscope.cli.run_options import Out, Seeds
+from seedscope.cli.inputs import data_dir_option
+from seedscope.cli.outputs import output_console, parse_int_list, print_table
+from seedscope.cli.run_options import seeds_option
 from seedscope.cli.sweep import run_sweep
 
 if TYPE_CHECKING:
@@ -42,7 +43,7 @@ With --runner sample it samples answers: SmolLM2 on 60 SST-2 dev sentences with 
 two demonstrations per class, 8 answers per prompt at temperature 0.7 (preset smollm2-sample),
 under five sampling seeds; then it prints pass@k, pass^k and maj@k (k = 1, 2, 4, 8) with their
 spread across the sampling seeds and their standard error over items, and how stable each
-item's samples are (CON, CCON) (docs/sampling.md).
+item's samples are (CON, CCON) (docs/how-to/sampling.md).
 
 With --runner meta it runs the reference's third family, meta-learning: ProtoNet, MAML and
 Reptile (a text CNN over the MiniLM encoder's frozen token states, trained on few-shot
@@ -55,12 +56,12 @@ minutes on 2 cores).
 With --runner implementation it prompts SmolLM2 on SST-2 and RTE under every combination of
 precision (fp32, bf16), batch size (1, 16), attention kernel (eager, sdpa) and threads (1, 2),
 two seeds each, and ranks each implementation setting's flip rate beside the seed's (the
-demonstrations), flagging any pair far outside both (docs/implementation.md).
+demonstrations), flagging any pair far outside both (docs/how-to/implementation.md).
 
 With --runner engines it prompts SmolLM2 on 64 SST-2 sentences through transformers here and
 through `transformers serve` started on this machine (port 8731), each twice (the noise floor),
 three seeds, and ranks the engine's flip rate beside the demonstrations' seed; then it asks the
-server one prompt 8 times at temperature 1 and says what the server ignored (docs/engines.md).
+server one prompt 8 times at temperature 1 and says what the server ignored (docs/how-to/engines.md).
 
 Examples:
 
@@ -87,13 +88,23 @@ class Demo(str, Enum):
     engines = "engines"
 
 
+DemoOut = Annotated[Optional[Path], typer.Option(
+    "--out", metavar="DIR", help="Experiment directory: the demo's runs, reused when it runs again (default "
+    "seedscope-demo; seedscope-icl-demo … for the other runners).")]
+DemoRunner = Annotated[Demo, typer.Option(
+    "--runner", metavar="NAME", help="What runs the model: finetune, MiniLM fine-tuned; icl, SmolLM2 prompted; lora, "
+    "SmolLM2 fine-tuned with LoRA and prompted, side by side; meta, ProtoNet, MAML and Reptile with a factor study "
+    "each; implementation, SmolLM2 under 16 implementations; sample, SmolLM2's sampled answers, pass@k and maj@k; "
+    "engines, SmolLM2 here and through a local server.")]
+DemoSeeds = seeds_option("42,52,62,72,82")
+DemoDataDir = data_dir_option("the tasks' data (first ../shared/data beside a source checkout)")
+
+
 def demo_command(
-    out: Out = None,
-    runner: Demo = typer.Option(Demo.finetune, "--runner", help="finetune: MiniLM fine-tuned; icl: SmolLM2 prompted; lora: SmolLM2 fine-tuned with LoRA and prompted, side by side; "
-    "meta: ProtoNet, MAML and Reptile, with a factor study each; implementation: SmolLM2 under 16 implementations; "
-    "sample: SmolLM2's sampled answers, pass@k and maj@k; engines: SmolLM2 here and through a local server."),
-    seeds: Seeds = None,
-    data_dir: DataDir = None,
+    out: DemoOut = None,
+    runner: DemoRunner = Demo.finetune,
+    seeds: DemoSeeds = None,
+    data_dir: DemoDataDir = None,
 ) -> None:
     from seedscope.workflows.demos import demo_plan, meta_execution
 
@@ -120,9 +131,23 @@ def demo_command(
 
 
 def print_took(started: float, out: Path, console: Console) -> None:
+    """How long the demo took, then what to run next: the report of its store, and where that report will be."""
     minutes, seconds = divmod(round(time.perf_counter() - started), 60)
     console.print(f"the demo took {minutes} min {seconds:02d} s (runs already in {escape(str(out))} are reused, not rerun)",
                   highlight=False)
+    report = report_path(out)
+    console.print(f"next: seedscope report {_quoted(out)} --html {_quoted(report)}\n"
+                  f"      then open {report} in a browser: every table and figure of these runs, in one file",
+                  highlight=False, markup=False)
+
+
+def report_path(out: Path) -> Path:
+    """Where the demo's suggested report goes: beside its store, not in it (a store holds only its runs' files)."""
+    return out.with_name(f"{out.name}-report.html")
+
+
+def _quoted(path: Path) -> str:
+    return shlex.quote(str(path))
 
 
 def run_engines_demo(config, specs, out: Path, data_dir, console: Console, started: float) -> None:
@@ -163,7 +188,7 @@ def show_adaptations(store, console: Console) -> None:
 
     names = {"lora": "LoRA fine-tuning", "icl": "prompting (in-context)"}
     by_method = {names[method]: analyses for method, analyses in analyses_by_method(store).items()}
-    console.print(variants_table(by_method, "One model, two ways to adapt it: the seed effects side by side"))
+    print_table(console, variants_table(by_method, "One model, two ways to adapt it: the seed effects side by side"))
     console.print(f"compare them seed by seed: seedscope compare {store.path}", highlight=False, markup=False)
 
 
@@ -180,7 +205,7 @@ def show_samples(store, console: Console) -> None:
         frame = sections[title]
         if title.startswith("sampling estimators"):
             frame = frame[frame.index.str.match(r"(pass@|pass\^|maj@|avg@)")]
-        console.print(tables.to_rich(frame, title))
+        print_table(console, tables.to_rich(frame, title))
     console.print(f"every sample: {escape(str(store.path / 'samples'))}; seedscope analyze "
                   f"{escape(str(store.path))}/samples/*.parquet --k 1,2,4,8 for the whole analysis", highlight=False)
 
@@ -189,7 +214,7 @@ def show_meta_methods(store, console: Console) -> None:
     """ProtoNet, MAML and Reptile on each task: the seed effects side by side, in macro-F1."""
     from seedscope.cli.sweep import variants_table
 
-    console.print(variants_table(analyses_by_method(store, primary_metric="f1_macro"),
+    print_table(console, variants_table(analyses_by_method(store, primary_metric="f1_macro"),
                                  "Three meta-learners, five seeds each: the seed effects side by side"))
 
 
@@ -217,8 +242,8 @@ def run_meta_studies(out: Path, data_dir: Optional[Path], console: Console) -> N
         factors = list(summary.index)
     frame = pd.DataFrame(rows, index=factors)
     n, m = META_STUDY["n_investigation"], META_STUDY["n_mitigation"]
-    console.print(to_rich(frame, f"Factor importance IS [95% interval], {META_STUDY['task']}, N = {n} × M = {m} "
-                                 "(a demo: the study in docs/meta-learning.md is the one to read)"))
+    print_table(console, to_rich(frame, f"Factor importance IS [95% interval], {META_STUDY['task']}, N = {n} × M = {m} "
+                                 "(a demo: the study in docs/how-to/meta-learning.md is the one to read)"))
 
 
 def show_factor_spread(runs: pd.DataFrame, console: Console) -> None:
@@ -235,7 +260,7 @@ def show_factor_spread(runs: pd.DataFrame, console: Console) -> None:
                      "runs": len(values), "mean": values.mean(), "VAR (population std)": values.std(ddof=0),
                      "min": values.min(), "max": values.max()})
     frame = pd.DataFrame(rows).set_index("task / factor")
-    console.print(tables.to_rich(frame, "Spread when only one factor varies (the others at the first seed; fractions)"))
+    print_table(console, tables.to_rich(frame, "Spread when only one factor varies (the others at the first seed; fractions)"))
 
 
 def register(app: typer.Typer) -> None:

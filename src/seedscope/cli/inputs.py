@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Mapping, Optional
 
 import typer
 
+from seedscope.cli.vocabulary import ADVANCED
 from seedscope.errors import IgnoredOptionWarning
 from seedscope.notes import recorded
 
@@ -36,46 +37,74 @@ class EpochsChoice(str, Enum):
 
 
 RunColumn = Annotated[Optional[str], typer.Option(
-    "--run-column", "--seed-column", help="Column naming the run or seed (long tables); default: auto-detected (run, seed, run_id …).")]
-IdColumn = Annotated[Optional[str], typer.Option("--id-column", help="Column with the example id; default: auto-detected.")]
+    "--run-column", metavar="NAME", rich_help_panel=ADVANCED,
+    help="Column naming the run (one seed's predictions) in a long table; default: auto-detected (run, seed, run_id …).")]
+IdColumn = Annotated[Optional[str], typer.Option(
+    "--id-column", metavar="NAME", rich_help_panel=ADVANCED, help="Column with the example id; default: auto-detected.")]
 PredictionColumn = Annotated[Optional[str], typer.Option(
-    "--prediction-column", help="Column with the prediction; default: auto-detected.")]
-LabelColumn = Annotated[Optional[str], typer.Option("--label-column", help="Column with the gold label; default: auto-detected.")]
+    "--prediction-column", metavar="NAME", rich_help_panel=ADVANCED,
+    help="Column with the prediction; default: auto-detected.")]
+LabelColumn = Annotated[Optional[str], typer.Option(
+    "--label-column", metavar="NAME", rich_help_panel=ADVANCED, help="Column with the gold label; default: auto-detected.")]
+#: the input file formats the readers know (``seedscope.io.READERS``), for the help
+INPUT_FORMATS = "csv, tsv, jsonl, parquet, lm-eval, inspect, helm, lighteval, run-glue or store"
 InputFormat = Annotated[Optional[str], typer.Option(
-    "--format", help="Input format when the file extension does not tell (csv, tsv, jsonl, parquet, lm-eval, run-glue, store).")]
+    "--input-format", metavar="NAME", rich_help_panel=ADVANCED,
+    help=f"Input file format when the extension does not tell: {INPUT_FORMATS}.")]
 ClusterColumn = Annotated[Optional[str], typer.Option(
-    "--cluster-column", help="Column grouping examples (answers of one question, prompts of one item) for clustered standard errors.")]
+    "--cluster-column", metavar="NAME", rich_help_panel=ADVANCED,
+    help="Column grouping examples (answers of one question, prompts of one item) for clustered standard errors.")]
 ProbColumns = Annotated[Optional[str], typer.Option(
-    "--prob-columns", help="Prefix (or list-valued column) of the class-probability columns; default: prob_<class>.")]
-Metric = Annotated[Optional[str], typer.Option(
-    "--metric",
-    help="Per-run score tables: the score column(s), comma-separated; default: every numeric column. inspect_ai logs: the scorer (default: the first).")]
+    "--prob-columns", metavar="NAME", rich_help_panel=ADVANCED,
+    help="Prefix (or list-valued column) of the class-probability columns; default: prob_CLASS.")]
 Scale = Annotated[Optional[float], typer.Option(
-    "--scale", help="Per-run score tables: multiply every score by this (0.01 reads percentages written without % as fractions).")]
+    "--scale", metavar="X", rich_help_panel=ADVANCED,
+    help="Multiply every score of a per-run score table by this (0.01 reads percentages written without %).")]
 SystemColumn = Annotated[Optional[list[str]], typer.Option(
-    "--system-column",
-    help="Per-run score tables: column(s) whose values name the system (repeatable); default: the columns that vary.")]
+    "--system-column", metavar="NAME", rich_help_panel=ADVANCED,
+    help="Column naming the system; per-run score tables: repeatable, default: the columns that vary.")]
 LmEvalFilter = Annotated[Optional[str], typer.Option(
-    "--filter", help="lm-evaluation-harness filter to read (default: the only or first one).")]
+    "--filter", metavar="NAME", rich_help_panel=ADVANCED,
+    help="lm-evaluation-harness filter to read (default: the only or first one).")]
 RunsBy = Annotated[Optional[str], typer.Option(
-    "--runs-by",
+    "--runs-by", metavar="file", rich_help_panel=ADVANCED,
     help="lm-eval logs: 'file' makes every samples file one run of one task (prompt templates, checkpoints …), "
     "named after the part of its file name that differs; default: a folder or file per run, a file per task.")]
 EpochsAs = Annotated[Optional[EpochsChoice], typer.Option(
-    "--epochs-as",
+    "--epochs-as", metavar="runs|samples", rich_help_panel=ADVANCED,
     help="inspect_ai logs: 'runs' reads each epoch as one run, 'samples' the epochs of a log as the sampled "
-    "generations of one run; default: runs for the seed-effect analysis, samples for the sample analysis (--k).")]
+    "generations of one run; default: runs, or samples with --k.")]
 Task = Annotated[Optional[str], typer.Option(
-    "--task", help="Task name (e.g. rte, sst2): picks one from multi-task inputs, or names it for files without one "
-    "(run_glue.py predictions get their gold labels from it).")]
-DataDir = Annotated[Optional[Path], typer.Option(
-    "--data-dir", help="Folder of the GLUE / SuperGLUE files, laid out like glue/RTE/dev.tsv: the runs' data, and the gold "
-    "labels and example texts of what is read (default $SEEDSCOPE_DATA_DIR, else the hub; the demo looks first in "
-    "../shared/data beside a source checkout).")]
+    "--task", metavar="NAME", rich_help_panel=ADVANCED,
+    help="Task (rte, sst2, cb …): picks one from inputs that hold several, or names it for files without one "
+    "(run_glue.py predictions take their gold labels from it).")]
+#: the opening of --data-dir's help, the same in every command; each says what it reads there
+DATA_DIR = "Folder of the GLUE / SuperGLUE files, laid out like glue/RTE/dev.tsv"
+
+
+def data_dir_option(use: str) -> Any:
+    """``--data-dir``, with what this command reads there (``use``)."""
+    return Annotated[Optional[Path], typer.Option(
+        "--data-dir", metavar="DIR", rich_help_panel=ADVANCED,
+        help=f"{DATA_DIR}: {use}; default $SEEDSCOPE_DATA_DIR, else the Hugging Face hub.")]
+
+
+#: where the reading commands find the gold labels and texts of what they read
+DataDir = data_dir_option("the gold labels and example texts of the inputs")
 Intersect = Annotated[bool, typer.Option(
-    "--intersect/--no-intersect", help="Use only the example ids that every run covers, and report how many were dropped.")]
+    "--intersect", rich_help_panel=ADVANCED,
+    help="Use only the example ids that every run covers, and say how many were dropped.")]
 TaskType = Annotated[Optional[TaskTypeChoice], typer.Option(
-    "--task-type", help="classification or regression; default: regression when predictions are non-integer floats.")]
+    "--task-type", metavar="KIND", rich_help_panel=ADVANCED,
+    help="Task type (classification or regression); default: regression when predictions are non-integer floats.")]
+def metric_option(choices: str, panel: str | None = None) -> Any:
+    """``--metric``, the one name of which metric a command analyses, with the ``choices`` of this command."""
+    return Annotated[Optional[str], typer.Option("--metric", metavar="NAME", rich_help_panel=panel,
+                                                 help=f"Metric to analyse: {choices}.")]
+
+
+#: the options every reading command renamed: old name → new name (None: the old flag asked for the default)
+READING_RENAMES = {"--format": "--input-format", "--seed-column": "--run-column", "--no-intersect": None}
 
 #: why an option does nothing for an input kind, to say in its note
 SCORE_TABLES = "per-run score tables (one number per run, no per-example predictions)"
@@ -103,6 +132,14 @@ class Reading:
         return cls(format=params.get("input_format"),
                    options=ReadOptions(**{key: value for key, value in values.items() if key in names}),
                    system_columns=params.get("system_column"), scale=params.get("scale"))
+
+    def scores_by_metric(self, paths: list[Path]) -> bool:
+        """True when the inputs keep several scores per example, one per metric (inspect_ai scorers, HELM stats,
+        lighteval metrics), so that ``--metric`` picks what is read."""
+        from seedscope.io import METRIC_FORMATS, expand_inputs
+        from seedscope.io.detect import common_format
+
+        return common_format(expand_inputs(paths, self.format), self.format) in METRIC_FORMATS
 
     def holds_run_scores(self, paths: list[Path]) -> bool:
         """True when every input is a per-run score table."""

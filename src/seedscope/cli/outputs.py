@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from seedscope.atomic import atomic_write_text
+from seedscope.cli.vocabulary import ADVANCED
 from seedscope.errors import Interrupted, SeedscopeError
 from seedscope.serialize import dumps
 
@@ -25,14 +26,39 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
-#: width of tables written to a pipe or a file, where no terminal sets it (Rich would use 80)
-PIPE_WIDTH = 200
+#: width of what a command prints to a pipe or a file, where no terminal sets it: the verdict and the compact tables
+#: fit it; a wider table (--details) is printed whole, never cropped (:func:`print_table`)
+PIPE_WIDTH = 80
+#: the width of a listing piped (``status``, ``verify``: one line per run, read by tools as much as by people)
+LISTING_WIDTH = 200
 
 
-def output_console() -> Console:
-    """The console for a command's tables: the terminal's width, or wide enough not to crop when piped."""
+def output_console(*, listing: bool = False) -> Console:
+    """The console for a command's verdict and tables: the terminal's width, or 80 columns when piped (a ``listing``,
+    one row per run, 200)."""
     console = Console()
-    return console if console.is_terminal else Console(width=PIPE_WIDTH)
+    return console if console.is_terminal else Console(width=LISTING_WIDTH if listing else PIPE_WIDTH)
+
+
+def print_table(console: Console, table) -> None:
+    """A table, whole: one whose values do not fit the console (they never shrink) is printed at its own width
+    rather than cropped."""
+    import io
+
+    from rich.cells import cell_len
+
+    trial = Console(file=io.StringIO(), width=console.width, color_system=None, legacy_windows=False)
+    trial.print(table, crop=False)
+    needed = max((cell_len(line) for line in trial.file.getvalue().splitlines()), default=0)
+    console.print(table, width=max(needed, console.width), crop=False)
+
+
+def print_verdict(console: Console, lines) -> None:
+    """The plain-language verdict, one paragraph per line, before any table (printed literally)."""
+    for line in lines:
+        console.print(escape(str(line)), highlight=False)
+    if lines:
+        console.print()
 
 
 @contextmanager
@@ -96,7 +122,7 @@ def write_outputs(outputs: dict[Path, str], console: Console) -> None:
             atomic_write_text(path, text)
         except OSError as error:
             raise SeedscopeError(f"cannot write {path}: {error.strerror or error}") from error
-        console.print(f"wrote {escape(str(path))}", highlight=False)
+        console.print(f"wrote {escape(str(path))}", highlight=False, soft_wrap=True)  # a path is never broken
 
 
 def tidy_sections(sections: dict) -> "pd.DataFrame":
@@ -112,25 +138,46 @@ def tidy_sections(sections: dict) -> "pd.DataFrame":
 
 
 JsonFile = Annotated[Optional[Path], typer.Option(
-    "--json", help="Write every number as JSON (the schema is on the command's page under docs/).")]
-MarkdownFile = Annotated[Optional[Path], typer.Option("--markdown", help="Write the tables as Markdown.")]
-LatexFile = Annotated[Optional[Path], typer.Option("--latex", help="Write the tables as LaTeX (booktabs).")]
+    "--json", metavar="FILE", help="Write every number as JSON (its schema: docs/reference/outputs.md).")]
+MarkdownFile = Annotated[Optional[Path], typer.Option("--markdown", metavar="FILE", help="Write the tables as Markdown.")]
+LatexFile = Annotated[Optional[Path], typer.Option(
+    "--latex", metavar="FILE", help="Write the tables as LaTeX (booktabs).")]
 CsvFile = Annotated[Optional[Path], typer.Option(
-    "--csv", help="Write every number as a tidy CSV (section, name, statistic, value; analyze adds the group).")]
-Confidence = Annotated[float, typer.Option("--confidence", help="Confidence level of the intervals (and of ASO in compare).")]
+    "--csv", metavar="FILE", help="Write every number as a tidy CSV (section, name, statistic, value).")]
+Details = Annotated[bool, typer.Option(
+    "--details", help="Print every table; by default the verdict and one compact table (the files hold everything).")]
+Confidence = Annotated[float, typer.Option(
+    "--confidence", metavar="X", rich_help_panel=ADVANCED, help="Confidence level of the intervals and tests.")]
 Power = Annotated[float, typer.Option(
-    "--power", help="Power of the minimum detectable difference (with the confidence level as 1 − α).")]
-Boot = Annotated[int, typer.Option("--n-boot", help="Bootstrap resamples of every interval.")]
+    "--power", metavar="X", rich_help_panel=ADVANCED,
+    help="Power of the minimum detectable difference (with the confidence level as 1 − α).")]
+#: the one number of bootstrap resamples, wherever an interval is bootstrapped
+N_BOOT = 10_000
+Boot = Annotated[int, typer.Option(
+    "--n-boot", metavar="N", rich_help_panel=ADVANCED, help="Bootstrap resamples of every interval.")]
+#: the one number of sign flips of a paired permutation test
+N_PERMUTATIONS = 9999
 Permutations = Annotated[int, typer.Option(
-    "--n-permutations", help="Sign flips (swaps of the two systems' paired values) of the paired permutation test; "
-    "all of them, exactly, when there are fewer.")]
-Seed = Annotated[int, typer.Option(
-    "--seed", min=0, help="Seed of every random draw: resamples, permutations, replayed orders (subsets: subset k is "
-    "drawn with seed + k).")]
+    "--n-permutations", metavar="N", rich_help_panel=ADVANCED,
+    help="Sign flips (swaps of the two systems' paired values) of the paired permutation test; all of them, "
+    "exactly, when there are fewer.")]
+
+
+def seed_option(draws: str) -> Any:
+    """``--seed``, the seed of a command's resampling and random draws, saying which draws (``draws``)."""
+    return Annotated[int, typer.Option("--seed", min=0, metavar="N", rich_help_panel=ADVANCED,
+                                       help=f"Seed of the random draws: {draws}.")]
+
+
+#: the seed of the bootstrap resamples, where they are a command's only draws
+Seed = seed_option("the bootstrap resamples")
 Ks = Annotated[Optional[str], typer.Option(
-    "--k", help="Sample tables: the ks of pass@k, pass^k, maj@k and G-Pass@k, comma-separated (e.g. 1,4,16; each at "
-    "most the samples per item n); default: 1, 2, 5, 10 … up to n, and n.")]
-Top = Annotated[int, typer.Option("--top", min=0, help="How many of the most unstable examples to list (per task).")]
+    "--k", metavar="LIST", help="The ks of pass@k, pass^k, maj@k and G-Pass@k on sample tables, comma-separated "
+    "(e.g. 1,4,16; each at most the samples per item n); default: 1, 2, 5, 10 … up to n, and n.")]
+#: the one number of unstable examples listed per task
+TOP = 10
+Top = Annotated[int, typer.Option(
+    "--top", min=0, metavar="N", rich_help_panel=ADVANCED, help="How many of the most unstable examples to list per task.")]
 
 
 @dataclass(frozen=True)
@@ -157,10 +204,12 @@ class OutputFiles:
         return files
 
     def emit(self, console: Console, sections: dict, document: dict | None, long: "pd.DataFrame | None" = None, *,
-             max_rows: int | None = 50, notes: list[str] = ()) -> None:
-        """Print the tables (one longer than ``max_rows`` as a line) and the ``notes``, then write the requested files,
-        all rendered before any is written; ``document`` is the JSON, ``long`` the tidy CSV (default: every cell of
-        ``sections``)."""
+             max_rows: int | None = 50, notes: list[str] = (), verdict: list[str] = (),
+             compact: dict | None = None, details: bool = True, legend: list[str] = ()) -> None:
+        """Print the ``verdict``, then the ``compact`` tables (with ``details``, or without a compact view: every table
+        of ``sections``, one longer than ``max_rows`` as a line), the ``legend`` of what their numbers are and the
+        ``notes``; then write the requested files, every section in each, all rendered before any is written.
+        ``document`` is the JSON, ``long`` the tidy CSV (default: every cell of ``sections``)."""
         from seedscope.report import tables
 
         outputs = {}
@@ -172,16 +221,22 @@ class OutputFiles:
             outputs[self.latex] = tables.render_latex(sections)
         if self.csv:
             outputs[self.csv] = tables.to_csv(tidy_sections(sections) if long is None else long)
-        for title, frame in sections.items():
+        print_verdict(console, list(verdict))
+        shown = sections if details or compact is None else compact
+        for title, frame in shown.items():
             if max_rows is None or len(frame) <= max_rows:
-                console.print(tables.to_rich(frame, title=title))
+                print_table(console, tables.to_rich(frame, title=title))
             else:
                 console.print(f"{escape(title)}: {len(frame)} rows (in the JSON / CSV / Markdown outputs)", highlight=False)
+        for line in legend:
+            console.print(escape(line), highlight=False, style="dim")
+        if compact is not None and not details:
+            console.print("(--details prints every table)", highlight=False, style="dim")
         print_notes(console, list(notes))
         write_outputs(outputs, console)
 
 
 def print_notes(console: Console, notes: list[str], prefix: str = "note: ") -> None:
     """One line per note, its text printed literally (paths and names may hold brackets)."""
-    for note in notes:
-        console.print(f"{prefix}{escape(str(note))}", highlight=False)
+    for note in notes:  # one line each, as the terminal wraps it: a note's paths and commands are never broken
+        console.print(f"{prefix}{escape(str(note))}", highlight=False, soft_wrap=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Optional
+from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
@@ -20,18 +20,20 @@ from seedscope.cli.inputs import (
     Intersect,
     LabelColumn,
     LmEvalFilter,
-    Metric,
     PredictionColumn,
     Reading,
     RunColumn,
     RunsBy,
     Scale,
     SystemColumn,
+    READING_RENAMES,
     Task,
     ignored_options,
+    metric_option,
 )
-from seedscope.cli.outputs import Top, output_console, print_notes
-from seedscope.cli.subsets import SubsetSize
+from seedscope.cli.outputs import TOP, Top, output_console, print_notes
+from seedscope.cli.subsets import SUBSET_RENAMES, SUBSET_SEEDS, SubsetScore, SubsetSeeds, SubsetSize
+from seedscope.cli.vocabulary import ADVANCED, renamed
 from seedscope.errors import SeedscopeError
 
 HELP = (
@@ -46,11 +48,12 @@ HELP = (
     "population std (divisor S), as published.\n\n"
     "Examples:\n\n"
     "```\n"
-    "seedscope report runs/rte-sweep --html rte.html\n"
-    "seedscope report runs/glue --latex paper/tables --figures paper/figures --fig-format pdf\n"
-    "seedscope report preds/*.csv --task rte --data-dir ../data --unstable-csv unstable.csv\n"
-    "seedscope report runs/sst2 --factor-scores factor_scores.csv --html sst2.html\n"
-    "seedscope report runs/rte --subset-scores circuitA.csv --subset-scores circuitB.csv --subset-size 200\n"
+    "seedscope report examples/rte/*.csv --html rte.html\n"
+    "seedscope report <sweep>/ --tables tables/ --figures figs/ --fig-format pdf\n"
+    "seedscope report <preds>/*.csv --task rte --unstable-csv unstable.csv\n"
+    "seedscope report <sweep>/ --factor-scores <scores>.csv --html sst2.html\n"
+    "seedscope report <sweep>/ --subset-scores <a>.csv --subset-scores <b>.csv \\\n"
+    "  --subset-size 200\n"
     "```\n\n"
     "Per-run score tables (one row per run: `model, seed, acc`, or one column per system) give a report of their "
     "own: per system the spread across runs with bootstrap, t and IQM intervals, and with two or more systems their "
@@ -74,26 +77,42 @@ DEFAULT_HTML = Path("seedscope-report.html")
 UNUSED_BY_SCORE_TABLES = {name: SCORE_TABLES for name in (
     "id_column", "prediction_column", "label_column", "cluster_column", "lm_eval_filter", "runs_by", "data_dir",
     "intersect", "top")}
-UNUSED_BY_PREDICTIONS = {"system_column": PREDICTIONS, "scale": PREDICTIONS}
+UNUSED_BY_PREDICTIONS = {"system_column": PREDICTIONS, "scale": PREDICTIONS,
+                         "metric": "per-example predictions (their report shows each task's primary metric)"}
+ReportMetric = metric_option("a per-run score table's column (default: the first score column)", ADVANCED)
+FactorScores = Annotated[Optional[Path], typer.Option(
+    "--factor-scores", metavar="FILE",
+    help="A factor score table (as `seedscope factors analyze` reads it) whose factor importance the report adds.")]
+SubsetScores = Annotated[Optional[list[Path]], typer.Option(
+    "--subset-scores", metavar="FILE",
+    help="Score file(s) as `seedscope subsets` reads them (repeatable): adds the evaluation-subset seed section.")]
+#: the old option names report still reads, for one release
+RENAMES = {**READING_RENAMES, **SUBSET_RENAMES, "--latex": "--tables"}
 
 
 def report_command(
     ctx: typer.Context,
-    paths: list[Path] = typer.Argument(..., metavar="DIR_OR_FILES", help="Experiment directory or prediction files."),
-    html: Optional[Path] = typer.Option(None, "--html", help="Write the self-contained HTML report here."),
-    latex: Optional[Path] = typer.Option(
-        None, "--latex", help="Folder for the paper tables: table1/table7/size-correlation as .tex (booktabs), .csv, .md, and tables.tex."
-    ),
-    figures: Optional[Path] = typer.Option(None, "--figures", help="Folder for every figure as a separate file."),
-    fig_format: Optional[FigFormat] = typer.Option(None, "--fig-format", help="Format of the --figures files (default png)."),
-    unstable_csv: Optional[Path] = typer.Option(None, "--unstable-csv", help="Write the most unstable examples of every task as CSV."),
-    top: Top = 20,
+    paths: list[Path] = typer.Argument(..., metavar="DIR_OR_FILES", show_default=False,
+                                       help="Experiment directory or prediction files."),
+    html: Optional[Path] = typer.Option(None, "--html", metavar="FILE", help="Write the self-contained HTML report here."),
+    tables: Optional[Path] = typer.Option(
+        None, "--tables", metavar="DIR", help="Folder for the paper tables: table1, table7 and size-correlation as .tex "
+        "(booktabs), .csv and .md, and tables.tex."),
+    figures: Optional[Path] = typer.Option(None, "--figures", metavar="DIR", help="Folder for every figure as a file."),
+    fig_format: Optional[FigFormat] = typer.Option(
+        None, "--fig-format", metavar="png|pdf|svg", help="Format of the --figures files (default png)."),
+    unstable_csv: Optional[Path] = typer.Option(
+        None, "--unstable-csv", metavar="FILE", help="Write the most unstable examples of every task as CSV."),
+    factor_scores: FactorScores = None,
+    subset_scores: SubsetScores = None,
+    subset_size: SubsetSize = None,
+    subset_seeds: SubsetSeeds = SUBSET_SEEDS,
+    subset_score: SubsetScore = None,
+    title: str = typer.Option("seedscope report", "--title", metavar="TEXT", help="Title of the HTML report."),
+    top: Top = TOP,
     task: Task = None,
     data_dir: DataDir = None,
     intersect: Intersect = False,
-    factor_scores: Optional[Path] = typer.Option(
-        None, help="A factor score table (as for `seedscope factors analyze`) whose factor importance the report adds."
-    ),
     input_format: InputFormat = None,
     run_column: RunColumn = None,
     id_column: IdColumn = None,
@@ -102,27 +121,18 @@ def report_command(
     cluster_column: ClusterColumn = None,
     lm_eval_filter: LmEvalFilter = None,
     runs_by: RunsBy = None,
-    metric: Metric = None,
+    metric: ReportMetric = None,
     system_column: SystemColumn = None,
     scale: Scale = None,
-    subset_scores: Optional[list[Path]] = typer.Option(
-        None, "--subset-scores", help="Score file(s) as for `seedscope subsets` (repeatable): adds the evaluation-subset seed section."
-    ),
-    subset_size: SubsetSize = None,
-    subset_seeds: Optional[int] = typer.Option(None, "--subset-seeds", help="Number of subset seeds K (default 20, at least 2)."),
-    subset_score: Optional[str] = typer.Option(
-        None, "--subset-score", help="mean[:column] (default mean), accuracy[:prediction,label] or ratio:num,base,ref."
-    ),
-    title: str = typer.Option("seedscope report", help="Title of the HTML report."),
 ) -> None:
     from seedscope.factor_study.importance import analyze_factors
     from seedscope.factor_study.scores import study_from_table
     from seedscope.io import read_score_table
 
-    files = ReportFiles(html, latex, figures, (fig_format or FigFormat.png).value, unstable_csv)
+    files = ReportFiles(html, tables, figures, (fig_format or FigFormat.png).value, unstable_csv)
     if fig_format is not None and figures is None:
         raise SeedscopeError("--fig-format needs --figures DIR to say where the figures go")
-    subsets = _subset_analysis(subset_scores, subset_size, subset_seeds, subset_score)
+    subsets = _subset_analysis(ctx, subset_scores, subset_size, subset_seeds, subset_score)
     factors = analyze_factors(study_from_table(read_score_table(factor_scores))) if factor_scores else None
     reading = Reading.of({**ctx.params, "metric": None})  # --metric is the score column of score tables here
     console = output_console()
@@ -146,17 +156,17 @@ class ReportFiles:
     the HTML page alone when nothing is named."""
 
     html: Path | None
-    latex: Path | None
+    tables: Path | None
     figures: Path | None
     fig_format: str
     unstable_csv: Path | None
 
     def __post_init__(self) -> None:
-        if self.html is None and self.latex is None and self.figures is None and self.unstable_csv is None:
+        if self.html is None and self.tables is None and self.figures is None and self.unstable_csv is None:
             object.__setattr__(self, "html", DEFAULT_HTML)
 
     def print_written(self, console: Console) -> None:
-        for label, path in (("HTML report", self.html), ("paper tables", self.latex), ("figures", self.figures),
+        for label, path in (("HTML report", self.html), ("paper tables", self.tables), ("figures", self.figures),
                             ("unstable examples", self.unstable_csv)):
             if path is not None:
                 console.print(f"wrote {label}: {path}", highlight=False, markup=False)
@@ -166,7 +176,7 @@ def report_scores(paths: list[Path], reading: Reading, files: ReportFiles, *, me
     """The report of per-run score tables."""
     from seedscope.workflows.reporting import build_score_report
 
-    build_score_report(paths, html=files.html, latex_dir=files.latex, figures_dir=files.figures,
+    build_score_report(paths, html=files.html, latex_dir=files.tables, figures_dir=files.figures,
                        fig_format=files.fig_format, metric=metric, task=reading.options.task, title=title,
                        read_options={"run_column": reading.options.run_column, "system_columns": reading.system_columns,
                                      "fmt": reading.format, "scale": reading.scale})
@@ -179,14 +189,14 @@ def report_predictions(paths: list[Path], reading: Reading, files: ReportFiles, 
 
     options["top_k"] = options.pop("top")
     with stage_progress() as progress:
-        report = build_report([str(p) for p in paths], html=files.html, latex_dir=files.latex,
+        report = build_report([str(p) for p in paths], html=files.html, latex_dir=files.tables,
                               figures_dir=files.figures, fig_format=files.fig_format, unstable_csv=files.unstable_csv,
                               task=reading.options.task, data_dir=reading.options.data_dir, progress=progress,
                               read_options={"format": reading.format, "options": reading.options}, **options)
     print_notes(console, report.notes)
 
 
-def _subset_analysis(paths: list[Path] | None, size: int | None, n_seeds: int | None, score: str | None):
+def _subset_analysis(ctx: typer.Context, paths: list[Path] | None, size: int | None, n_seeds: int, score: str | None):
     """The subset-seed analysis of ``--subset-scores``, read and computed as ``seedscope subsets`` does
     (the full-pool CIs and tests are skipped: the report does not show them); None without the option."""
     from seedscope.analysis.subsets import (
@@ -197,15 +207,14 @@ def _subset_analysis(paths: list[Path] | None, size: int | None, n_seeds: int | 
     from seedscope.io import read_system_scores
 
     if not paths:
-        given = [name for name, value in (("--subset-size", size), ("--subset-seeds", n_seeds), ("--subset-score", score))
-                 if value is not None]
+        given = [f"--{name.replace('_', '-')}" for name in ("subset_size", "subset_seeds", "subset_score")
+                 if getattr(ctx.get_parameter_source(name), "name", None) == "COMMANDLINE"]
         if given:
             raise SeedscopeError(f"{given[0]} needs --subset-scores FILE to say which scores to draw the subsets from")
         return None
     if size is None:
         raise SeedscopeError("--subset-scores needs --subset-size N, the number of examples in each subset")
     check_subset_size(size, pool_size=size)  # n ≥ 1 now; n ≤ N once the scores are read
-    n_seeds = 20 if n_seeds is None else n_seeds
     if n_seeds < 2:
         raise SeedscopeError(f"--subset-seeds must be at least 2 to measure a seed variance, not {n_seeds}")
     spec = parse_score(score or "mean")
@@ -215,4 +224,4 @@ def _subset_analysis(paths: list[Path] | None, size: int | None, n_seeds: int | 
 
 def register(app: typer.Typer) -> None:
     """Add ``seedscope report`` to the main app."""
-    app.command("report", help=HELP, no_args_is_help=True)(report_command)
+    app.command("report", help=HELP, no_args_is_help=True, cls=renamed(RENAMES))(report_command)

@@ -5,7 +5,7 @@ command builds two checked objects: :class:`RunChoice` (what runs: runner, metho
 config, ``--set`` values) and :class:`~seedscope.executors.options.ExecutionOptions` (where and
 how: executor, parallel, Ray, retries, fail-fast), and hands them to the workflows.
 
-``--runner icl`` (with ``--shots``, ``--format``, ``--predict``, and ``--samples`` with its sampling
+``--runner icl`` (with ``--shots``, ``--prompt-format``, ``--predict``, and ``--samples`` with its sampling
 settings) prompts the model instead of
 fine-tuning it, and ``--runner meta`` (``--method protonet | maml | reptile``) meta-learns a small
 model over its frozen token states: :func:`runner_settings` turns these flags into the method and
@@ -15,7 +15,7 @@ hyper-parameters of the run specs, refusing flags that belong to another runner.
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Mapping, Optional
@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Annotated, Any, Mapping, Optional
 import typer
 import yaml
 
+from seedscope.cli.inputs import data_dir_option
+from seedscope.cli.vocabulary import ADVANCED
 from seedscope.errors import SeedscopeError
 
 if TYPE_CHECKING:
@@ -40,6 +42,7 @@ class Method(str, Enum):
 class Executor(str, Enum):
     local = "local"
     ray = "ray"
+    slurm = "slurm"
 
 
 class Runner(str, Enum):
@@ -92,90 +95,126 @@ def quiet_libraries() -> None:
     warnings.filterwarnings("ignore", category=UserWarning, module="torch")
 
 
-def presets_text() -> str:
-    """Every shipped preset with the first sentence of its description, as a Markdown list read from the files
-    (for the ``--help`` of the commands that take ``--preset``)."""
-    from seedscope.presets import preset_summaries
+def preset_names() -> str:
+    """The shipped presets' names, read from their files (for ``--preset``'s help)."""
+    from seedscope.presets import list_presets
 
-    return "\n".join(f"- **{name}**: {summary}" for name, summary in preset_summaries().items())
+    return ", ".join(list_presets())
 
 
 Settings = Annotated[Optional[list[str]], typer.Option(
-    "--set", help="Hyper-parameter override KEY=VALUE, e.g. --set learning_rate=1e-5 (repeatable).")]
+    "--set", metavar="KEY=VALUE", help="Hyper-parameter override, e.g. --set learning_rate=1e-5 (repeatable).")]
 Preset = Annotated[Optional[str], typer.Option(
-    "--preset", help="Shipped settings to start from (every preset is listed above, with what it runs).")]
+    "--preset", metavar="NAME", help=f"Shipped settings to start from: {preset_names()} (docs/reference/config.md describes each).")]
 ConfigFile = Annotated[Optional[Path], typer.Option(
-    "--config", help="YAML config (keys as in docs/config.md); may start from a preset.")]
+    "--config", metavar="FILE", help="YAML config (keys as in docs/reference/config.md); may start from a preset.")]
 RunnerOption = Annotated[Runner, typer.Option(
-    "--runner", help="finetune: train the model (full, or --method lora); icl: prompt it with demonstrations, train nothing; "
-    "meta: meta-learn a text CNN over its frozen token states (--method protonet, maml or reptile).")]
+    "--runner", metavar="NAME", help="What runs the model: finetune trains it (full, or --method lora); icl prompts it "
+    "with demonstrations, training nothing; meta meta-learns a text CNN over its frozen token states.")]
 MethodOption = Annotated[Optional[Method], typer.Option(
-    "--method", help="finetune: full (default) or lora; meta: protonet (default), maml or reptile.")]
-Shots = Annotated[Optional[int], typer.Option("--shots", min=0, help="icl: demonstrations per class (default 2).")]
+    "--method", metavar="NAME", help="finetune: full (default) or lora; meta: protonet (default), maml or reptile.")]
+Shots = Annotated[Optional[int], typer.Option(
+    "--shots", min=0, metavar="N", rich_help_panel=ADVANCED, help="icl: demonstrations per class (default 2).")]
 PromptFormat = Annotated[Optional[list[str]], typer.Option(
-    "--format", help="icl: prompt format minimal, instruction or chat; repeat it to make the format a randomness factor "
-    "(the prompt_format seed picks one per run).")]
+    "--prompt-format", metavar="NAME", rich_help_panel=ADVANCED,
+    help="icl: prompt format minimal, instruction or chat; repeat it to make the format a randomness factor (the "
+    "prompt_format seed picks one per run).")]
 PredictOption = Annotated[Optional[Predict], typer.Option(
-    "--predict", help="icl: score the label words' log-likelihood (default) or generate an answer.")]
+    "--predict", metavar="HOW", rich_help_panel=ADVANCED,
+    help="icl: score the label words' log-likelihood (score, the default) or generate an answer (generate).")]
 SamplesOption = Annotated[Optional[int], typer.Option(
-    "--samples", help="icl: sample this many answers per prompt (the sampling seed; implies --predict generate); "
-    "all are kept, the first is the run's prediction.")]
+    "--samples", metavar="N", rich_help_panel=ADVANCED,
+    help="icl: sample this many answers per prompt (the sampling seed; implies --predict generate); all are kept, the "
+    "first is the run's prediction.")]
 Temperature = Annotated[Optional[float], typer.Option(
-    "--temperature", help="icl with --samples: divide the logits by this before sampling (default 1).")]
+    "--temperature", metavar="X", rich_help_panel=ADVANCED,
+    help="icl with --samples: divide the logits by this before sampling (default 1).")]
 TopP = Annotated[Optional[float], typer.Option(
-    "--top-p", help="icl with --samples: sample from the smallest set of tokens holding this much probability.")]
-TopK = Annotated[Optional[int], typer.Option("--top-k", help="icl with --samples: sample from the k most likely tokens.")]
+    "--top-p", metavar="X", rich_help_panel=ADVANCED,
+    help="icl with --samples: sample from the smallest set of tokens holding this much probability.")]
+TopK = Annotated[Optional[int], typer.Option(
+    "--top-k", metavar="N", rich_help_panel=ADVANCED, help="icl with --samples: sample from the k most likely tokens.")]
 MaxNewTokens = Annotated[Optional[int], typer.Option(
-    "--max-new-tokens", help="icl with --predict generate: tokens generated per answer at most (default 5).")]
+    "--max-new-tokens", metavar="N", rich_help_panel=ADVANCED,
+    help="icl with --predict generate: tokens generated per answer at most (default 5).")]
 LmEvalInclude = Annotated[Optional[list[Path]], typer.Option(
-    "--lm-eval-include", help="icl: a folder of your own lm-evaluation-harness task YAMLs, for --task lm-eval:<name> (repeatable).")]
+    "--lm-eval-include", metavar="DIR", rich_help_panel=ADVANCED,
+    help="icl: a folder of your own lm-evaluation-harness task YAMLs, for --task lm-eval:NAME (repeatable).")]
 Out = Annotated[Optional[Path], typer.Option(
-    "--out", help="Experiment directory to create (or continue with --resume; a demo reuses its own finished runs).")]
+    "--out", metavar="DIR", help="Experiment directory: created, or continued with --resume.")]
 Resume = Annotated[bool, typer.Option("--resume", help="Continue the experiment in --out: keep finished runs, redo the rest.")]
-FailFast = Annotated[bool, typer.Option("--fail-fast", help="Stop at the first failed run instead of recording it and going on.")]
-ExecutorOption = Annotated[Executor, typer.Option("--executor", help="local: runs here (one after another, or --parallel); ray: Ray tasks.")]
+FailFast = Annotated[bool, typer.Option(
+    "--fail-fast", rich_help_panel=ADVANCED, help="Stop at the first failed run instead of recording it and going on.")]
+ExecutorOption = Annotated[Executor, typer.Option(
+    "--executor", metavar="NAME", rich_help_panel=ADVANCED,
+    help="Where runs execute: local, here (one after another, or --parallel); ray, as Ray tasks; slurm, as SLURM job "
+    "arrays through submitit, one task per run (or per --fuse / --parallel group), set with --set slurm.partition=… "
+    "(see docs/how-to/cluster.md).")]
 PARALLEL_OPTION = typer.Option(
-    "--parallel", help="Runs at once on this machine, each in its own process: on a CPU the cores are split "
-    "between them, on a GPU they share it (K per GPU when there are several); auto: the K with the lowest estimated "
-    "wall time (one short timed run per K, as --plan-only shows); at most 256. Check the fit with --plan-only.")
+    "--parallel", metavar="K", help="Runs at once on this machine, each in its own process: on a CPU the cores are "
+    "split between them, on a GPU they share it; auto: the K with the lowest estimated wall time; at most 256.")
 Parallel = Annotated[str, PARALLEL_OPTION]
 Fuse = Annotated[int, typer.Option(
-    "--fuse", help="Train up to K fine-tuning runs that differ only in their seeds as one stacked model in this process "
-    "(each its own head, data order and dropout; each stored as its own run); LoRA runs share one frozen base, each "
-    "with its own adapter. For a GPU; on a CPU it is no faster. Not with --parallel. See docs/gpu.md.")]
+    "--fuse", metavar="K", rich_help_panel=ADVANCED,
+    help="Train up to K fine-tuning runs that differ only in their seeds as one stacked model in this process (each "
+    "stored as its own run; LoRA runs share one frozen base). For a GPU; not with --parallel. See docs/how-to/gpus.md.")]
 #: ``--parallel``'s word for "pick K from the estimates"
 AUTO = "auto"
 RayAddress = Annotated[Optional[str], typer.Option(
-    "--ray-address", help="Join this Ray cluster (e.g. auto); default: start a local one.")]
+    "--ray-address", metavar="ADDRESS", rich_help_panel=ADVANCED,
+    help="Ray cluster to join (auto, HEAD:6379); default: $RAY_ADDRESS, else start a local one. "
+    "Every node is checked for the data and the model first.")]
 GpusPerRun = Annotated[float, typer.Option(
-    "--gpus-per-run", min=0.0, help="GPUs per Ray run; a fraction (0.25) packs runs on one GPU.")]
-CpusPerRun = Annotated[float, typer.Option("--cpus-per-run", min=0.01, help="CPUs per Ray run (its torch threads).")]
+    "--gpus-per-run", min=0.0, metavar="X", rich_help_panel=ADVANCED,
+    help="GPUs each run asks for: Ray: a fraction (0.25) packs runs on one GPU; SLURM: a job's runs together ask whole "
+    "GPUs (--parallel 4 --gpus-per-run 0.25: one GPU per job).")]
+CpusPerRun = Annotated[float, typer.Option(
+    "--cpus-per-run", min=0.01, metavar="X", rich_help_panel=ADVANCED,
+    help="CPUs each run asks for (its torch threads): Ray's share, SLURM's --cpus-per-task (times the runs of a job).")]
+Detach = Annotated[bool, typer.Option(
+    "--detach", rich_help_panel=ADVANCED, help="slurm: submit the jobs, print their ids and how to follow them, and "
+    "return; `seedscope status DIR` takes their results in.")]
+ArrayParallelism = Annotated[Optional[int], typer.Option(
+    "--array-parallelism", metavar="N", rich_help_panel=ADVANCED,
+    help="slurm: at most this many tasks of a job array run at once (sbatch --array=…%N).")]
 MaxRetries = Annotated[int, typer.Option(
-    "--max-retries", help="Ray: start a run again this often when its worker dies (killed, out of memory).")]
-Seeds = Annotated[Optional[str], typer.Option(
-    "--seeds", help="Comma-separated seeds; default: the paper's 42,52,…,132 (demo: 42,52,62,72,82).")]
+    "--max-retries", metavar="N", rich_help_panel=ADVANCED,
+    help="Ray: start a run again this often when its worker dies (killed, out of memory, node lost).")]
+
+
+def seeds_option(default: str) -> Any:
+    """``--seeds``, the seeds of the runs, with this command's ``default``."""
+    return Annotated[Optional[str], typer.Option(
+        "--seeds", metavar="LIST", help=f"Seeds of the runs, comma-separated; default: {default}.")]
+
+
+Seeds = seeds_option("the paper's 42,52,…,132")
 ImplementationAxes = Annotated[Optional[list[str]], typer.Option(
-    "--implementation", help="An implementation setting to vary, SETTING=VALUE[,VALUE…] (repeatable; every combination "
-    "runs every seed, its run ids end in impl-…): engine (hf, openai, vllm), precision (fp32, bf16, fp16), batch_size, "
-    "attention (eager, sdpa, flash), threads, device (cpu, cuda), padding_side (left, right), deterministic (true, false, "
-    "strict), tf32, max_num_seqs and batch_invariant (vllm), rerun (identical reruns: the noise floor). See "
-    "docs/implementation.md.")]
+    "--implementation", metavar="SETTING=VALUES", rich_help_panel=ADVANCED,
+    help="An implementation setting to vary, SETTING=VALUE[,VALUE…] (repeatable; every combination runs every seed, "
+    "its run ids end in impl-…): engine, precision, batch_size, attention, threads, device, padding_side, "
+    "deterministic, tf32, max_num_seqs, batch_invariant, rerun. See docs/how-to/implementation.md.")]
 Repeat = Annotated[Optional[int], typer.Option(
-    "--repeat", min=2, help="Run everything R times, identically (--implementation rerun=1..R): an engine's noise floor. A "
-    "server is asked again each time (its answers are cached per repeat), greedy at temperature 0 unless --samples.")]
+    "--repeat", min=2, metavar="R", rich_help_panel=ADVANCED,
+    help="Run everything R times, identically (--implementation rerun=1..R): an engine's noise floor.")]
 EngineOption = Annotated[Optional[str], typer.Option(
-    "--engine", help="icl: what computes the answers: hf (transformers, here; default), openai (an OpenAI-compatible "
-    "server: vLLM, SGLang, TGI, llama.cpp, Ollama, transformers serve, a hosted API; needs --base-url) or vllm (vLLM's "
-    "offline engine, here; from .venv-vllm, built by scripts/install-vllm.sh). To compare engines: --implementation "
-    "engine=hf,openai,vllm. See docs/engines.md.")]
+    "--engine", metavar="NAME", rich_help_panel=ADVANCED,
+    help="icl: what computes the answers: hf (transformers, here; default), openai (an OpenAI-compatible server; needs "
+    "--base-url) or vllm (vLLM's offline engine, here). Engines side by side: --implementation engine=hf,openai. See "
+    "docs/how-to/engines.md.")]
 BaseUrl = Annotated[Optional[str], typer.Option(
-    "--base-url", help="icl with --engine openai: the server's URL, e.g. http://localhost:8000/v1.")]
+    "--base-url", metavar="URL", rich_help_panel=ADVANCED,
+    help="icl with --engine openai: the server's URL, e.g. http://localhost:8000/v1.")]
 ApiKeyEnv = Annotated[Optional[str], typer.Option(
-    "--api-key-env", help="icl with --engine openai: the environment variable holding the API key (never stored or "
-    "printed); leave it out for a local server that needs none.")]
+    "--api-key-env", metavar="NAME", rich_help_panel=ADVANCED,
+    help="icl with --engine openai: the environment variable holding the API key (never stored or printed).")]
 PlanOnly = Annotated[bool, typer.Option(
-    "--plan-only", help="Print runs, training example-epochs and the estimated wall time (one short timed run per task); "
-    "store nothing.")]
+    "--plan-only", help="Print the runs, their training example-epochs and the estimated wall time; store nothing.")]
+#: where the commands that run models find the tasks' data
+RunDataDir = data_dir_option("the tasks' data")
+#: the old option names the commands that run models still read, for one release
+RUN_RENAMES = {"--format": "--prompt-format"}
+
 
 def execution_options(params: Mapping[str, Any]) -> ExecutionOptions:
     """The checked :class:`ExecutionOptions` of a command's parameters (``ctx.params``; each named as its field).
@@ -210,18 +249,31 @@ class RunChoice:
     preset: str | None = None
     config: Path | None = None
 
+    #: ``--set slurm.<key>=…`` values: the config's ``slurm:`` block (``seedscope sweep --executor slurm``)
+    slurm: dict[str, Any] = field(default_factory=dict)
+
     @classmethod
-    def of(cls, params: Mapping[str, Any]) -> RunChoice:
-        """The runner flags among a command's parameters, checked (a flag of another runner is refused)."""
+    def of(cls, params: Mapping[str, Any], slurm: bool = False) -> RunChoice:
+        """The runner flags among a command's parameters, checked (a flag of another runner is refused); ``slurm``:
+        the command takes ``--set slurm.<key>=…`` (it runs with ``--executor slurm``)."""
         method, hparams = runner_settings(params["runner"], params.get("method"), params.get("shots"),
                                           split_values(params.get("prompt_format")), params.get("predict"),
                                           {key: params.get(key) for key in SAMPLING_FLAGS})
         include = lm_eval_settings(params["runner"], params.get("lm_eval_include"))
         engine = engine_settings(params)
-        return cls(method, {**hparams, **include, **engine, **(parse_settings(params.get("settings")) or {})},
-                   params.get("preset"), params.get("config_file"))
+        settings = parse_settings(params.get("settings")) or {}
+        jobs = {key[len(SLURM_PREFIX):]: value for key, value in settings.items() if key.startswith(SLURM_PREFIX)}
+        if jobs and (not slurm or params.get("executor") != Executor.slurm):
+            key = next(iter(jobs))
+            where = "add --executor slurm" if slurm else "put a slurm: block in the --config file instead"
+            raise SeedscopeError(f"--set {SLURM_PREFIX}{key}=… sets what each SLURM job asks for; {where}")
+        given = {key: value for key, value in settings.items() if not key.startswith(SLURM_PREFIX)}
+        return cls(method, {**hparams, **include, **engine, **given}, params.get("preset"), params.get("config_file"),
+                   jobs)
 
 
+#: ``--set`` keys that set the config's ``slurm:`` block
+SLURM_PREFIX = "slurm."
 #: the engine flags: hyper-parameter → flag
 ENGINE_FLAGS = {"engine": "--engine", "base_url": "--base-url", "api_key_env": "--api-key-env"}
 
@@ -294,7 +346,7 @@ def runner_settings(runner: Runner, method: Optional[Method], shots: Optional[in
         if "samples" in sampling:
             icl["predict"] = "generate"
         return "icl", {key: value for key, value in icl.items() if value is not None}
-    flags = ("--shots", "--format", "--predict", *(SAMPLING_FLAGS[key] for key in sampling))
+    flags = ("--shots", "--prompt-format", "--predict", *(SAMPLING_FLAGS[key] for key in sampling))
     given = [flag for flag, value in zip(flags, icl.values()) if value is not None]
     if given:
         raise SeedscopeError(f"{given[0]} is an in-context-learning option; add --runner icl")

@@ -11,6 +11,7 @@ from rich.panel import Panel
 from rich.text import Text
 
 from seedscope.cli.outputs import output_console
+from seedscope.cli.vocabulary import renamed
 from seedscope.errors import SeedscopeError
 
 HELP = """Print the prompts of a prompted run (`--runner icl`) of an experiment directory exactly as
@@ -18,7 +19,7 @@ they were scored: the prefix every test example shares (the task's question and 
 demonstrations), once, then each test example's own part and every candidate answer with the
 run's probability for it. `--example ID` shows one example's whole prompt.
 
-`--json` prints one JSON object per test example, in the run's order:
+`--jsonl` prints one JSON object per test example, in the run's order:
 `{"example_id": …, "context": <the exact text before the answer>, "continuations": [<each
 candidate answer's text, in label order>], "labels": [<label names, matching the prob_<label>
 columns>]}`. Context and continuations are split as lm-evaluation-harness splits them (the
@@ -28,19 +29,23 @@ requests: lm-eval's `loglikelihood` of each (context, continuation) pair gives t
 Examples:
 
 ```
-seedscope show-prompt runs/icl --run sst2__smollm2-135m-instruct__icl__s42
-seedscope show-prompt runs/icl --run sst2__smollm2-135m-instruct__icl__s42 --example 17
-seedscope show-prompt runs/icl --run sst2__smollm2-135m-instruct__icl__s42 --json > prompts.jsonl
+seedscope show-prompt <sweep>/ --run sst2__smollm2-135m-instruct__icl__s42
+seedscope show-prompt <sweep>/ --run <run-id> --example 17
+seedscope show-prompt <sweep>/ --run <run-id> --jsonl > prompts.jsonl
 ```
 """
 
 
 def show_prompt_command(
-    directory: Path = typer.Argument(..., help="Experiment directory (the --out of a sweep or factor study)."),
-    run: str = typer.Option(..., "--run", help="Run id (as `seedscope status` lists them)."),
-    example: Optional[str] = typer.Option(None, "--example", help="Only this test example (its example id)."),
-    as_json: bool = typer.Option(False, "--json", help="One JSON object per test example: example_id, context, continuations, labels."),
-    limit: int = typer.Option(5, "--limit", min=0, help="Examples to print without --json (0: all)."),
+    directory: Path = typer.Argument(..., metavar="DIR", show_default=False,
+                                     help="Experiment directory (the --out of a sweep or factor study)."),
+    run: str = typer.Option(..., "--run", metavar="ID", show_default=False,
+                            help="Run id (as `seedscope status` lists them)."),
+    example: Optional[str] = typer.Option(None, "--example", metavar="ID", help="Only this test example (its example id)."),
+    as_json: bool = typer.Option(
+        False, "--jsonl", help="Print one JSON object per test example (JSON Lines): example_id, context, "
+        "continuations, labels."),
+    limit: int = typer.Option(5, "--limit", min=0, metavar="N", help="Examples to print without --jsonl (0: all)."),
 ) -> None:
     from seedscope.store import ExperimentStore
     from seedscope.store.views import run_prompts
@@ -78,9 +83,9 @@ def show_prompt_command(
             console.print(Text(f"  {label}: continuation {json.dumps(continuation, ensure_ascii=False)}{score}"))
     if len(shown) < len(records):
         console.print(f"… {len(records) - len(shown)} more examples (--limit 0 for all, --example ID for one, "
-                      "--json for every request)", highlight=False)
+                      "--jsonl for every request)", highlight=False)
 
 
 def register(app: typer.Typer) -> None:
     """Add ``seedscope show-prompt`` to the main app."""
-    app.command("show-prompt", help=HELP, no_args_is_help=True)(show_prompt_command)
+    app.command("show-prompt", help=HELP, no_args_is_help=True, cls=renamed({"--json": "--jsonl"}))(show_prompt_command)

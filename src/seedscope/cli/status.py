@@ -1,4 +1,4 @@
-"""``seedscope status``: what an experiment directory holds, run by run."""
+"""``seedscope status``: where the runs of an experiment directory stand (:mod:`seedscope.workflows.status`)."""
 
 from __future__ import annotations
 
@@ -9,16 +9,26 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from seedscope.cli.outputs import output_console
+from seedscope.cli.outputs import JsonFile, check_outputs, output_console, print_table, write_outputs
 from seedscope.cli.verify import PROBLEMS_FOUND
+from seedscope.serialize import dumps
 
-HELP = """List the runs of an experiment directory written by `seedscope sweep`: task, model,
-seeds, status (pending, running, done, failed), duration, the task's primary metric (a
-fraction in [0, 1]; Pearson r for STS-B), a fine-tuning run's training throughput (real
-tokens per second, the share of padding, model FLOPs utilisation) and the error of failed runs; then the time the runs
-not done still need, from the durations of the finished ones. Integrity problems
-(a finished run without its prediction file or with a changed one, a file no run owns) are
-listed under the table, and the exit status is then 1 (see `seedscope verify`).
+HELP = """Where the runs of an experiment directory written by `seedscope sweep` stand: how many are
+pending, running, done and failed, the runs that need attention (failed ones with the last line
+of their error, and runs still running after three times the finished runs' median duration:
+lost, perhaps), and the time the runs not done still need, from the durations of the finished
+ones. A store of up to 50 runs, `--all` or `--failed` also list the runs one by one: task, model,
+seeds, status, duration, the task's primary metric (a fraction in [0, 1]; Pearson r for STS-B), a
+fine-tuning run's training throughput (real tokens per second, the share of padding, model FLOPs
+utilisation) and the error of failed runs. Integrity problems (a finished run without its
+prediction file or — in a store of up to 1,000 runs, or with --all, --failed, --json — with a
+changed one; a file no run owns) are listed last, and the exit status is then 1 (`seedscope
+verify` reads every file at any size).
+
+The results that jobs left in the directory are taken in first. A SLURM sweep's other runs are
+then looked up in the queue (squeue, and sacct where accounting exists): each is pending,
+queued, running or lost, with its job; a lost run's job is gone without a result (SLURM's reason
+and the last line of its log say why), and the sweep rerun with --resume submits it again.
 
 \b
 Examples:
@@ -26,10 +36,16 @@ Examples:
 ```
 seedscope status runs/rte-minilm
 seedscope status runs/glue --failed
+seedscope status runs/factors --all --json status.json
 ```
 """
 
-STATUS_STYLE = {"done": "green", "failed": "red", "running": "yellow", "pending": "dim"}
+#: up to this many runs the table lists every run; beyond, only the summary and the runs that need attention
+FULL_TABLE_RUNS = 50
+STATUS_STYLE = {"done": "green", "failed": "red", "running": "yellow", "pending": "dim", "queued": "cyan",
+                "lost": "bold red"}
+#: runs that need attention listed without --all (the rest are counted)
+ATTENTION_ROWS = 50
 
 
 def _seeds(run) -> str:
@@ -64,51 +80,109 @@ def _throughput(timings) -> str:
 
 def status_command(
     directory: Path = typer.Argument(..., help="Experiment directory (the --out of a sweep)."),
-    failed: bool = typer.Option(False, "--failed", help="Show only failed runs, with their full error."),
+    failed: bool = typer.Option(False, "--failed", help="Show only failed (and lost) runs, with their full error."),
+    every_run: bool = typer.Option(False, "--all", help="List every run, however many (default: up to 50)."),
+    json_file: JsonFile = None,
 ) -> None:
-    import pandas as pd
-
     from seedscope.store import ExperimentStore
+    from seedscope.workflows.status import store_status
 
-    store = ExperimentStore.open(directory)
-    runs = store.runs()
-    counts = runs["status"].value_counts()
-    shown = runs[runs["status"] == "failed"] if failed else runs
-    table = Table(title=Text(f"{directory} — {len(runs)} runs: " + ", ".join(f"{n} {s}" for s, n in counts.items())))
-    for column in ("run", "task", "model", "seeds", "status", "duration", "primary metric", "throughput", "error"):
-        table.add_column(column, overflow="fold")
-    for _, run in shown.iterrows():
-        metric = "" if pd.isna(run["primary_value"]) else f"{run['primary_metric']} {run['primary_value']:.4f}"
-        error = "" if pd.isna(run["error"]) else str(run["error"])
-        model = run["model_name"] + ("" if run["method"] == "full" else f" ({run['method']})")
-        shown_error = error if failed else error.splitlines()[-1][:120] if error else ""
-        table.add_row(  # names and errors are the user's text: shown literally, never read as markup
-            Text(str(run["run_id"])), Text(str(run["task"])), Text(model), Text(_seeds(run)),
-            Text(run["status"], style=STATUS_STYLE[run["status"]]), _duration(run["duration_s"]), metric,
-            _throughput(run["timings"]), Text(shown_error),
-        )
-    console = output_console()
-    console.print(table)
-    _print_remaining(store, int((runs["status"] != "done").sum()), console)
-    problems = store.check()
-    for problem in problems:
-        console.print(f"[bold yellow]integrity:[/] {escape(str(problem))}", highlight=False, soft_wrap=True)
-    if problems:
+    check_outputs(json_file)
+    store = ExperimentStore.open(directory)  # takes in the results waiting in it
+    status = store_status(store, full=True if failed or every_run or json_file is not None else None)
+    runs = status.runs
+    console = output_console(listing=True)
+    if status.queue_note:
+        console.print(f"note: {status.queue_note}", highlight=False, markup=False)
+    title = f"{directory} — {len(runs)} runs: " + ", ".join(f"{n} {s}" for s, n in status.counts.items())
+    if failed or every_run or len(runs) <= FULL_TABLE_RUNS:
+        print_table(console, _run_table(runs[runs["status"].isin(("failed", "lost"))] if failed else runs, title, full_errors=failed))
+    else:
+        console.print(Text(title), highlight=False)
+        _print_attention(status.attention, console)
+    _print_remaining(status, console)
+    if not status.full:
+        console.print(f"at a glance: the files of the {int((runs['status'] == 'done').sum())} finished runs are there; "
+                      f"`seedscope verify {directory}` reads each against its checksum", highlight=False, markup=False)
+    for problem in status.problems:
+        console.print(f"[bold yellow]integrity:[/] {escape(problem.message)}", highlight=False, soft_wrap=True)
+    if status.problems:
         console.print(f"see `seedscope verify {directory}`; --resume repairs these", highlight=False, markup=False)
+    if json_file is not None:
+        write_outputs({json_file: dumps(_document(directory, status))}, console)
+    if status.problems:
         raise typer.Exit(PROBLEMS_FOUND)
 
 
-def _print_remaining(store, to_do: int, console) -> None:
-    """The time the runs not done still need, from the durations of the finished ones."""
-    from seedscope.workflows.costing import duration_text, remaining_seconds
+def _run_table(runs, title: str, *, full_errors: bool) -> Table:
+    """One row per run: id, task, model, seeds, status, its SLURM job (task and node) if any, duration, ζ, throughput
+    and error."""
+    import pandas as pd
 
+    table = Table(title=Text(title))
+    columns = ("run", "task", "model", "seeds", "status", *(("job",) if "job" in runs else ()), "duration",
+               "primary metric", "throughput", "error")
+    for column in columns:
+        table.add_column(column, overflow="fold")
+    for _, run in runs.iterrows():
+        metric = "" if pd.isna(run["primary_value"]) else f"{run['primary_metric']} {run['primary_value']:.4f}"
+        error = "" if pd.isna(run["error"]) else str(run["error"])
+        model = run["model_name"] + ("" if run["method"] == "full" else f" ({run['method']})")
+        shown_error = error if full_errors else error.splitlines()[-1][:120] if error else ""
+        job = (Text(str(run["job"])),) if "job" in runs else ()
+        table.add_row(  # names and errors are the user's text: shown literally, never read as markup
+            Text(str(run["run_id"])), Text(str(run["task"])), Text(model), Text(_seeds(run)),
+            Text(run["status"], style=STATUS_STYLE[run["status"]]), *job, _duration(run["duration_s"]), metric,
+            _throughput(run["timings"]), Text(shown_error),
+        )
+    return table
+
+
+def _print_attention(attention, console) -> None:
+    """The runs that need attention (failed, running too long), at most a screenful, or a line saying none does."""
+    if attention.empty:
+        console.print("no run needs attention (none failed, none running too long); --all lists every run",
+                      highlight=False)
+        return
+    shown = attention.head(ATTENTION_ROWS)
+    table = Table(title=Text(f"Runs that need attention: {len(attention)}"
+                             + (f" (the first {len(shown)}; --failed or --all lists them all)"
+                                if len(shown) < len(attention) else "")))
+    for column in ("run", "status", "seeds", "reason"):
+        table.add_column(column, overflow="fold")
+    for _, run in shown.iterrows():
+        table.add_row(Text(str(run["run_id"])), Text(run["status"], style=STATUS_STYLE[run["status"]]),
+                      Text(_seeds(run)), Text(str(run["reason"])))
+    console.print(table)
+
+
+def _document(directory: Path, status) -> dict:
+    """The JSON of ``--json``: the counts, the runs that need attention, the time left, every run and the problems."""
+    runs = status.runs.astype(object).where(status.runs.notna(), None)
+    remaining = status.remaining
+    return {
+        "directory": str(directory), "n_runs": len(runs), "counts": status.counts, "to_do": status.to_do,
+        "remaining_seconds": None if remaining is None else remaining[0],
+        "remaining_based_on": None if remaining is None else remaining[1],
+        "attention": [{"run_id": run_id, "status": state, "reason": reason} for run_id, state, reason
+                      in zip(status.attention["run_id"], status.attention["status"], status.attention["reason"])],
+        "runs": runs.to_dict("records"),
+        "full": status.full,
+        "problems": [{"kind": p.kind, "message": p.message, "run_id": p.run_id} for p in status.problems],
+    }
+
+
+def _print_remaining(status, console) -> None:
+    """The time the runs not done still need, from the durations of the finished ones."""
+    from seedscope.workflows.costing import duration_text
+
+    to_do = status.to_do
     if not to_do:
         return
-    remaining = remaining_seconds(store)
-    if remaining is None:
+    if status.remaining is None:
         console.print(f"{to_do} run(s) to do; the time remaining is known once one has finished", highlight=False)
         return
-    seconds, based_on = remaining
+    seconds, based_on = status.remaining
     console.print(f"time remaining ≈ {duration_text(seconds)} for {to_do} run(s) to do (from {based_on} finished "
                   "run(s), at the pace they ran)", highlight=False)
 

@@ -8,12 +8,13 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from seedscope.cli.inputs import DataDir
-from seedscope.cli.outputs import output_console, parse_int_list, resumable
+from seedscope.cli.outputs import Details, output_console, parse_int_list, print_table, resumable
 from seedscope.cli.run_options import (
     AUTO,
     ConfigFile,
+    ArrayParallelism,
     CpusPerRun,
+    Detach,
     Executor,
     ExecutorOption,
     FailFast,
@@ -35,7 +36,9 @@ from seedscope.cli.run_options import (
     PredictOption,
     Preset,
     PromptFormat,
+    RUN_RENAMES,
     RayAddress,
+    RunDataDir,
     Resume,
     RunChoice,
     Runner,
@@ -48,65 +51,110 @@ from seedscope.cli.run_options import (
     TopK,
     TopP,
     execution_options,
-    presets_text,
     quiet_libraries,
     split_values,
 )
+from seedscope.cli.vocabulary import renamed
+from seedscope.notes import recorded
 
-SWEEP_HELP = """Fine-tune a Hugging Face model on one or more tasks with several seeds (or, with
---runner icl, prompt it with seeded demonstrations, training nothing), store every run's dev
-predictions in an experiment directory (SQLite catalog + one Parquet file per run), and end
-with the macro (mean, VAR, std) and micro (CON, CCON) seed effects.
+SWEEP_HELP = """Fine-tune a Hugging Face model on one or more tasks with several seeds (or, with --runner icl, prompt it with seeded demonstrations, training nothing), store every run's dev predictions in an experiment directory (SQLite catalog + one Parquet file per run), and end with the macro (mean, VAR, std) and micro (CON, CCON) seed effects.
 
 Settings come from a preset (--preset), a YAML file (--config) and the flags, in that order.
-The shipped presets:
+A run that fails is recorded with its error and the sweep goes on; --resume continues a
+killed sweep, keeping the finished runs. --plan-only prints what it will cost first;
+--parallel K runs K at once on this machine. It ends with a verdict per task (how much the
+metric moves from seed to seed, on how many examples the seeds disagree) and one table;
+--details prints every table. Analyse the store again any time with `seedscope analyze DIR`,
+or report it with `seedscope report DIR`. --executor slurm submits SLURM job arrays (--detach
+returns at once; `seedscope status DIR` follows them; see docs/how-to/cluster.md).
 
-{presets}
-
-A run that fails is recorded with its error and the sweep goes on (--fail-fast to stop);
---resume continues a killed sweep, keeping finished runs and redoing unfinished ones.
---parallel K runs K at once on this machine; --fuse K trains K seeds as one stacked model (a GPU's
-way); --plan-only prints what the sweep will cost first.
-
+\b
 Examples:
 
 ```
-seedscope sweep --task rte --model FacebookAI/roberta-large --seeds 42,52,62 --out runs/rte
-seedscope sweep --preset roberta-large-paper --out runs/paper --executor ray --gpus-per-run 0.5
-seedscope sweep --preset llama-3.2-3b-lora --task copa --out runs/copa-llama
-seedscope sweep --task sst2,rte --model all-minilm-l6-v2 --seeds 1,2,3 --set max_train_examples=200 --out runs/mini
-seedscope sweep --config my-sweep.yaml --out runs/mine --resume
-seedscope sweep --preset cpu-small --model all-minilm-l6-v2 --out runs/demo --parallel 2 --plan-only
-seedscope sweep --runner icl --task sst2 --model smollm2-135m-instruct --shots 2 --format minimal --format chat --out runs/icl
-seedscope sweep --runner icl --task lm-eval:hellaswag --model HuggingFaceTB/SmolLM2-360M --shots 5 --seeds 1,2,3 --out runs/hs
-seedscope sweep --runner icl --task lm-eval:my_task --lm-eval-include my_tasks/ --model smollm2-135m-instruct --out runs/mine
+seedscope sweep --preset cpu-small --out runs/demo --plan-only
+seedscope sweep --task rte --model FacebookAI/roberta-large \\
+  --seeds 42,52,62 --out runs/rte
+seedscope sweep --preset llama-3.2-3b-lora --task copa --out runs/copa
+seedscope sweep --runner icl --task sst2 --model smollm2-135m-instruct \\
+  --shots 2 --prompt-format minimal --prompt-format chat --out runs/icl
+seedscope sweep --preset roberta-large-paper --out runs/paper \\
+  --executor slurm --gpus-per-run 1 --set slurm.partition=gpu --detach
 ```
 """
 #: the most pairs of implementations the sweep's summary prints as a table (``analyze`` prints and writes them all)
 MAX_PAIRS_SHOWN = 20
 
 
-def run_sweep(config, console: Console, *, resume_hint: str = "rerun the same command with --resume", **options):
-    """Run a sweep with a progress display, print its analysis and a line per failed run; return the store.
+def run_sweep(config, console: Console, *, resume_hint: str = "rerun the same command with --resume",
+              details: bool = False, **options):
+    """Run a sweep with a progress display, print its analysis (every table with ``details``) and a line per failed
+    or lost run; return the store.
 
-    ``options`` are those of :func:`seedscope.workflows.sweeping.sweep` (``resume``, ``execution``, ``specs``)."""
+    ``options`` are those of :func:`seedscope.workflows.sweeping.sweep` (``resume``, ``execution``, ``specs``).
+    A detached SLURM sweep prints its jobs and how to follow them instead of an analysis."""
     from seedscope.progress import RunProgress
+    from seedscope.store.catalog import now
     from seedscope.workflows.sweeping import sweep
 
     quiet_libraries()
+    begun = now()
     with resumable(config.out, resume_hint):
         store = sweep(config, progress=RunProgress(console=console), **options)
-    print_analysis(store, console)
+    execution = options.get("execution")
+    if execution is not None and execution.detach:
+        print_submitted(store, begun, console)
+        return store
+    print_analysis(store, console, details=details)
+    print_engine_notes(store, console)
     runs = store.runs()
     failed = runs[runs["status"] == "failed"]
     for run in failed.itertuples():
         console.print(f"[red]failed:[/] {escape(f'{run.run_id}: {str(run.error).strip().splitlines()[-1]}')}",
                       highlight=False)
-    if len(failed):
-        console.print(f"{len(failed)} run(s) failed; fix the cause and rerun with --resume to redo them")
+    lost = lost_runs(store) if execution is not None and execution.executor == "slurm" else {}
+    for run_id, reason in lost.items():
+        console.print(f"[red]lost:[/] {escape(f'{run_id}: {reason}')}", highlight=False)
+    if len(failed) or lost:
+        what = " and ".join(part for part in (f"{len(failed)} run(s) failed" if len(failed) else "",
+                                              f"{len(lost)} run(s) were lost" if lost else "") if part)
+        console.print(f"{what}; fix the cause and rerun with --resume to redo them")
         raise SystemExit(1)  # typer.Exit codes are swallowed by main(standalone_mode=False)
     console.print(f"experiment directory: {store.path}", highlight=False, markup=False)
     return store
+
+
+def print_engine_notes(store, console: Console) -> None:
+    """What the servers asked ignored or did that the results rest on (answers cut, another model, redirects)."""
+    from seedscope.cli.outputs import print_notes
+    from seedscope.io.results.experiment import engine_notes
+
+    print_notes(console, [note for note, _ in engine_notes(store)])
+
+
+def lost_runs(store) -> dict[str, str]:
+    """Run id → why, of each SLURM run whose job is gone without a result."""
+    from seedscope.executors.slurm_jobs import run_states
+
+    return {run_id: state.reason for run_id, state in run_states(store).items() if state.state == "lost"}
+
+
+def print_submitted(store, since: str, console: Console) -> None:
+    """The job arrays this command submitted, and how to follow and cancel them."""
+    from seedscope.executors.slurm_jobs import submissions
+
+    records = [record for record in submissions(store.path) if record["submitted_at"] >= since]
+    runs = sum(len(run_ids) for record in records for run_ids in record["tasks"].values())
+    jobs = " ".join(record["job_id"] for record in records)
+    if not records:
+        console.print(f"nothing to submit: every run of {store.path} is done or has a job", highlight=False,
+                      markup=False)
+        return
+    console.print(f"submitted {runs} run(s) as SLURM job array(s) {jobs} for {store.path}", highlight=False,
+                  markup=False)
+    console.print(f"follow them: seedscope status {store.path}   (squeue -j {','.join(jobs.split())})",
+                  highlight=False, markup=False)
+    console.print(f"cancel them: scancel {jobs}", highlight=False, markup=False)
 
 
 def plan_cost(config, console: Console, execution, specs=None, parallel: str | None = None):
@@ -122,10 +170,11 @@ def plan_cost(config, console: Console, execution, specs=None, parallel: str | N
                       fuse=execution.fuse)
 
 
-def print_analysis(store, console: Console) -> None:
-    """Per (task, model) group: macro and micro tables; then the paper's Table 1 / Table 7 layout,
-    and, when the runs were calibrated, the seed spread with and without calibration; then, for runs under several
-    implementations, the implementation study (one seed is enough for it)."""
+def print_analysis(store, console: Console, *, details: bool = False) -> None:
+    """The verdict per (task, model) group, then the spread over the seeds (one group) or the paper's Table 1
+    (several); with ``details`` every group's macro and micro tables and the Table 1 / Table 7 layouts; when the runs
+    were calibrated, the seed spread with and without calibration; then, for runs under several implementations, the
+    implementation study (one seed is enough for it)."""
     from seedscope.analysis.implementation import compare_implementations
 
     runs = store.runs()
@@ -135,20 +184,22 @@ def print_analysis(store, console: Console) -> None:
         return
     predictions = store.predictions()
     study = compare_implementations(predictions)
-    print_seed_effects(store, predictions, console, compared=study is not None)
+    print_seed_effects(store, predictions, console, compared=study is not None, details=details)
     if study is not None:
         print_implementations(study, store.path, console)
 
 
-def print_seed_effects(store, predictions, console: Console, *, compared: bool = False) -> None:
+def print_seed_effects(store, predictions, console: Console, *, compared: bool = False, details: bool = False) -> None:
     """The seed effects of every group of two finished runs or more, or the line that says there are none (a note
-    when the implementations are ``compared`` after it)."""
+    when the implementations are ``compared`` after it): the verdict, then the compact table, or every table."""
     from seedscope.analysis.summary import MIN_TASKS_FOR_CORRELATION, summarize_tasks
-    from seedscope.cli.outputs import print_notes
+    from seedscope.cli.outputs import print_notes, print_table, print_verdict
     from seedscope.report import tables
+    from seedscope.report.verdict import task_lines
     from seedscope.store.views import calibrated_models, train_sizes
 
-    labelled = group_analyses(predictions)
+    with recorded() as said:  # what the analyses say (an interval clipped …), printed after the tables
+        labelled = group_analyses(predictions)
     if not labelled and compared:
         print_notes(console, ["every group holds a single finished run, so there are no seed effects to show (a seed "
                               "effect compares two runs or more); the implementations are compared run by run"])
@@ -156,26 +207,34 @@ def print_seed_effects(store, predictions, console: Console, *, compared: bool =
     if not labelled:
         console.print("every task has fewer than two finished runs, so there are no seed effects to show")
         return
-    for label, result in labelled.items():
-        for title, frame in tables.analysis_sections(result, top_k=5).items():
-            console.print(tables.to_rich(frame, title=f"{label}: {title}"))
-    for label, result in labelled.items():
-        line = tables.baseline_text(result)
-        if line:
-            console.print(f"{label}: {line}", highlight=False, markup=False)
+    several = len(labelled) > 1
+    print_verdict(console, [line for label, result in labelled.items() for line in (
+        task_lines(label, result) if not several else
+        task_lines(label, result)[:1] + [f"{label}: {text}." for text in [tables.baseline_text(result)] if text])])
     summary = summarize_tasks(labelled, train_sizes=train_sizes(store))
-    wanted = {"Table 1": 1, "Table 7": 2, "Pearson": MIN_TASKS_FOR_CORRELATION}  # groups needed to show it
-    for title, frame in tables.summary_sections(summary).items():
-        if title.startswith("Pearson") and summary.correlation["r"].isna().all():
-            continue  # no size could explain anything: fewer than 3 tasks, or no training sizes at all
-        if len(labelled) >= next((n for prefix, n in wanted.items() if title.startswith(prefix)), 1):
-            console.print(tables.to_rich(frame, title=title))
+    if not details:
+        title, frame = next(iter(tables.summary_sections(summary).items()))
+        compact = {title: frame} if several else tables.compact_analysis(next(iter(labelled.values())))
+        for title, frame in compact.items():
+            print_table(console, tables.to_rich(frame, title=title))
+        console.print(tables.TABLE1_LEGEND if several else tables.SPREAD_LEGEND, highlight=False, markup=False,
+                      style="dim")
+        console.print("(--details prints every table)", highlight=False, markup=False, style="dim")
+    else:
+        for label, result in labelled.items():
+            for title, frame in tables.analysis_sections(result, top_k=5).items():
+                print_table(console, tables.to_rich(frame, title=f"{label}: {title}"))
+        wanted = {"Table 1": 1, "Table 7": 2, "Pearson": MIN_TASKS_FOR_CORRELATION}  # groups needed to show it
+        for title, frame in tables.summary_sections(summary).items():
+            if len(labelled) >= next((n for prefix, n in wanted.items() if title.startswith(prefix)), 1):
+                print_table(console, tables.to_rich(frame, title=title))
+    print_notes(console, said)
     calibrated = calibrated_models(store)
     if calibrated:  # only the calibrated groups: the others' predictions are the same either way
         variants = {name: group_analyses(table[table["model"].isin(calibrated)])
                     for name, table in (("uncalibrated", store.predictions(uncalibrated=True)),
                                         ("calibrated", predictions))}
-        console.print(variants_table(variants, "Contextual calibration: the seed spread without and with it"))
+        print_table(console, variants_table(variants, "Contextual calibration: the seed spread without and with it"))
 
 
 def print_implementations(study, path, console: Console) -> None:
@@ -190,7 +249,7 @@ def print_implementations(study, path, console: Console) -> None:
             console.print(f"{len(frame)} pairs of implementations, each with its interval: seedscope analyze "
                           f"{path} --json pairs.json", highlight=False, markup=False)
         else:
-            console.print(tables.to_rich(frame, title=title))
+            print_table(console, tables.to_rich(frame, title=title))
     print_notes(console, study.notes + (bug_notes(study) or
                                         ["no pair of implementations is a probable bug: nothing flagged"]))
 
@@ -222,9 +281,11 @@ def variants_table(variants: dict, title: str):
 
 
 Tasks = Annotated[Optional[list[str]], typer.Option(
-    "--task", help="Task(s): rte, sst2, cola, copa, stsb, superglue-rte … (repeat or comma-separate).")]
+    "--task", metavar="NAME", help="Task (rte, sst2, cola, copa, stsb, superglue-rte, lm-eval:NAME …): repeat or "
+    "comma-separate for several.")]
 Models = Annotated[Optional[list[str]], typer.Option(
-    "--model", help="Hub id or local folder (repeat or comma-separate); all-minilm-l6-v2 and smollm2-135m-instruct are built in.")]
+    "--model", metavar="NAME", help="Model (a Hugging Face hub id or a local folder; all-minilm-l6-v2 and "
+    "smollm2-135m-instruct are built in): repeat or comma-separate for several.")]
 
 
 def sweep_command(
@@ -232,8 +293,16 @@ def sweep_command(
     task: Tasks = None,
     model: Models = None,
     seeds: Seeds = None,
+    out: Out = None,
+    preset: Preset = None,
+    config_file: ConfigFile = None,
+    settings: Settings = None,
     runner: RunnerOption = Runner.finetune,
     method: MethodOption = None,
+    resume: Resume = False,
+    plan_only: PlanOnly = False,
+    parallel: Parallel = "1",
+    details: Details = False,
     shots: Shots = None,
     prompt_format: PromptFormat = None,
     predict: PredictOption = None,
@@ -243,35 +312,31 @@ def sweep_command(
     top_k: TopK = None,
     max_new_tokens: MaxNewTokens = None,
     lm_eval_include: LmEvalInclude = None,
-    preset: Preset = None,
-    config_file: ConfigFile = None,
-    settings: Settings = None,
-    out: Out = None,
-    resume: Resume = False,
+    engine: EngineOption = None,
+    base_url: BaseUrl = None,
+    api_key_env: ApiKeyEnv = None,
+    implementation: ImplementationAxes = None,
+    repeat: Repeat = None,
     fail_fast: FailFast = False,
     executor: ExecutorOption = Executor.local,
-    parallel: Parallel = "1",
     fuse: Fuse = 1,
     ray_address: RayAddress = None,
     gpus_per_run: GpusPerRun = 0.0,
     cpus_per_run: CpusPerRun = 1.0,
     max_retries: MaxRetries = 2,
-    data_dir: DataDir = None,
-    plan_only: PlanOnly = False,
-    implementation: ImplementationAxes = None,
-    repeat: Repeat = None,
-    engine: EngineOption = None,
-    base_url: BaseUrl = None,
-    api_key_env: ApiKeyEnv = None,
+    detach: Detach = False,
+    array_parallelism: ArrayParallelism = None,
+    data_dir: RunDataDir = None,
 ) -> None:
     from seedscope.config import build_config
     from seedscope.workflows.sweeping import execution_of
 
     execution = execution_options(ctx.params)
-    choice = RunChoice.of(ctx.params)
+    choice = RunChoice.of(ctx.params, slurm=True)
     overrides = {"tasks": split_values(task), "models": split_values(model), "out": out, "data_dir": data_dir,
                  "seeds": parse_int_list(seeds, "--seeds", "42,52,62"), "method": choice.method,
-                 "hparams": choice.hparams or None, "implementation": implementation_axes(ctx.params) or None}
+                 "hparams": choice.hparams or None, "implementation": implementation_axes(ctx.params) or None,
+                 "slurm": choice.slurm or None}
     config = build_config(preset=choice.preset, path=choice.config, overrides=overrides)
     execution = execution_of(config, execution)
     if plan_only:
@@ -279,9 +344,9 @@ def sweep_command(
         return
     if parallel == AUTO:
         execution = plan_cost(config, output_console(), execution, parallel=parallel).applied(execution)
-    run_sweep(config, output_console(), resume=resume, execution=execution)
+    run_sweep(config, output_console(), resume=resume, execution=execution, details=details)
 
 
 def register(app: typer.Typer) -> None:
     """Add ``sweep`` to the main app."""
-    app.command("sweep", help=SWEEP_HELP.format(presets=presets_text()), no_args_is_help=True)(sweep_command)
+    app.command("sweep", help=SWEEP_HELP, no_args_is_help=True, cls=renamed(RUN_RENAMES))(sweep_command)

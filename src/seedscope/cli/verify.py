@@ -8,7 +8,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from seedscope.cli.outputs import output_console
+from seedscope.cli.outputs import output_console, print_table
 from seedscope.errors import SeedscopeError
 
 #: exit status when the store has integrity problems (2 stays "bad input", as for every command)
@@ -23,26 +23,39 @@ files of runs that never finished, files no run owns and temporary files of inte
 are listed too. Exit status 0 when sound, 1 when a problem is found (2: not a directory to check).
 
 Each problem says what `--resume` does about it: a broken finished run is redone, leftovers
-are removed, files no run owns move to orphans/. A damaged catalog is reported only.
+are removed, files no run owns move to orphans/. A damaged or lost catalog is an index only:
+--rebuild makes it again from the store's plan.json and the result record every run left in
+results/ (the damaged one is kept as catalog.sqlite.damaged), then checks the store.
 
 \b
 Examples:
 
 ```
 seedscope verify runs/rte-minilm
-seedscope verify runs/rte-minilm || seedscope sweep --config rte.yaml --out runs/rte-minilm --resume
+seedscope verify runs/rte-minilm || \\
+  seedscope sweep --config rte.yaml --out runs/rte-minilm --resume
+seedscope verify runs/rte-minilm --rebuild
 ```
 """
 
 
-def verify_command(directory: Path = typer.Argument(..., help="Experiment directory (the --out of a sweep).")) -> None:
+def verify_command(
+    directory: Path = typer.Argument(..., help="Experiment directory (the --out of a sweep)."),
+    rebuild: bool = typer.Option(False, "--rebuild", help="Rebuild a damaged or lost catalog from plan.json and the "
+                                 "result records, keeping the old one as catalog.sqlite.damaged."),
+) -> None:
     from seedscope.store import ExperimentStore
 
-    if not ExperimentStore.is_store(directory):
-        raise SeedscopeError(f"{directory} is not a seedscope experiment directory (no catalog.sqlite)")
+    console = output_console(listing=True)
+    if rebuild:
+        _rebuild(directory, console)
+    elif not ExperimentStore.is_store(directory):
+        missing = (directory / "plan.json").is_file()
+        raise SeedscopeError(f"{directory} is not a seedscope experiment directory (no catalog.sqlite)"
+                             + ("; its catalog is lost: --rebuild makes it again from plan.json and the result records"
+                                if missing else ""))
     store = ExperimentStore(directory)
     problems = store.verify(full=True)
-    console = output_console()
     if not problems:
         runs = store.runs()
         done = int((runs["status"] == "done").sum())
@@ -54,8 +67,22 @@ def verify_command(directory: Path = typer.Argument(..., help="Experiment direct
         table.add_column(column, overflow="fold")
     for problem in problems:
         table.add_row(*(Text(str(cell)) for cell in (problem.kind, problem.run_id or "", problem.message, problem.repair)))
-    console.print(table)
+    print_table(console, table)
     raise typer.Exit(PROBLEMS_FOUND)
+
+
+def _rebuild(directory: Path, console) -> None:
+    """Rebuild the catalog when it is damaged or missing; a sound one is left as it is."""
+    from seedscope.store import ExperimentStore
+
+    if ExperimentStore.is_store(directory) and not [p for p in ExperimentStore(directory).verify() if p.kind == "catalog"]:
+        console.print(f"{directory}: the catalog is sound; nothing to rebuild", highlight=False, markup=False)
+        return
+    rebuilt = ExperimentStore.rebuild(directory)
+    counts = ", ".join(f"{n} {status}" for status, n in rebuilt.counts.items())
+    kept = f"; the old catalog is kept as {rebuilt.kept}" if rebuilt.kept else ""
+    console.print(f"{directory}: catalog rebuilt from plan.json and the result records ({counts}){kept}",
+                  highlight=False, markup=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -37,15 +37,18 @@ class Progress(Protocol):
 
 @dataclass
 class ExecutionSummary:
-    """What one executor call did: run ids done now, failed now (with their error), already done before."""
+    """What one executor call did: run ids done now, failed now (with their error), already done before; on a
+    cluster also the jobs submitted (job id → its run ids) and the runs lost (their job gone without a result, why)."""
 
     done: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
+    submitted: dict[str, list[str]] = field(default_factory=dict)
+    lost: dict[str, str] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
-        return not self.failed
+        return not self.failed and not self.lost
 
 
 def default_runner() -> Runner:

@@ -1,9 +1,10 @@
-"""Run a sweep's specs one after another in this process (the embedded default)."""
+"""Run a sweep's specs one after another in this process (the embedded default), and pick how to run them here."""
 
 from __future__ import annotations
 
 import os
-from typing import Sequence
+from functools import partial
+from typing import Callable, Sequence
 
 from seedscope.executors.base import (
     ExecutionSummary, Progress, Runner, data_dir_text, default_runner, record_outcome, runs_to_do,
@@ -44,3 +45,17 @@ def execute(
         if progress:
             progress.stop()
     return summary
+
+
+def here(fuse: int = 1, parallel: int = 1) -> Callable[..., ExecutionSummary]:
+    """The executor that runs specs on this machine: fused ``fuse`` at a time, ``parallel`` worker processes at once,
+    or one after another; called ``(specs, store, *, data_dir, fail_fast, progress, runner)``."""
+    if fuse > 1:
+        from seedscope.executors import fused
+
+        return partial(fused.execute, fuse=fuse)
+    if parallel > 1:
+        from seedscope.executors import packing
+
+        return partial(packing.execute, parallel=parallel)
+    return execute

@@ -1,22 +1,25 @@
-"""How runs are executed, as one checked object: where (here or on Ray), how many at once, retries, resources.
+"""How runs are executed, as one checked object: where (here, on Ray or on SLURM), how many at once, retries,
+resources.
 
 ``sweep()`` and ``run_factor_study()`` take an :class:`ExecutionOptions`; the command line
 builds one from ``--executor``, ``--parallel``, ``--fuse``, ``--ray-address``, ``--gpus-per-run``,
-``--cpus-per-run``, ``--max-retries`` and ``--fail-fast``. It is checked when it is made, so a
-wrong combination is refused before anything is written.
+``--cpus-per-run``, ``--max-retries``, ``--fail-fast``, ``--detach`` and ``--array-parallelism`` (and
+the config's ``slurm:`` block). It is checked when it is made, so a wrong combination is refused
+before anything is written.
 """
 
 from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal, Mapping
 
 from seedscope.errors import SeedscopeError
+from seedscope.slurm_config import SlurmSettings
 
 #: the executors seedscope ships
-EXECUTORS = ("local", "ray")
+EXECUTORS = ("local", "ray", "slurm")
 #: the most runs ``--parallel`` packs (per GPU): each is a worker process that imports torch (about half a GiB before
 #: any model), so 256 of them already need 128 GiB; a larger number is a typo, and the memory fit lowers it anyway
 MAX_PARALLEL = 256
@@ -32,12 +35,14 @@ class ExecutionOptions:
     worker processes on this machine), ``ray`` as Ray tasks on a local cluster or the one at
     ``ray_address``, each asking for ``cpus_per_run`` CPUs and ``gpus_per_run`` GPUs (a
     fraction packs several runs on one GPU) and started again up to ``max_retries`` times when
-    its worker dies. ``fail_fast`` stops at the first failed run instead of recording it.
+    its worker dies; ``slurm`` as SLURM job arrays, one task per run (or per ``fuse`` / ``parallel``
+    group, asking for the group's CPUs and GPUs), with ``slurm``'s partition, time limit and the rest.
+    ``fail_fast`` stops at the first failed run instead of recording it.
 
     Parameters
     ----------
-    executor : {"local", "ray"}, default "local"
-        Run here, or as Ray tasks.
+    executor : {"local", "ray", "slurm"}, default "local"
+        Run here, as Ray tasks, or as SLURM jobs.
     parallel : int, default 1
         Runs at once on this machine (local only, per GPU when there are GPUs), each in a worker process; at most
         :data:`MAX_PARALLEL` (256).
@@ -45,13 +50,21 @@ class ExecutionOptions:
         Fine-tuning runs that differ only in their seeds trained as one stacked model in this process, this many at
         a time (1: each alone; at most :data:`MAX_FUSE`, 64). Local only, one process: not with ``parallel`` > 1.
     ray_address : str, optional
-        A Ray cluster to join (``auto``); default: start a local one.
+        A Ray cluster to join (``auto``, ``head:6379``, ``ray://head:10001``); default: ``$RAY_ADDRESS``, else start a
+        local one. Every node that can take a run is checked for the data and the model before anything is written.
     gpus_per_run, cpus_per_run : float
-        Resources each Ray run asks for.
+        Resources each run asks for (Ray: a fraction of a GPU packs runs on it; SLURM: a group's total must be
+        whole).
     max_retries : int, default 2
-        Ray: restarts of a run whose worker dies.
+        Ray: restarts of a run whose worker or node dies (on any node).
     fail_fast : bool, default False
         Stop at the first failed run.
+    detach : bool, default False
+        SLURM: submit the jobs and return, leaving them running (``seedscope status`` follows them).
+    array_parallelism : int, optional
+        SLURM: how many tasks of a job array run at once at most (default: as many as SLURM gives).
+    slurm : SlurmSettings
+        SLURM: partition, time limit, memory, account, QoS, constraint, extra sbatch lines.
 
     Returns
     -------
@@ -77,12 +90,15 @@ class ExecutionOptions:
     cpus_per_run: float = 1.0
     max_retries: int = 2
     fail_fast: bool = False
+    detach: bool = False
+    array_parallelism: int | None = None
+    slurm: SlurmSettings = field(default_factory=SlurmSettings)
 
     def __post_init__(self) -> None:
         executor = getattr(self.executor, "value", self.executor)  # the CLI's enum, or a string
         object.__setattr__(self, "executor", executor)
         if executor not in EXECUTORS:
-            raise SeedscopeError(f"unknown executor {executor!r}; use local or ray")
+            raise SeedscopeError(f"unknown executor {executor!r}; use local, ray or slurm")
         if isinstance(self.parallel, bool) or not isinstance(self.parallel, int) or not 1 <= self.parallel <= MAX_PARALLEL:
             raise SeedscopeError(f"--parallel must be a whole number of runs from 1 to {MAX_PARALLEL} (each is a worker "
                                  f"process of its own), not {self.parallel!r}")
@@ -92,8 +108,10 @@ class ExecutionOptions:
         if self.fuse > 1 and (executor == "ray" or self.parallel > 1):
             raise SeedscopeError("--fuse trains its runs as one model in this process; it does not combine with "
                                  f"{'--executor ray' if executor == 'ray' else '--parallel'}: choose one")
-        if executor == "local" and (self.ray_address or self.gpus_per_run):
-            raise SeedscopeError("--ray-address and --gpus-per-run need --executor ray")
+        if executor != "ray" and self.ray_address:
+            raise SeedscopeError("--ray-address joins a Ray cluster; it needs --executor ray")
+        if executor == "local" and self.gpus_per_run:
+            raise SeedscopeError("--gpus-per-run is what each run asks of a cluster; it needs --executor ray or slurm")
         if executor == "ray" and self.parallel > 1:
             raise SeedscopeError("--parallel packs runs on this machine; with --executor ray, Ray decides how many run "
                                  "at once (--cpus-per-run, --gpus-per-run)")
@@ -103,6 +121,34 @@ class ExecutionOptions:
             raise SeedscopeError(f"--cpus-per-run must be more than 0, got {self.cpus_per_run}")
         if isinstance(self.max_retries, bool) or not isinstance(self.max_retries, int) or self.max_retries < 0:
             raise SeedscopeError(f"--max-retries must be 0 or more, got {self.max_retries}")
+        self._check_slurm(executor)
+
+    def _check_slurm(self, executor: str) -> None:
+        if self.detach and executor != "slurm":
+            raise SeedscopeError("--detach submits the runs as SLURM jobs and returns; it needs --executor slurm (the "
+                                 f"{executor} executor runs them in this process, which must stay)")
+        if self.array_parallelism is not None:
+            if executor != "slurm":
+                raise SeedscopeError("--array-parallelism caps how many tasks of a SLURM job array run at once; it "
+                                     "needs --executor slurm")
+            if isinstance(self.array_parallelism, bool) or not isinstance(self.array_parallelism, int) \
+                    or self.array_parallelism < 1:
+                raise SeedscopeError(f"--array-parallelism must be 1 or more, not {self.array_parallelism!r}")
+        if executor != "slurm":
+            return
+        group = max(self.fuse, self.parallel)
+        for name, value, unit in (("--cpus-per-run", self.cpus_per_run, "CPU"), ("--gpus-per-run", self.gpus_per_run, "GPU")):
+            total = value * group
+            if abs(total - round(total)) > 1e-9 or (unit == "CPU" and round(total) < 1):
+                per = f" × {group} runs per job" if group > 1 else ""
+                raise SeedscopeError(f"SLURM gives whole {unit}s: {name} {value:g}{per} asks {total:g} per job; give a "
+                                     f"value whose total is a whole number (to share one GPU, pack runs in a job with "
+                                     "--parallel K and --gpus-per-run 1/K)")
+
+    @property
+    def runs_per_job(self) -> int:
+        """SLURM: the runs one job holds (a fused or packed group, else one)."""
+        return max(self.fuse, self.parallel)
 
     @classmethod
     def from_keywords(cls, execution: ExecutionOptions | None, keywords: Mapping[str, Any], caller: str) -> ExecutionOptions:

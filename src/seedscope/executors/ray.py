@@ -1,17 +1,22 @@
 """Run a sweep's specs as Ray tasks: a local cluster by default, or an existing one.
 
-``ray.init()`` without an address starts a local cluster (the embedded default for parallel
-runs); ``address=`` joins one ("auto", or "ray://head:10001"). Each run asks for
-``num_cpus`` CPUs and ``num_gpus`` GPUs — a fraction such as 0.25 packs four small runs on
-one GPU. Results come back to this process and are stored here as they arrive, so the store
-stays a single writer. A run is marked running when its task starts (queued runs stay
-pending), and its training steps reach the progress display, through a Ray queue.
+Without an address a local cluster is started (the embedded default for parallel runs);
+``address=`` (or ``$RAY_ADDRESS``) joins one ("auto", "head:6379" or "ray://head:10001"). Each run
+asks for ``num_cpus`` CPUs and ``num_gpus`` GPUs — a fraction such as 0.25 packs four small
+runs on one GPU. Results come back to this process and are stored here as they arrive, so the
+store stays a single writer. A run is marked running when its task starts (queued runs stay
+pending), and its training steps reach the progress display, through a Ray queue whose actor
+lives on this process's own node: a worker node may be lost (its runs are started again
+elsewhere), but nothing this process needs lives only on one.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Sequence
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+from typing import Iterator, Sequence
 
 from seedscope.errors import SeedscopeError
 from seedscope.executors.base import (
@@ -19,20 +24,86 @@ from seedscope.executors.base import (
 )
 from seedscope.plan import RunSpec
 from seedscope.store import ExperimentStore
+from seedscope.tasks.examples import DATA_DIR_ENV
 
 #: seconds between polls of finished tasks and step messages
 POLL_SECONDS = 0.5
+#: seconds a cluster's head has to answer before joining it is refused (``ray.init`` itself retries for minutes)
+ANSWER_SECONDS = 10.0
+
+
+def cluster_address(address: str | None) -> str | None:
+    """The running cluster to join: ``address``, else ``$RAY_ADDRESS`` as Ray reads it; None: start a local one
+    (``ray.init(address="local")``; a bare ``ray.init()`` would join the last cluster ``ray start`` made on this
+    machine, which ``--ray-address auto`` asks for by name)."""
+    target = address or os.environ.get("RAY_ADDRESS") or None
+    return None if target == "local" else target
+
+
+def node_data_dir(data_dir: str | os.PathLike | None) -> str | None:
+    """The data folder as every node must find it: ``data_dir`` or this process's ``$SEEDSCOPE_DATA_DIR``, absolute
+    (a node resolves neither a relative path nor an environment variable as this process does)."""
+    folder = data_dir_text(data_dir) or os.environ.get(DATA_DIR_ENV)
+    return str(Path(folder).absolute()) if folder else None
+
+
+@contextmanager
+def connected(address: str | None = None, cluster_cpus: int | None = None) -> Iterator[object]:
+    """Ray, joined to the cluster at ``address`` or a local cluster started here (at most ``cluster_cpus`` CPUs);
+    one already initialised is used as it is. What this call started it stops, whatever happens (an error,
+    Ctrl-C)."""
+    import ray
+
+    if ray.is_initialized():
+        yield ray
+        return
+    target = cluster_address(address)
+    if target:
+        _check_answers(target)
+    try:
+        try:
+            ray.init(address=target or "local", num_cpus=None if target else cluster_cpus, include_dashboard=False,
+                     log_to_driver=False, configure_logging=False)
+        except ConnectionError as error:
+            raise SeedscopeError(f"cannot join the Ray cluster at {target}: {error}") from error
+        yield ray
+    finally:
+        if ray.is_initialized():
+            ray.shutdown()
+
+
+def _check_answers(address: str) -> None:
+    """Refuse at once a ``host:port`` (or ``ray://host:port``) where nothing answers; ``auto`` is Ray's to find."""
+    import socket
+
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=ANSWER_SECONDS).close()
+    except OSError as error:
+        raise SeedscopeError(f"cannot join the Ray cluster at {address}: nothing answers at {host}:{port} "
+                             f"({error.strerror or error}); start its head first (`ray start --head` prints the "
+                             "address to join)") from error
 
 
 def _run_remote(runner: Runner, spec_dict: dict, data_dir: str | None, events, report_steps: bool):
-    """The Ray task: say it started, run the spec, report its steps to the driver's queue."""
+    """The Ray task: say it started, run the spec, report its steps to the driver's queue; the result names the
+    node that ran it (its environment's ``ray``)."""
+    import socket
+
+    import ray
+
     spec = RunSpec.from_dict(spec_dict)
     events.put((spec.run_id, None, None))  # started: the driver marks the run running only now
     hook = None
     if report_steps:
         def hook(done: int, total: int) -> None:
             events.put_nowait((spec.run_id, done, total))
-    return runner(spec, data_dir, on_step=hook)
+    result = runner(spec, data_dir, on_step=hook)
+    node = {"node_id": ray.get_runtime_context().get_node_id(), "node_ip": ray.util.get_node_ip_address(),
+            "hostname": socket.gethostname()}
+    return replace(result, environment={**result.environment, "ray": node})
 
 
 def execute(
@@ -53,11 +124,9 @@ def execute(
 
     ``cluster_cpus`` caps the CPUs of a local cluster this call starts (ignored when joining).
     A run whose worker dies (killed, out of memory, node lost) is started again up to
-    ``max_retries`` times, each start counted in the run's ``attempts``; a run that raises is
-    not retried (it would raise again) and is recorded failed.
+    ``max_retries`` times, on any node, each start counted in the run's ``attempts``; a run that
+    raises is not retried (it would raise again) and is recorded failed.
     """
-    import ray
-
     runner = runner or default_runner()
     summary = ExecutionSummary()
     todo = runs_to_do(specs, store, summary)
@@ -67,25 +136,19 @@ def execute(
         raise SeedscopeError("a Ray run needs num_cpus > 0 and num_gpus >= 0")
     if max_retries < 0:
         raise SeedscopeError(f"--max-retries must be 0 or more, not {max_retries}")
-    started_here = not ray.is_initialized()
-    try:  # the local cluster this call starts is stopped whatever happens (an error, Ctrl-C)
-        if started_here:
-            try:
-                ray.init(address=address, num_cpus=None if address else cluster_cpus, include_dashboard=False,
-                         log_to_driver=False, configure_logging=False)
-            except ConnectionError as error:
-                raise SeedscopeError(f"cannot join the Ray cluster at {address}: {error}") from error
-        return _execute(ray, todo, store, summary, data_dir_text(data_dir), fail_fast, progress, runner, num_cpus,
+    with connected(address, cluster_cpus) as ray:
+        return _execute(ray, todo, store, summary, node_data_dir(data_dir), fail_fast, progress, runner, num_cpus,
                         num_gpus, max_retries)
-    finally:
-        if started_here and ray.is_initialized():
-            ray.shutdown()
 
 
 def _execute(ray, todo, store, summary, data_dir, fail_fast, progress, runner, num_cpus, num_gpus, max_retries):
     from ray.util.queue import Queue
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    events = Queue()
+    # the queue's actor on this process's node, which is lost only with this process (by default Ray may place it
+    # on a worker node, and losing that node would stop the sweep); it needs no CPU, so a head without any takes it
+    here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
+    events = Queue(actor_options={"num_cpus": 0, "scheduling_strategy": here})
     task = ray.remote(num_cpus=num_cpus, num_gpus=num_gpus, max_retries=max_retries, retry_exceptions=False)(_run_remote)
     runner_ref = ray.put(runner)
     in_flight = {task.remote(runner_ref, spec.to_dict(), data_dir, events, progress is not None): spec for spec in todo}
@@ -111,6 +174,10 @@ def _execute(ray, todo, store, summary, data_dir, fail_fast, progress, runner, n
                 if progress:
                     progress.run_finished(spec, not isinstance(outcome, Exception))
                 record_outcome(store, spec, outcome, summary, fail_fast)
+    except ray.exceptions.RayActorError as error:  # the queue's actor is on this process's node: the cluster is gone
+        raise SeedscopeError(f"lost the Ray cluster: its node on this machine stopped answering ({type(error).__name__});"
+                             " the runs recorded so far are kept: start the cluster again and rerun the same command "
+                             "with --resume") from error
     finally:
         for ref in in_flight:  # fail-fast (or an interrupt): runs not started stay pending
             ray.cancel(ref, force=True)

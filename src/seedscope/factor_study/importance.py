@@ -283,7 +283,7 @@ class FactorAnalysis:
     settings: dict[str, Any]
 
     def to_dict(self) -> dict[str, Any]:
-        """The documented JSON schema (docs/factors.md): scores as fractions, stds population."""
+        """The documented JSON schema (docs/how-to/factors.md): scores as fractions, stds population."""
         factors = {}
         baselines = self.baselines.astype(object)
         for name, row in self.summary.astype(object).iterrows():

@@ -11,7 +11,7 @@ Split by what is read: :mod:`seedscope.io.results` reads results (predictions an
 registry (:data:`READERS`) maps to each prediction format; score tables, task texts and experiment stores are read
 there by the same loaders and rules; :mod:`seedscope.io.samples` reads sampled generations (several per example,
 :func:`read_samples`). What both use sits here: the options and sources (``common``), format detection (``detect``)
-and input validation (``validate``). See docs/readers.md.
+and input validation (``validate``). See docs/how-to/inputs.md.
 """
 
 from __future__ import annotations

@@ -13,18 +13,44 @@ class with no predictions (or no gold examples) scores 0 precision (recall).
 
 from __future__ import annotations
 
+import re
+
 import warnings
 from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 
-from seedscope.metrics.micro import DENSE_CLASSES
-from seedscope.metrics.resampling import bootstrap_mean_ci, interval
+from seedscope.metrics.micro import DENSE_CLASSES, run_blocks
+from seedscope.metrics.resampling import bootstrap_mean_ci, clipped, interval
 from seedscope.predictions import AlignedRuns
 
+#: the per-run metrics of classification predictions, and of regression ones
+CLASSIFICATION_METRICS = ("accuracy", "precision_macro", "recall_macro", "f1_macro", "mcc")
 REGRESSION_METRICS = ("pearson", "spearman")
-SUMMARY_COLUMNS = ("mean", "var_published", "std_sample", "cv", "min", "max", "ci_low", "ci_high", "t_low", "t_high")
+#: the range of each metric with one (the names seedscope computes, and the usual score-table names of proportions)
+METRIC_BOUNDS = {**dict.fromkeys(("accuracy", "precision_macro", "recall_macro", "f1_macro", "acc", "acc_norm",
+                                  "exact_match", "em", "f1", "pass@1"), (0.0, 1.0)),
+                 **dict.fromkeys(("mcc", "pearson", "spearman"), (-1.0, 1.0))}
+
+
+#: the names of the sampling estimators (:mod:`seedscope.metrics.sampled`), each a share of items in [0, 1]
+ESTIMATOR = re.compile(r"(pass@|pass\^|maj@|G-Pass@|mG-Pass@)\d+(_[0-9.]+)?|avg@n")
+
+
+def bounds_of(metric, values) -> tuple[float, float] | None:
+    """The range of ``metric`` when it has one and every value lies in it (a score table of percentages does not:
+    its ``acc`` of 75.3 has no range seedscope knows); None otherwise."""
+    bounds = METRIC_BOUNDS.get(str(metric))
+    if bounds is None and ESTIMATOR.fullmatch(str(metric)):  # pass@k, pass^k, maj@k, (m)G-Pass@k_τ, avg@n: shares
+        bounds = (0.0, 1.0)
+    if bounds is None:
+        return None
+    array = np.asarray(values, dtype=float)
+    array = array[np.isfinite(array)]
+    return bounds if ((array >= bounds[0]) & (array <= bounds[1])).all() else None
+SUMMARY_COLUMNS = ("mean", "var_published", "std_sample", "cv", "min", "max", "ci_low", "ci_high", "t_low", "t_high",
+                   "t_clipped")
 #: metrics whose chance level is 1/K (K classes); correlations and MCC have chance level 0
 PER_CLASS_CHANCE = ("accuracy", "f1_macro", "precision_macro", "recall_macro")
 
@@ -51,8 +77,9 @@ class ClassTallies(NamedTuple):
 def class_tallies(predictions: np.ndarray, labels: np.ndarray, n_classes: int) -> ClassTallies:
     """Tallies of S runs against one gold row; examples whose gold label is missing (−1) are left out.
 
-    One run at a time, on the stored (small-integer) codes: no S × N temporary is made, so
-    100 runs × 10⁶ examples stay within the memory of their int8 codes.
+    A block of runs at a time (:func:`~seedscope.metrics.micro.run_blocks`), on the stored
+    (small-integer) codes: 10,000 runs of 50 examples are one block, and 100 runs × 10⁶ examples
+    stay within a few MB beyond the memory of their int8 codes.
     """
     keep = labels >= 0
     gold = labels[keep]
@@ -61,16 +88,18 @@ def class_tallies(predictions: np.ndarray, labels: np.ndarray, n_classes: int) -
     predicted = np.zeros((n_runs, n_classes), dtype=np.int64)
     dense = n_classes <= DENSE_CLASSES
     gold_masks = [gold == c for c in range(n_classes)] if dense else None
-    for s, row in enumerate(predictions):
-        row = row[keep] if not keep.all() else row
+    for block in run_blocks(n_runs, len(gold)):
+        rows = predictions[block] if keep.all() else np.compress(keep, predictions[block], axis=1)
         if dense:  # a few byte comparisons per class beat a bincount's cast to 64-bit
             for c, is_gold in enumerate(gold_masks):
-                hit = row == c
-                predicted[s, c] = np.count_nonzero(hit)
-                tp[s, c] = np.count_nonzero(hit & is_gold)
-        else:
-            predicted[s] = np.bincount(row, minlength=n_classes)
-            tp[s] = np.bincount(row[row == gold], minlength=n_classes)
+                hit = rows == c
+                predicted[block, c] = np.count_nonzero(hit, axis=1)
+                tp[block, c] = np.count_nonzero(hit & is_gold, axis=1)
+        else:  # one bincount per block: each run's codes offset by its row
+            codes = rows + (np.arange(len(rows)) * n_classes)[:, None]
+            size = len(rows) * n_classes
+            predicted[block] = np.bincount(codes.ravel(), minlength=size).reshape(-1, n_classes)
+            tp[block] = np.bincount(codes[rows == gold], minlength=size).reshape(-1, n_classes)
     gold_counts = np.broadcast_to(np.bincount(gold, minlength=n_classes), (n_runs, n_classes))
     return ClassTallies(tp, gold_counts, predicted)
 
@@ -121,6 +150,7 @@ def regression_scores(predictions: np.ndarray, labels: np.ndarray) -> pd.DataFra
         warnings.simplefilter("ignore")  # constant input: scipy warns and returns NaN
         from scipy import stats  # only regression needs it (scipy.stats alone takes most of a second to import)
 
+        # run by run: scipy's correlations of all runs at once differ from these in the last bit
         pearson = [stats.pearsonr(row, gold).statistic for row in pred]
         spearman = [stats.spearmanr(row, gold).statistic for row in pred]
     return pd.DataFrame({"pearson": np.asarray(pearson, float), "spearman": np.asarray(spearman, float)})
@@ -173,6 +203,8 @@ def summarize_runs(
     by S−1 (NaN for a single run); ``cv`` = std_sample / |mean| (NaN when the mean is 0);
     ``ci_*`` the percentile bootstrap CI of the mean, ``t_*`` the Student-t interval beside it
     (with few seeds the bootstrap interval is too narrow: it cannot reach beyond the observed runs).
+    A t interval that runs past its metric's range (:func:`bounds_of`: accuracy above 1 from two
+    seeds) is clipped to it, and ``t_clipped`` says so.
     """
     if per_run.shape[1] == 0:
         return pd.DataFrame(columns=list(SUMMARY_COLUMNS), index=pd.Index([], name="metric"), dtype=float)
@@ -185,6 +217,10 @@ def summarize_runs(
     low, high = bootstrap_mean_ci(values, n_boot=n_boot, confidence=confidence, seed=seed)
     with np.errstate(invalid="ignore"):
         t_low, t_high = interval(None, values, method="t", confidence=confidence)
+    t_clipped = np.zeros(values.shape[1], dtype=bool)
+    for i, metric in enumerate(per_run.columns):
+        t_low[i], t_high[i], t_clipped[i] = clipped(t_low[i], t_high[i], bounds_of(metric, values[:, i]),
+                                                    f"the t interval of {metric} over {n_runs} runs")
     summary = pd.DataFrame(
         {
             "mean": mean,
@@ -197,6 +233,7 @@ def summarize_runs(
             "ci_high": high,
             "t_low": t_low,
             "t_high": t_high,
+            "t_clipped": t_clipped,
         },
         index=pd.Index(per_run.columns, name="metric"),
     )

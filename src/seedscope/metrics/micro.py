@@ -23,10 +23,9 @@ Probabilistic: π(A, B) = (1/N) Σ_t Σ_c min(p^A_{t,c}, p^B_{t,c}).
 from __future__ import annotations
 
 import warnings
-from typing import Callable, NamedTuple
+from typing import Callable, Iterator, NamedTuple
 
 import numpy as np
-import pandas as pd
 
 from seedscope.errors import SeedscopeError
 
@@ -34,6 +33,8 @@ from seedscope.errors import SeedscopeError
 MATRIX_CHUNK = 1 << 16
 #: set bits of each byte value, for numpy before 2.0 (which has no ``bitwise_count``)
 _BYTE_BITS = np.array([bin(value).count("1") for value in range(256)], dtype=np.uint8)
+#: predictions per block of runs (:func:`run_blocks`): 4 MB of int8 codes
+BLOCK_VALUES = 1 << 22
 #: above this many classes (free-text answers) per-class arrays give way to sorting each example's S predictions
 DENSE_CLASSES = 16
 
@@ -47,6 +48,13 @@ def require_pairs(n_runs: int) -> None:
         )
 
 
+def run_blocks(n_runs: int, n_examples: int) -> Iterator[slice]:
+    """The runs in blocks of at most :data:`BLOCK_VALUES` predictions: per-run statistics are computed a block at a
+    time, so thousands of short runs cost one numpy call, not one each, and a million-example run no S × N copy."""
+    step = max(1, BLOCK_VALUES // max(n_examples, 1))
+    return (slice(start, min(start + step, n_runs)) for start in range(0, n_runs, step))
+
+
 def _count_dtype(n_runs: int) -> type:
     return np.int16 if n_runs < np.iinfo(np.int16).max else np.int32
 
@@ -57,13 +65,14 @@ def class_counts(predictions: np.ndarray, n_classes: int) -> np.ndarray:
 
 
 def _class_rows(predictions: np.ndarray, n_classes: int) -> np.ndarray:
-    """C × N class counts (one contiguous row per class), accumulated one run at a time into small integers, so no
-    S×N×C array is built."""
+    """C × N class counts (one contiguous row per class), accumulated a block of runs at a time into small integers,
+    so no S×N×C array is built."""
     n_runs, n_examples = predictions.shape
     counts = np.zeros((n_classes, n_examples), dtype=_count_dtype(n_runs))
-    for row in predictions:
+    for block in run_blocks(n_runs, n_examples):
+        rows = predictions[block]
         for c in range(n_classes):
-            np.add(counts[c], row == c, out=counts[c], casting="unsafe")
+            np.add(counts[c], (rows == c).sum(axis=0, dtype=counts.dtype), out=counts[c])
     return counts
 
 
@@ -117,8 +126,8 @@ def _dense_agreement(rows: np.ndarray) -> ExampleAgreement:
 def correct_counts(predictions: np.ndarray, labels: np.ndarray) -> np.ndarray:
     """n_{t,r_t}: for each example how many runs predict its gold label (0 where unlabelled)."""
     counts = np.zeros(predictions.shape[1], dtype=_count_dtype(predictions.shape[0]))
-    for row in predictions:
-        np.add(counts, row == labels, out=counts, casting="unsafe")
+    for block in run_blocks(*predictions.shape):
+        np.add(counts, (predictions[block] == labels).sum(axis=0, dtype=counts.dtype), out=counts)
     return counts
 
 
@@ -242,13 +251,3 @@ def probabilistic_matrix(probabilities: np.ndarray) -> np.ndarray:
 def pair_values(matrix: np.ndarray) -> np.ndarray:
     """The S(S−1)/2 unordered-pair values of an S×S matrix (its strict upper triangle)."""
     return matrix[np.triu_indices(matrix.shape[0], k=1)]
-
-
-def mean_with_others(matrix: pd.DataFrame) -> pd.Series:
-    """Each run's mean pairwise value with the other runs (the S×S matrix without its diagonal); NaN for a run whose
-    every value is undefined (a regression run of constant predictions has no correlation), said by no warning."""
-    values = matrix.to_numpy(dtype=float).copy()
-    np.fill_diagonal(values, np.nan)
-    defined = (~np.isnan(values)).sum(axis=1)
-    means = np.divide(np.nansum(values, axis=1), defined, out=np.full(len(values), np.nan), where=defined > 0)
-    return pd.Series(means, index=matrix.index)

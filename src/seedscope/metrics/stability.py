@@ -15,13 +15,14 @@ absolute error.
 
 from __future__ import annotations
 
+import re
 from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 import pandas as pd
 
 from seedscope.metrics.micro import ExampleAgreement, correct_counts, example_agreement, require_pairs
-from seedscope.predictions import AlignedRuns, text_order
+from seedscope.predictions import AlignedRuns
 
 CATEGORIES = ("robust", "consistently_wrong", "unstable", "wrong_varying", "stable")
 #: runs × examples from which :func:`examples_ahead` makes the table on a second core
@@ -120,11 +121,26 @@ def _regression_stability(aligned: AlignedRuns) -> pd.DataFrame:
     return frame
 
 
+def natural_order(ids: np.ndarray) -> np.ndarray:
+    """Positions that put example ids in the order a reader expects: numbers by value (2 before 11), text by its runs
+    of digits read as numbers (``q2`` before ``q11``). Lists shown to a reader break their ties so; every computation
+    keeps :func:`~seedscope.predictions.text_order`."""
+    ids = np.asarray(ids)
+    if ids.dtype.kind in "iu":
+        return np.argsort(ids, kind="stable")
+    text = [str(value) for value in ids]
+    if all(re.fullmatch(r"-?\d+", value) for value in text):  # whole numbers written as text: as the numbers sort
+        return np.argsort(np.array([int(value) for value in text], dtype=object), kind="stable")
+    keys = [tuple(int(part) if index % 2 else part for index, part in enumerate(re.split(r"(\d+)", value)))
+            for value in text]
+    return np.array(sorted(range(len(keys)), key=keys.__getitem__), dtype=np.int64)
+
+
 def most_unstable(stability: pd.DataFrame, k: int = 10) -> pd.DataFrame:
     """The ``k`` least stable examples: lowest agreement (classification) or widest spread.
 
-    Ties are broken by a correct rate closest to ½ (most contested), then by the example id's text order
-    (:func:`~seedscope.predictions.text_order`), so int ids and the same ids as text give the same rows.
+    Ties are broken by a correct rate closest to ½ (most contested), then by the example id's natural order
+    (:func:`natural_order`: 2 before 11), so the list reads as a reader sorts it.
     """
     if "agreement" in stability.columns:
         keys = [(stability["correct_rate"] - 0.5).abs().fillna(0).to_numpy(), stability["agreement"].to_numpy()]
@@ -134,7 +150,7 @@ def most_unstable(stability: pd.DataFrame, k: int = 10) -> pd.DataFrame:
 
 
 def _first(keys: list[np.ndarray], k: int, ids: np.ndarray) -> np.ndarray:
-    """Positions of the ``k`` first rows in ``np.lexsort(keys)`` order (last key first, ties by the ids' text order).
+    """Positions of the ``k`` first rows in ``np.lexsort(keys)`` order (last key first, ties by the ids' natural order).
 
     Only the rows whose primary key is at most the k-th smallest can be among them, so those few
     are sorted instead of all 10⁶ (the same rows in the same order as sorting everything).
@@ -146,5 +162,5 @@ def _first(keys: list[np.ndarray], k: int, ids: np.ndarray) -> np.ndarray:
         if not np.isnan(threshold):
             rows = np.flatnonzero(primary <= threshold)
     rank = np.empty(len(rows), dtype=np.int64)
-    rank[text_order(ids[rows])] = np.arange(len(rows))
+    rank[natural_order(ids[rows])] = np.arange(len(rows))
     return rows[np.lexsort([rank, *(key[rows] for key in keys)])][:k]  # numeric keys only

@@ -41,6 +41,23 @@ class _Settings(BaseModel):
             raise SeedscopeError(f"hyper-parameter {key}: {first['msg']}") from None
 
 
+def check_base_url(url: str) -> None:
+    """An http:// or https:// URL with a host (and a port in range): anything else cannot be asked."""
+    from urllib.parse import urlsplit
+
+    shown = url if len(url) <= 80 else url[:79] + "…"
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https"):
+        raise ValueError(f"base_url {shown!r} is not an http:// or https:// URL; give one such as http://localhost:8000/v1")
+    try:
+        port = parts.port
+    except ValueError:
+        port = -1
+    if not parts.hostname or port == -1 or any(character.isspace() for character in url):
+        raise ValueError(f"base_url {shown!r} is malformed (a host, and a port from 1 to 65535, such as "
+                         "http://localhost:8000/v1)")
+
+
 class DataSettings(_Settings):
     """Which examples a run uses (applied in this order: subsets, data_split, label_choice)."""
 
@@ -106,7 +123,7 @@ class FinetuneSettings(DataSettings):
         return self
 
     def padding_for(self, device: str) -> str:
-        """The padding a run on ``device`` (``cpu`` or ``cuda``) uses: ``auto`` resolved (see docs/config.md)."""
+        """The padding a run on ``device`` (``cpu`` or ``cuda``) uses: ``auto`` resolved (see docs/reference/config.md)."""
         if self.pad_to_max_length:
             return "max_length"
         if self.padding == "auto":
@@ -147,14 +164,18 @@ class ICLSettings(DataSettings):
         default_factory=list, description="lm-eval tasks: folders of the user's own task YAMLs (--lm-eval-include)")
     engine: Engine = Field(
         "hf", description="what computes the answers: hf (transformers, here), openai (an OpenAI-compatible server) or "
-        "vllm (vLLM's offline engine, here); see docs/engines.md")
+        "vllm (vLLM's offline engine, here); see docs/how-to/engines.md")
     base_url: str | None = Field(None, description="engine openai: the server's URL (http://host:port/v1)")
     api_key_env: str | None = Field(
         None, description="engine openai: the environment variable holding the API key (the key is never stored)")
     served_model: str | None = Field(None, description="engine openai: the model's name at the server (default: the model)")
     concurrency: int = Field(4, ge=1, description="engine openai: requests in flight at once")
-    request_timeout: float = Field(120.0, gt=0, description="engine openai: seconds to wait for one answer")
-    max_retries: int = Field(4, ge=0, description="engine openai: retries (with backoff) of a 429, 5xx or lost connection")
+    request_timeout: float = Field(
+        60.0, gt=0, description="engine openai: seconds to wait for one answer (unset, the study's first request gives "
+        "up after 60 s in all)")
+    max_retries: int = Field(
+        3, ge=0, description="engine openai: retries (with backoff) of a 408, 409, 429, 5xx, a lost connection or a "
+        "timeout")
     enforce_eager: bool = Field(
         True, description="engine vllm: run the model eagerly; false compiles it (torch.compile, CUDA graphs): minutes "
         "more to start, other kernels")
@@ -174,6 +195,8 @@ class ICLSettings(DataSettings):
     def _server_settings_need_a_server(self) -> "ICLSettings":
         if self.engine == "openai" and not self.base_url:
             raise ValueError("engine openai asks a server, and no base_url names it (--base-url http://host:port/v1)")
+        if self.base_url:
+            check_base_url(self.base_url)
         return self  # a server's settings beside another engine serve the runs of an engine axis that asks it
 
     @model_validator(mode="after")

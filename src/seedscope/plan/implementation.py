@@ -45,7 +45,7 @@ SETTINGS: dict[str, tuple | type] = {
 }
 #: what each setting changes (CLI help and docs)
 DESCRIPTIONS: dict[str, str] = {
-    "engine": "what computes the answers: transformers here, an OpenAI-compatible server, vLLM (docs/engines.md)",
+    "engine": "what computes the answers: transformers here, an OpenAI-compatible server, vLLM (docs/how-to/engines.md)",
     "precision": "the dtype of weights and activations",
     "batch_size": "examples per forward pass when scoring, generating or evaluating (padding, order of sums)",
     "attention": "the attention kernel (attn_implementation: eager, sdpa, flash_attention_2)",

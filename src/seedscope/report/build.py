@@ -22,12 +22,12 @@ from seedscope.factor_study.importance import FactorAnalysis
 from seedscope.analysis.subsets import HIGH_ABOVE, NEGLIGIBLE_BELOW, SubsetVariance
 from seedscope.analysis.summary import MIN_TASKS_FOR_CORRELATION, TaskSummary
 from seedscope.analysis.seed_effects import Analysis
-from seedscope.metrics.micro import mean_with_others
 from seedscope.report import figures as figs
 from seedscope.report import tables
 from seedscope.report.html import FigureBlock, Section, TableBlock, render_html
-from seedscope.report.seeds import SeedTest, friedman_across_seeds, normalise_per_task, seed_task_scores
+from seedscope.report.seeds import SeedTest, friedman_across_seeds, seed_task_scores
 from seedscope.report.unstable import stability_counts, unstable_examples
+from seedscope.report.verdict import factor_lines, subset_lines, task_lines
 
 #: progress callback: (what is being done, steps done, total steps or None while unknown)
 Progress = Callable[[str, int, "int | None"], None]
@@ -36,7 +36,8 @@ Progress = Callable[[str, int, "int | None"], None]
 @dataclass
 class Report:
     """Everything a report holds; ``html`` is the page, ``figures`` the Matplotlib figures by
-    file stem and ``png`` their PNG renderings (the ones embedded in the page)."""
+    file stem and ``png`` their PNG renderings at screen resolution (the ones embedded in the page;
+    :func:`seedscope.report.write.write_outputs` renders the figure files at 300 dpi)."""
 
     summary: TaskSummary
     seed_test: SeedTest
@@ -88,55 +89,12 @@ def throughput_lines(environment: pd.DataFrame | None) -> list[str]:
     return [f"Training throughput (median of {len(runs)} fine-tuning run(s)): {median['tokens_per_second']:,.0f} real "
             f"tokens/s, {median['padding_fraction']:.1%} of the processed tokens padding, "
             f"{median['padded_shapes']:.0f} padded length(s), MFU {median['mfu']:.2%} (model FLOPs 6·N per token plus "
-            f"attention, against {peaks}; docs/gpu.md)."]
+            f"attention, against {peaks}; docs/how-to/gpu-cost.md)."]
 
 
 def task_of(label: str) -> str:
     """The task name of a summary label (``"rte (roberta)"`` → ``"rte"``)."""
     return label.split(" (")[0]
-
-
-def _fraction(value: float) -> str:
-    return "n/a" if pd.isna(value) else f"{value:.4f}"
-
-
-def task_lines(label: str, analysis: Analysis) -> list[str]:
-    """Plain-language sentences about one task, from the analysis's own numbers.
-
-    The first is the summary line ("accuracy varies by ±x across seeds; on y of the examples
-    the seeds disagree"); the second explains CON and CCON.
-    """
-    micro = analysis.micro.iloc[0]
-    n_runs, n_examples = int(micro["n_runs"]), int(micro["n_examples"])
-    parts = []
-    metric = analysis.primary_metric
-    if metric is not None:
-        row = analysis.macro.loc[metric]
-        parts.append(
-            f"{metric} varies by ±{_fraction(row['var_published'])} across {n_runs} seeds "
-            f"(VAR, the population std; mean {_fraction(row['mean'])}, from {_fraction(row['min'])} "
-            f"to {_fraction(row['max'])})"
-        )
-    if "n_distinct" in analysis.stability.columns:
-        disagree = int((analysis.stability["n_distinct"] > 1).sum())
-        parts.append(f"on {disagree:,} of {n_examples:,} examples ({_fraction(disagree / n_examples)}) the seeds disagree")
-        detail = (
-            f"Two seeds give the same answer on a share {_fraction(micro['con'])} of the examples on average (CON)"
-            + (f" and the same right answer on {_fraction(micro['ccon'])} (CCON)." if pd.notna(micro["ccon"]) else ".")
-        )
-    else:
-        detail = (f"The predictions of two seeds correlate at {_fraction(micro['con'])} on average "
-                  f"(CON, Pearson between runs over {n_examples:,} examples).")
-    baseline = tables.baseline_text(analysis)
-    lines = [f"{label}: " + "; ".join(parts) + ".", detail] + ([baseline[0].upper() + baseline[1:] + "."] if baseline else [])
-    if analysis.variance_split is not None:
-        split = analysis.variance_split
-        lines.append(f"Of the accuracy's variance, {_fraction(split['seed_share'])} comes from the seeds and the rest "
-                     f"from which examples were drawn: {split['dominant']} dominate.")
-    if analysis.degenerate is not None and len(analysis.degenerate):
-        runs = ", ".join(f"{run} ({reason})" for run, reason in analysis.degenerate["reason"].head(5).items())
-        lines.append(f"Degenerate runs, {len(analysis.degenerate)} of {n_runs}: {runs}.")
-    return lines
 
 
 @dataclass
@@ -156,8 +114,8 @@ class _Builder:
 
     def figure(self, name: str, fig: Figure, caption: str) -> FigureBlock:
         self.figures[name] = fig
-        self.png[name] = figs.render(fig, "png")
-        return FigureBlock(name, caption, self.png[name])
+        self.png[name] = figs.render(fig, "png", dpi=figs.SCREEN_DPI)
+        return FigureBlock(name, caption, self.png[name], dpi=figs.SCREEN_DPI)
 
 
 def _summary_section(summary: TaskSummary, paper: dict[str, pd.DataFrame], seed_test: SeedTest,
@@ -177,11 +135,11 @@ def _summary_section(summary: TaskSummary, paper: dict[str, pd.DataFrame], seed_
     shared = shared.loc[:, shared.notna().sum() >= 2]
     if several and shared.shape[0] >= 2 and shared.shape[1] >= 2:
         metric_names = sorted({str(a.primary_metric) for a in summary.analyses.values() if a.primary_metric})
-        heatmap = figs.seed_task_heatmap(normalise_per_task(shared), metric="/".join(metric_names),
-                                         test_text=seed_test.message)
+        heatmap = figs.seed_task_heatmap(shared, metric=" / ".join(figs.metric_label(m) for m in metric_names))
         section.figures.append(builder.figure(
             "seed-task-heatmap", heatmap,
-            "Normalised primary metric per seed and task (paper Fig. 3); " + seed_test.message))
+            "Primary metric per seed and task (paper Fig. 3): each cell shows the seed's value, its colour the "
+            "seed's place between its task's lowest and highest seed (the range under each task). " + seed_test.message))
     builder.step("seed × task heatmap")
     data = summary.table1.T.assign(train_size=summary.train_sizes)
     data = data[data["train_size"].notna()]
@@ -209,26 +167,38 @@ def _task_section(label: str, analysis: Analysis, unstable: pd.DataFrame, builde
     section.tables.append(TableBlock(
         f"Most unstable examples (top {len(unstable)}), with each seed's prediction", unstable))
     n_runs = analysis.aligned.n_runs
-    kind = "CON" if analysis.task_type == "classification" else "CON (Pearson between runs)"
-    value_label = "pairwise agreement (fraction)" if analysis.task_type == "classification" else "Pearson r between runs"
-    section.figures.append(builder.figure(
-        f"{slug}-con-matrix",
-        figs.con_matrix_figure(analysis.con_matrix, title=f"{label}: pairwise {kind}", value_label=value_label),
-        f"{label}: pairwise {kind} between the {n_runs} runs."))
+    classes = analysis.task_type == "classification"
+    kind = "CON" if classes else "CON (Pearson r between runs)"
+    value_label = "CON: share of examples\nthe two runs agree on" if classes else "CON: Pearson r between\nthe two runs' predictions"
+    if analysis.con_matrix is not None:
+        section.figures.append(builder.figure(
+            f"{slug}-con-matrix",
+            figs.con_matrix_figure(analysis.con_matrix, title=f"{label}: pairwise CON", value_label=value_label),
+            f"{label}: pairwise {kind} between the {n_runs} runs, on the whole scale "
+            f"({'0–1' if classes else 'up to 1'}); the colour bar gives the pairs' own range."))
+    else:  # thousands of runs: the distribution of a sample of pairs, not millions of cells
+        sampled, pairs = len(analysis.pair_sample), n_runs * (n_runs - 1) // 2
+        section.figures.append(builder.figure(
+            f"{slug}-con-pairs",
+            figs.pair_values_figure(analysis.pair_sample["con"], title=f"{label}: pairwise CON, sampled pairs",
+                                    value_label=value_label.replace("\n", " "), n_pairs=pairs),
+            f"{label}: pairwise {kind} of {sampled:,} run pairs drawn at random (of {pairs:,}; seeded)."))
     metric = analysis.primary_metric
     if metric is not None:
         row = analysis.macro.loc[metric]
+        named = figs.metric_label(metric)
         section.figures.append(builder.figure(
-            f"{slug}-metric-distribution",
+            f"{slug}-{_slug(metric)}-distribution",
             figs.metric_distribution_figure(analysis.per_run[metric], metric=metric, mean=row["mean"],
                                             var_published=row["var_published"],
-                                            title=f"{label}: {metric} over {n_runs} runs"),
-            f"{label}: {metric} of each run, with the mean and mean ± VAR."))
+                                            title=f"{label}: {named} over {n_runs} runs"),
+            f"{label}: {named} of each run, with the mean and mean ± VAR (the population standard deviation, "
+            "divisor S, as the paper publishes it)."))
         section.figures.append(builder.figure(
-            f"{slug}-accuracy-consistency",
-            figs.accuracy_consistency_figure(analysis.per_run[metric], mean_with_others(analysis.con_matrix),
-                                             metric=metric, title=f"{label}: {metric} against consistency"),
-            f"{label}: each run's {metric} against its mean CON with the other runs."))
+            f"{slug}-{_slug(metric)}-consistency",
+            figs.accuracy_consistency_figure(analysis.per_run[metric], analysis.run_agreement["con"],
+                                             metric=metric, title=f"{label}: {named} against CON"),
+            f"{label}: each run's {named} against its mean CON with the other runs."))
     if "agreement" in analysis.stability.columns:
         section.figures.append(builder.figure(
             f"{slug}-agreement", figs.agreement_histogram(analysis.stability["agreement"],
@@ -244,6 +214,7 @@ def _factor_section(factors: FactorAnalysis | str, builder: _Builder) -> Section
         section.lines.append(f"The store holds factor-study runs, but they cannot be analysed yet: {factors}")
         builder.step("factor importance")
         return section
+    section.lines += factor_lines(factors)  # the verdict the command line prints first
     columns = [c for c in ("importance", "importance_ci_low", "importance_ci_high", "c_std", "m_std",
                            "golden_std", "n_runs", "n_groups") if c in factors.summary.columns]
     section.tables.append(TableBlock("Factor importance IS = (c − m) / σ_GM with its bootstrap interval "
@@ -261,6 +232,7 @@ def _subset_section(subsets: SubsetVariance, builder: _Builder) -> Section:
         f"Score {subsets.score} on {len(subsets.seeds)} random subsets of {subsets.subset_size} of the "
         f"{subsets.pool_size} examples; CV bands: negligible < {NEGLIGIBLE_BELOW} ≤ moderate ≤ {HIGH_ABOVE} < high."
     )
+    section.lines += subset_lines(subsets)  # the verdict the command line prints first
     section.tables.append(TableBlock("Per system: mean, Var_seed (divisor K−1), std, CV and its band", subsets.summary))
     section.figures.append(builder.figure(
         "subset-cv", figs.subset_cv_figure(subsets.summary["cv"], (NEGLIGIBLE_BELOW, HIGH_ABOVE)),
@@ -277,7 +249,7 @@ def _subset_section(subsets: SubsetVariance, builder: _Builder) -> Section:
 def _environment_section(environment: pd.DataFrame | None, summary: TaskSummary) -> Section:
     section = Section("Run environment")
     runs = pd.DataFrame(
-        {"runs (seeds)": [", ".join(map(str, a.runs)) for a in summary.analyses.values()],
+        {"runs (seeds)": [_listed(a.runs) for a in summary.analyses.values()],
          "n_runs": [a.aligned.n_runs for a in summary.analyses.values()]},
         index=pd.Index(list(summary.analyses), name="task"),
     )
@@ -291,6 +263,12 @@ def _environment_section(environment: pd.DataFrame | None, summary: TaskSummary)
         section.tables.append(TableBlock(f"Recorded run environment — {title.lower()}", frame))
     section.lines.append(f"Report made with seedscope {__version__}.")
     return section
+
+
+def _listed(runs: list, shown: int = 50) -> str:
+    """The runs' names, the first ``shown`` of thousands followed by how many there are."""
+    names = ", ".join(map(str, runs[:shown]))
+    return names if len(runs) <= shown else f"{names} … ({len(runs):,} runs)"
 
 
 def assemble(summary: TaskSummary, *, environment: pd.DataFrame | None = None,
@@ -325,4 +303,10 @@ def assemble(summary: TaskSummary, *, environment: pd.DataFrame | None = None,
     subtitle = (f"{len(analyses)} task(s), {'/'.join(map(str, n_runs))} seeds each; "
                 "every number is a fraction in [0, 1]; VAR is the population std (divisor S).")
     html = render_html(title, sections, subtitle)
-    return Report(summary, seed_test, unstable, counts, environment, sections, builder.figures, builder.png, html, paper)
+    notes = []
+    if len(analyses) > 1 and summary.correlation["r"].isna().all():
+        sizes = int(summary.train_sizes.notna().sum())
+        notes.append(f"no size-correlation table: the Pearson r of training-set size with VAR, CON and CCON needs at "
+                     f"least {MIN_TASKS_FOR_CORRELATION} tasks of known, different training sizes ({sizes} known here)")
+    return Report(summary, seed_test, unstable, counts, environment, sections, builder.figures, builder.png, html, paper,
+                  notes)

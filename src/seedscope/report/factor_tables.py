@@ -9,16 +9,13 @@ from __future__ import annotations
 import pandas as pd
 
 from seedscope.factor_study.importance import FactorAnalysis
-
-
-def fmt(value, digits: int = 3) -> str:
-    return "—" if value is None or pd.isna(value) else f"{value:.{digits}g}"
+from seedscope.report.display import format_interval, format_value
 
 
 def summary_frame(result: FactorAnalysis, *, full: bool) -> pd.DataFrame:
     """One row per factor: IS, its interval, c, m, runs, groups, failed share (``full``: every column)."""
     s = result.summary
-    interval = [f"{fmt(lo)}…{fmt(hi)}" for lo, hi in zip(s["importance_ci_low"], s["importance_ci_high"])]
+    interval = [format_interval(lo, hi) for lo, hi in zip(s["importance_ci_low"], s["importance_ci_high"])]
     frame = pd.DataFrame({
         "IS": s["importance"], f"{result.settings['confidence']:.0%} CI": interval,
         "c": s["c_std"], "m": s["m_std"], "runs": s["n_runs"], "groups": s["n_groups"], "failed": s["failed_share"],
@@ -39,10 +36,15 @@ def baseline_frame(result: FactorAnalysis) -> pd.DataFrame:
     return pd.DataFrame({
         "Random std": b["random_std"], "Random imp.": b["random_important"],
         "Fixed std median": b["fixed_std_median"],
-        "Fixed std range": [f"{fmt(lo)}…{fmt(hi)}" for lo, hi in zip(b["fixed_std_min"], b["fixed_std_max"])],
+        "Fixed std range": [format_interval(lo, hi) for lo, hi in zip(b["fixed_std_min"], b["fixed_std_max"])],
         "Fixed imp. share": b["fixed_important_share"],
         "IS > 0": result.summary["importance"] > 0,
     })
+
+
+def compact_frame(result: FactorAnalysis) -> pd.DataFrame:
+    """The table printed by default: per factor IS, its interval, c and m (population stds) and the runs."""
+    return summary_frame(result, full=False)[["IS", f"{result.settings['confidence']:.0%} CI", "c", "m", "runs"]]
 
 
 def titles(result: FactorAnalysis) -> tuple[str, str]:
@@ -52,5 +54,6 @@ def titles(result: FactorAnalysis) -> tuple[str, str]:
 
 def golden_line(result: FactorAnalysis) -> str:
     g = result.golden
-    return (f"golden model ({result.settings['metric']}, population std): {g['n_runs']} runs, mean {fmt(g['mean'], 4)}, "
-            f"σ_GM {fmt(g['std'], 4)}, min {fmt(g['min'], 4)}, max {fmt(g['max'], 4)}, failed {fmt(g['failed_share'])}")
+    return (f"golden model ({result.settings['metric']}, population std): {g['n_runs']} runs, mean "
+            f"{format_value(g['mean'])}, σ_GM {format_value(g['std'])}, min {format_value(g['min'])}, max "
+            f"{format_value(g['max'])}, failed {format_value(g['failed_share'])}")

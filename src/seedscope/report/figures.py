@@ -1,4 +1,4 @@
-"""Report figures: one Matplotlib style, readable in greyscale and by colour-blind readers.
+"""Report figures, in the one style of :mod:`seedscope.report.figure_style`.
 
 Every function takes numbers the analysis already computed (DataFrames from
 :func:`seedscope.analyze`, :func:`seedscope.summarize_tasks`, factor and subset results) and
@@ -12,151 +12,58 @@ global figure registry): they are garbage-collected like any object and render f
 
 from __future__ import annotations
 
-import inspect
-import io
 import textwrap
-from contextlib import contextmanager
-from typing import Iterator, Sequence
+from typing import Sequence
 
-import matplotlib
 import numpy as np
 import pandas as pd
-from matplotlib.axes import Axes
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.colors import Colormap
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 
-from seedscope.errors import SeedscopeError
-
-#: a horizontal box plot: ``orientation`` since matplotlib 3.10, which deprecates the ``vert`` of earlier releases
-_HORIZONTAL = ({"orientation": "horizontal"} if "orientation" in inspect.signature(Axes.boxplot).parameters
-               else {"vert": False})
-
-#: Okabe & Ito (2008) colour-blind-safe palette
-PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
-MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
-LINESTYLES = ("-", "--", ":", "-.")
-HATCHES = ("", "//", "..", "xx", "\\\\", "++", "oo", "--")
-#: sequential map whose lightness rises monotonically: greyscale keeps the order
-SEQUENTIAL = "cividis"
-FIG_FORMATS = ("png", "pdf", "svg")
-#: raster resolution of PNGs (enough for a screen and a slide; PDF/SVG are vector)
-PNG_DPI = 110
-#: annotate heatmap cells with their value only up to this many rows/columns
-ANNOTATE_MAX = 12
-#: name runs next to their points only up to this many runs
-LABEL_POINTS_MAX = 20
-
-STYLE = {
-    "font.size": 9,
-    "axes.titlesize": 10,
-    "axes.labelsize": 9,
-    "xtick.labelsize": 8,
-    "ytick.labelsize": 8,
-    "legend.fontsize": 8,
-    "axes.spines.top": False,
-    "axes.spines.right": False,
-    "axes.grid": True,
-    "grid.color": "#d9d9d9",
-    "grid.linewidth": 0.6,
-    "axes.axisbelow": True,
-    "axes.prop_cycle": matplotlib.cycler(color=PALETTE),
-    "lines.linewidth": 1.5,
-    "lines.markersize": 5,
-    "hatch.linewidth": 0.8,
-    "image.cmap": SEQUENTIAL,
-    "figure.dpi": PNG_DPI,
-    "savefig.dpi": PNG_DPI,
-    "pdf.fonttype": 42,  # editable text in PDFs, as journals ask
-    "svg.fonttype": "none",
-    "svg.hashsalt": "seedscope",  # stable element ids: the same figure gives the same SVG
-}
+from seedscope.report.figure_style import (  # noqa: F401  (render and the formats are this module's public face too)
+    ANNOTATE_MAX, FIG_FORMATS, HATCHES, HORIZONTAL, LABEL_POINTS_MAX, LINESTYLES, MARKERS, PALETTE, PNG_DPI,
+    QUANTITY_LABELS, SCREEN_DPI, annotate_cells, heatmap_size, metric_label, new_figure, one_line_title, render,
+    sequential_cmap, styled,
+)
 
 
-@contextmanager
-def _styled() -> Iterator[None]:
-    """Apply the seedscope style while artists are created (rcParams are read then)."""
-    with matplotlib.rc_context(STYLE):
-        yield
+def seed_task_heatmap(scores: pd.DataFrame, *, metric: str) -> Figure:
+    """Seeds (rows) × tasks (columns) of the primary metric (paper Fig. 3): is any seed better everywhere?
 
-
-def _figure(width: float, height: float) -> Figure:
-    fig = Figure(figsize=(width, height), layout="constrained")
-    FigureCanvasAgg(fig)
-    return fig
-
-
-def _title(ax, text: str) -> None:
-    """A left-aligned title wrapped to fit its figure: it starts at the axes' left edge, so about
-    an inch of the width is taken by tick labels; the 10-pt title font sets ~12 characters per inch."""
-    chars = max(28, int((ax.get_figure().get_figwidth() - 1.0) * 12))
-    ax.set_title("\n".join(textwrap.fill(line, chars) for line in text.split("\n")), loc="left")
-
-
-def _cmap() -> Colormap:
-    return matplotlib.colormaps[SEQUENTIAL].with_extremes(bad="#ffffff")
-
-
-def render(fig: Figure, fmt: str = "png") -> bytes:
-    """The figure as bytes in ``fmt`` (png, pdf or svg)."""
-    if fmt not in FIG_FORMATS:
-        raise SeedscopeError(f"unknown figure format {fmt!r}; choose one of {', '.join(FIG_FORMATS)}")
-    buffer = io.BytesIO()
-    with _styled():
-        fig.savefig(buffer, format=fmt, dpi=PNG_DPI, metadata=_metadata(fmt))
-    return buffer.getvalue()
-
-
-def _metadata(fmt: str) -> dict:
-    """Fixed metadata, so the same figure renders to the same bytes every time."""
-    if fmt == "png":
-        return {"Software": "seedscope"}
-    if fmt == "pdf":
-        return {"Creator": "seedscope", "Producer": "seedscope", "CreationDate": None}
-    return {"Creator": "seedscope", "Date": None}
-
-
-def _annotate_cells(ax, values: np.ndarray, fmt: str, norm_values: np.ndarray) -> None:
-    """Write each cell's value in black on light cells and white on dark ones."""
-    for (i, j), value in np.ndenumerate(values):
-        if np.isnan(value):
-            continue
-        dark = norm_values[i, j] < 0.5
-        ax.text(j, i, format(value, fmt), ha="center", va="center", fontsize=7, color="white" if dark else "black")
-
-
-def _heatmap_size(n_rows: int, n_cols: int) -> tuple[float, float]:
-    return (min(2.2 + 0.55 * n_cols, 14.0), min(1.6 + 0.28 * n_rows, 16.0))
-
-
-def seed_task_heatmap(normalised: pd.DataFrame, *, metric: str, test_text: str) -> Figure:
-    """Seeds (rows) × tasks (columns) of the per-task normalised primary metric (paper Fig. 3).
-
-    ``normalised`` holds values in [0, 1] (1 = the task's best seed; NaN = no run); the
-    Friedman test's one-line verdict ``test_text`` goes under the title.
+    ``scores`` holds each run's value (NaN = no run). Tasks differ in level, so each task's column is
+    coloured over its own range — 0 its lowest seed, 1 its highest, as the paper does — and the figure
+    says so: the colour bar names the scale, every task's range is printed under its name, and each cell
+    shows the value itself. The Friedman test's verdict belongs in the caption.
     """
-    values = normalised.to_numpy(dtype=float)
-    labels = [textwrap.fill(str(c), 18) for c in normalised.columns]
-    width, height = _heatmap_size(values.shape[0], values.shape[1])
-    width = max(width, 4.8)  # room for the test's verdict above the cells
-    title_lines = sum(len(textwrap.wrap(line, max(28, int((width - 1.0) * 12))) or [""])
-                      for line in test_text.split("\n")) + 1
+    from seedscope.report.seeds import normalise_per_task
+
+    normalised = normalise_per_task(scores).to_numpy(dtype=float)
+    values = scores.to_numpy(dtype=float)
+    labels = []
+    for task in scores.columns:
+        column = scores[task].dropna()
+        span = f"{column.min():.3f}–{column.max():.3f}" if len(column) else "no runs"
+        labels.append(f"{textwrap.fill(str(task), 18)}\n{span}")
+    width, height = heatmap_size(values.shape[0], values.shape[1])
+    width = max(width, 4.2)
     longest = max((len(part) for label in labels for part in label.split("\n")), default=0)
-    height += 0.17 * title_lines + 0.06 * longest + 0.14 * max(label.count("\n") for label in labels)
-    with _styled():
-        fig = _figure(width, height)
+    height += 0.06 * longest + 0.14 * max(label.count("\n") for label in labels)
+    with styled():
+        fig = new_figure(width, height)
         ax = fig.add_subplot()
-        image = ax.imshow(values, cmap=_cmap(), vmin=0, vmax=1, aspect="auto", interpolation="nearest")
-        ax.set_xticks(range(values.shape[1]), labels, rotation=45, ha="right")
-        ax.set_yticks(range(values.shape[0]), [str(r) for r in normalised.index])
-        ax.set_xlabel("task")
+        image = ax.imshow(normalised, cmap=sequential_cmap(), vmin=0, vmax=1, aspect="auto", interpolation="nearest")
+        ax.set_xticks(range(values.shape[1]), labels, rotation=45 if values.shape[1] > 3 else 0,
+                      ha="right" if values.shape[1] > 3 else "center")
+        ax.set_yticks(range(values.shape[0]), [str(r) for r in scores.index])
+        ax.set_xlabel("task (range of its seeds)")
         ax.set_ylabel("seed")
         ax.grid(False)
         if max(values.shape) <= ANNOTATE_MAX:
-            _annotate_cells(ax, values, ".2f", values)
-        fig.colorbar(image, ax=ax, label="normalised ζ (1 = the task's best seed)", shrink=0.8)
-        _title(ax, f"Is any seed universally better? ({metric})\n{test_text}")
+            annotate_cells(ax, values, ".3f", normalised)
+        bar = fig.colorbar(image, ax=ax, shrink=0.8, ticks=[0, 1])
+        bar.ax.set_yticklabels(["lowest", "highest"])
+        bar.set_label("seed's place in its task's range")
+        one_line_title(ax, f"{metric} per seed and task")
     return fig
 
 
@@ -173,8 +80,8 @@ def train_size_figure(summary: pd.DataFrame, correlations: dict[str, float], *, 
     columns = list(correlations)
     data = summary.sort_values("train_size")
     trend = len(data) >= min_tasks
-    with _styled():
-        fig = _figure(3.3 * len(columns), 3.2)
+    with styled():
+        fig = new_figure(3.3 * len(columns), 3.2)
         axes = fig.subplots(1, len(columns), squeeze=False)[0]
         for k, (ax, column) in enumerate(zip(axes, columns)):
             ax.plot(
@@ -191,37 +98,37 @@ def train_size_figure(summary: pd.DataFrame, correlations: dict[str, float], *, 
             ax.xaxis.set_minor_formatter(NullFormatter())
             ax.tick_params(axis="x", labelrotation=30 if len(sizes) > 3 else 0)
             ax.set_xlabel("training examples (log scale)")
-            ax.set_ylabel(column)
+            ax.set_ylabel(QUANTITY_LABELS.get(column, column))
             r = correlations[column]
             if not trend:
-                _title(ax, f"{column} (r needs ≥ {min_tasks} tasks)")
+                one_line_title(ax, f"{column} (r needs ≥ {min_tasks} tasks)")
             else:
-                _title(ax, f"{column}: Pearson r = {'n/a' if pd.isna(r) else format(r, '.3f')}")
+                one_line_title(ax, f"{column}: Pearson r = {'n/a' if pd.isna(r) else format(r, '.3f')}")
         if model:
             fig.suptitle(str(model), x=0.01, ha="left")
     return fig
 
 
 def con_matrix_figure(
-    matrix: pd.DataFrame, *, title: str = "pairwise CON", value_label: str = "pairwise agreement (fraction)"
+    matrix: pd.DataFrame, *, title: str = "pairwise CON", value_label: str = "CON: share of examples\nthe two runs agree on"
 ) -> Figure:
-    """The S×S matrix of pairwise consistency between runs (fractions).
+    """The S×S matrix of pairwise consistency between runs, on an absolute colour scale.
 
-    The diagonal (a run with itself, always 1) is left blank so that the colour scale spans
-    the pairwise values only.
+    The colour spans the whole range of the quantity — [0, 1] for agreement, [−1, 1] for a correlation
+    that falls below 0 — so that two matrices compare by eye and a narrow spread looks narrow; the colour
+    bar's label gives the pairs' own range. The diagonal (a run with itself, always 1) is left blank.
     """
     values = matrix.to_numpy(dtype=float).copy()
     n = values.shape[0]
     np.fill_diagonal(values, np.nan)
     finite = values[np.isfinite(values)]
-    low, high = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
-    if high - low < 1e-9:
-        low, high = low - 0.005, high + 0.005
-    with _styled():
-        width, height = _heatmap_size(n, n)
-        fig = _figure(max(width, 3.6), max(height, 3.0))
+    low = -1.0 if finite.size and finite.min() < 0 else 0.0
+    spread = f"\n(these pairs: {finite.min():.3f}–{finite.max():.3f})" if finite.size else ""
+    with styled():
+        side = max(3.0, min(2.0 + 0.3 * n, 12.0))  # a square matrix: its colour bar and label take about an inch beside it
+        fig = new_figure(side + 1.1, side)
         ax = fig.add_subplot()
-        image = ax.imshow(values, cmap=_cmap(), vmin=low, vmax=high, interpolation="nearest")
+        image = ax.imshow(values, cmap=sequential_cmap(), vmin=low, vmax=1.0, interpolation="nearest")
         labels = [str(r) for r in matrix.index]
         step = max(1, n // 25)
         ax.set_xticks(range(0, n, step), labels[::step], rotation=90)
@@ -230,23 +137,40 @@ def con_matrix_figure(
         ax.set_ylabel("run")
         ax.grid(False)
         if n <= ANNOTATE_MAX:
-            _annotate_cells(ax, values, ".3f", (values - low) / (high - low))
-        fig.colorbar(image, ax=ax, label=value_label, shrink=0.8)
-        _title(ax, title)
+            annotate_cells(ax, values, ".3f", (values - low) / (1.0 - low))
+        fig.colorbar(image, ax=ax, label=value_label + spread, shrink=0.8)
+        one_line_title(ax, title)
+    return fig
+
+
+def pair_values_figure(values: pd.Series, *, title: str = "", value_label: str = "pairwise agreement (fraction)",
+                       n_pairs: int | None = None) -> Figure:
+    """The distribution of pairwise values (CON of sampled run pairs): the S × S matrix summarised, for thousands of
+    runs, where a heatmap would have millions of cells."""
+    data = values.to_numpy(dtype=float)
+    data = data[np.isfinite(data)]
+    with styled():
+        fig = new_figure(5.0, 2.6)
+        ax = fig.add_subplot()
+        ax.hist(data, bins=40, color=PALETTE[0], edgecolor="black", linewidth=0.5, hatch="//")
+        ax.set_xlabel(value_label)
+        ax.set_ylabel("run pairs")
+        of = f" of {n_pairs:,}" if n_pairs else ""
+        one_line_title(ax, title or f"pairwise values over {data.size:,} sampled pairs{of}")
     return fig
 
 
 def metric_distribution_figure(
     values: pd.Series, *, metric: str, mean: float, var_published: float, title: str = ""
 ) -> Figure:
-    """Each run's value of ``metric`` as a point, with a box plot, the mean and mean ± VAR."""
+    """Each run's value of ``metric`` as a point, with a box plot, the mean and mean ± VAR (the population SD)."""
     data = values.to_numpy(dtype=float)
     # deterministic vertical spread so that equal values do not hide each other
     jitter = (np.arange(data.size) % 7 - 3) * 0.04
-    with _styled():
-        fig = _figure(5.0, 2.4)
+    with styled():
+        fig = new_figure(5.0, 2.4)
         ax = fig.add_subplot()
-        ax.boxplot(data[~np.isnan(data)], **_HORIZONTAL, widths=0.5, patch_artist=True,
+        ax.boxplot(data[~np.isnan(data)], **HORIZONTAL, widths=0.5, patch_artist=True,
                    boxprops={"facecolor": "#f2f2f2", "hatch": "//", "edgecolor": "#444444"},
                    medianprops={"color": "#000000", "linewidth": 1.5}, showfliers=False)
         ax.plot(data, 1 + jitter, linestyle="none", marker="o", color=PALETTE[0], markeredgecolor="black",
@@ -254,25 +178,25 @@ def metric_distribution_figure(
         ax.axvline(mean, color=PALETTE[5], linestyle="--", label=f"mean {mean:.4f}")
         if not np.isnan(var_published):
             ax.axvspan(mean - var_published, mean + var_published, color=PALETTE[1], alpha=0.25,
-                       hatch="..", label=f"mean ± VAR ({var_published:.4f})")
+                       hatch="..", label=f"mean ± population SD\n(VAR = {var_published:.4f})")
         ax.set_yticks([])
-        ax.set_xlabel(f"{metric} (fraction)")
+        ax.set_xlabel(metric_label(metric))
         ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
-        _title(ax, title or f"{metric} over {data.size} runs")
+        one_line_title(ax, title or f"{metric_label(metric)} over {data.size} runs")
     return fig
 
 
 def agreement_histogram(agreement: pd.Series, *, title: str = "") -> Figure:
     """How many examples reach each per-example agreement rate (1 = every run agrees)."""
     data = agreement.to_numpy(dtype=float)
-    with _styled():
-        fig = _figure(5.0, 2.6)
+    with styled():
+        fig = new_figure(5.0, 2.6)
         ax = fig.add_subplot()
         ax.hist(data, bins=20, range=(0, 1), color=PALETTE[0], edgecolor="black", linewidth=0.5, hatch="//")
         ax.set_xlim(0, 1)
         ax.set_xlabel("per-example agreement (share of run pairs that agree)")
         ax.set_ylabel("examples")
-        _title(ax, title or f"per-example agreement over {data.size} examples")
+        one_line_title(ax, title or f"per-example agreement over {data.size} examples")
     return fig
 
 
@@ -280,17 +204,17 @@ def accuracy_consistency_figure(
     metric_values: pd.Series, mean_con: pd.Series, *, metric: str, title: str = ""
 ) -> Figure:
     """Each run's metric against its mean CON with the other runs: do good runs agree more?"""
-    with _styled():
-        fig = _figure(4.2, 3.2)
+    with styled():
+        fig = new_figure(4.2, 3.2)
         ax = fig.add_subplot()
         x, y = mean_con.to_numpy(dtype=float), metric_values.loc[mean_con.index].to_numpy(dtype=float)
         ax.plot(x, y, linestyle="none", marker="D", color=PALETTE[2], markeredgecolor="black", markeredgewidth=0.5)
         if len(x) <= LABEL_POINTS_MAX:
             for run, xi, yi in zip(mean_con.index, x, y):
                 ax.annotate(str(run), (xi, yi), textcoords="offset points", xytext=(3, 3), fontsize=7)
-        ax.set_xlabel("mean CON with the other runs (fraction)")
-        ax.set_ylabel(f"{metric} (fraction)")
-        _title(ax, title or f"{metric} against consistency, per run")
+        ax.set_xlabel("mean CON with the other runs")
+        ax.set_ylabel(metric_label(metric))
+        one_line_title(ax, title or f"{metric_label(metric)} against consistency, per run")
     return fig
 
 
@@ -304,8 +228,8 @@ def factor_importance_figure(summary: pd.DataFrame) -> Figure:
     values = data["importance"].to_numpy(dtype=float)
     low = np.clip(values - data["importance_ci_low"].to_numpy(dtype=float), 0, None)
     high = np.clip(data["importance_ci_high"].to_numpy(dtype=float) - values, 0, None)
-    with _styled():
-        fig = _figure(5.2, 1.2 + 0.4 * len(data))
+    with styled():
+        fig = new_figure(5.2, 1.2 + 0.4 * len(data))
         ax = fig.add_subplot()
         bars = ax.barh(range(len(data)), values, color=[PALETTE[k % len(PALETTE)] for k in range(len(data))],
                        edgecolor="black", linewidth=0.6, xerr=np.vstack([low, high]), capsize=3,
@@ -315,15 +239,15 @@ def factor_importance_figure(summary: pd.DataFrame) -> Figure:
         ax.axvline(0, color="black", linewidth=0.8)
         ax.set_yticks(range(len(data)), [str(f) for f in data.index])
         ax.set_xlabel("importance score IS = (c − m) / σ_GM (bars: bootstrap interval)")
-        _title(ax, "randomness-factor importance")
+        one_line_title(ax, "randomness-factor importance")
     return fig
 
 
 def subset_cv_figure(cv: pd.Series, bands: Sequence[float]) -> Figure:
     """Subset-seed CV per system, with the band limits (negligible / moderate / high) drawn."""
     values = cv.to_numpy(dtype=float)
-    with _styled():
-        fig = _figure(5.2, 1.2 + 0.4 * len(cv))
+    with styled():
+        fig = new_figure(5.2, 1.2 + 0.4 * len(cv))
         ax = fig.add_subplot()
         bars = ax.barh(range(len(cv)), values, color=[PALETTE[k % len(PALETTE)] for k in range(len(cv))],
                        edgecolor="black", linewidth=0.6)
@@ -334,8 +258,8 @@ def subset_cv_figure(cv: pd.Series, bands: Sequence[float]) -> Figure:
                        label=f"band limit {limit:g}")
         ax.set_yticks(range(len(cv)), [str(s) for s in cv.index])
         ax.set_xlabel("CV of the score over subset seeds")
-        ax.legend(loc="lower right", frameon=False)
-        _title(ax, "evaluation-subset seed variance")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)  # beside the bars, never on them
+        one_line_title(ax, "evaluation-subset seed variance")
     return fig
 
 
@@ -344,18 +268,18 @@ def subset_delta_figure(deltas: pd.DataFrame) -> Figure:
 
     A comparison is seed-robust when all of its points lie on one side of zero.
     """
-    with _styled():
-        fig = _figure(5.6, 3.0)
+    with styled():
+        fig = new_figure(5.6, 3.0)
         ax = fig.add_subplot()
         x = np.arange(len(deltas))
         for k, pair in enumerate(deltas.columns):
             ax.plot(x, deltas[pair].to_numpy(dtype=float), marker=MARKERS[k % len(MARKERS)],
                     linestyle=LINESTYLES[k % len(LINESTYLES)], color=PALETTE[k % len(PALETTE)], label=str(pair))
         ax.axhline(0, color="black", linewidth=0.8)
-        step = max(1, len(deltas) // 20)
+        step = -(-len(deltas) // 10)  # at most 10 labelled seeds, so that the labels never run together
         ax.set_xticks(x[::step], [str(s) for s in deltas.index[::step]])
         ax.set_xlabel("subset seed")
         ax.set_ylabel("Δ score (A − B)")
         ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
-        _title(ax, "per-seed difference between systems")
+        one_line_title(ax, "per-seed difference between systems")
     return fig

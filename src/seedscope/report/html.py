@@ -18,8 +18,12 @@ from html import escape
 import numpy as np
 import pandas as pd
 
+from seedscope.report.display import header
+
 #: digits shown for fractions and other floats in HTML tables
 FLOAT_DIGITS = 4
+#: CSS pixels per inch of figure on the page (the size figures have always been shown at; the PNG holds more)
+PAGE_PX_PER_INCH = 110
 
 
 @dataclass(frozen=True)
@@ -29,6 +33,8 @@ class FigureBlock:
     name: str
     caption: str
     png: bytes
+    #: the PNG's resolution, which sets its size on the page (:data:`PAGE_PX_PER_INCH` per inch of figure)
+    dpi: int = 150
 
 
 @dataclass(frozen=True)
@@ -122,15 +128,16 @@ def _anchor(title: str, used: set[str]) -> str:
 
 
 def _header_text(label) -> str:
+    """A column's header in words (:func:`~seedscope.report.display.header`)."""
     if isinstance(label, tuple):
-        return " ".join(str(part) for part in label if str(part) != "")
-    return str(label)
+        return " ".join(header(part) for part in label if str(part) != "")
+    return header(label)
 
 
 def _cell(value) -> str:
     """A <td> with the displayed value and, for numbers, the raw value to sort by."""
     if isinstance(value, (bool, np.bool_)):
-        return f"<td>{escape(str(bool(value)))}</td>"
+        return f"<td>{'yes' if value else 'no'}</td>"
     if isinstance(value, (int, np.integer)):
         return f'<td class="num" data-sort="{int(value)}">{int(value)}</td>'
     if isinstance(value, (float, np.floating)):
@@ -163,8 +170,9 @@ def figure_html(block: FigureBlock) -> str:
     """An <img> with the PNG inlined as a data URI, and its caption."""
     data = base64.b64encode(block.png).decode("ascii")
     caption = escape(block.caption)
+    width = round(int.from_bytes(block.png[16:20], "big") * PAGE_PX_PER_INCH / block.dpi)  # IHDR: the pixel width
     return (
-        f'<figure id="fig-{escape(block.name)}"><img alt="{caption}" src="data:image/png;base64,{data}">'
+        f'<figure id="fig-{escape(block.name)}"><img alt="{caption}" width="{width}" src="data:image/png;base64,{data}">'
         f"<figcaption>{caption}</figcaption></figure>"
     )
 

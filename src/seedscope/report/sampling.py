@@ -42,6 +42,15 @@ def sampling_sections(analysis: SamplingAnalysis, prefix: str = "", top: int = 1
     return sections
 
 
+def compact_sampling(analysis: SamplingAnalysis, prefix: str = "") -> dict[str, pd.DataFrame]:
+    """The table printed by default: pass@k and maj@k with their mean, spread across seeds and SE over items."""
+    wanted = [name for name in analysis.macro.index if str(name).startswith(("pass@", "maj@")) or name == "avg@n"]
+    frame = analysis.macro.loc[wanted, ["mean", "var_published", "std_sample"]].rename(columns=MACRO_HEADERS)
+    frame["SE over items"] = analysis.errors.loc[wanted, "se"].to_numpy()
+    return {f"{prefix}pass@k and maj@k over {len(analysis.per_run)} sampling seed(s) (VAR and std across seeds)":
+            frame.rename_axis("estimator")}
+
+
 def sampled_comparison_sections(comparison: SampledComparison) -> dict[str, pd.DataFrame]:
     """Per system its mean and one run's variance; per pair the paired difference and the ranking inversion."""
     pairs = comparison.pairs.copy()

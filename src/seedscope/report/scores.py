@@ -16,6 +16,7 @@ from seedscope.analysis.run_scores import NEEDS_PREDICTIONS, ScoreSummary
 from seedscope.report import figures as figs
 from seedscope.report import tables
 from seedscope.report.html import FigureBlock, Section, TableBlock, render_html
+from seedscope.report.verdict import score_lines
 from seedscope.version import __version__
 
 
@@ -48,13 +49,11 @@ def assemble_scores(summaries: list[ScoreSummary], comparison: Comparison | None
         figures[name] = figs.metric_distribution_figure(summary.per_run[metric], metric=str(metric), mean=row["mean"],
                                                          var_published=row["var_published"],
                                                          title=f"{summary.label}: {metric} over {len(summary.per_run)} runs")
-        png[name] = figs.render(figures[name], "png")
-        section.figures.append(FigureBlock(name, f"{summary.label}: each run's {metric}, the mean and mean ± VAR.",
-                                           png[name]))
-        section.lines.append(
-            f"{metric}: mean {row['mean']:.4f}, VAR ±{row['var_published']:.4f} over {len(summary.per_run)} runs "
-            f"(from {row['min']:.4f} to {row['max']:.4f}); IQM {row['iqm']:.4f}."
-        )
+        png[name] = figs.render(figures[name], "png", dpi=figs.SCREEN_DPI)
+        section.figures.append(FigureBlock(name, f"{summary.label}: each run's {metric}, the mean and mean ± VAR "
+                                                 "(the population standard deviation).", png[name],
+                                           dpi=figs.SCREEN_DPI))
+        section.lines += score_lines(summary)
         sections.append(section)
         paper[f"{summary.label}: spread across runs"] = summary.macro
     if comparison is not None:

@@ -9,7 +9,6 @@ and every value is a fraction in [0, 1], never a percentage.
 from __future__ import annotations
 
 import math
-import numbers
 
 import pandas as pd
 from rich.table import Table
@@ -17,16 +16,16 @@ from rich.text import Text
 
 from seedscope.analysis.summary import TaskSummary
 from seedscope.analysis.seed_effects import Analysis
+from seedscope.report.display import MISSING, format_interval, format_value, header, readable
 
-MISSING = "—"
 #: terminal columns never shrink below this many characters (or their widest value)
 RICH_MIN_WIDTH = 15
-#: a table is at least this wide (or its title's length), so that its title stays readable
-TITLE_WIDTH = 90
+#: a table is at least this wide (or its title's length), so that its title stays readable; 80 columns hold it
+TITLE_WIDTH = 76
 MACRO_HEADERS = {
     "mean": "mean",
-    "var_published": "VAR (÷S)",
-    "std_sample": "std (÷S−1)",
+    "var_published": "VAR (pop. SD)",
+    "std_sample": "std (sample SD)",
     "cv": "CV",
 }
 MICRO_ROWS = {"con": "CON", "ccon": "CCON", "prob_con": "probabilistic consistency π"}
@@ -41,20 +40,9 @@ UNSTABLE_COLUMNS = {
 }
 
 
-def format_value(value, digits: int = 4, missing: str = MISSING) -> str:
-    """One cell: integers as integers, floats with ``digits`` decimals, NaN / None as ``missing``."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return missing
-    if isinstance(value, bool):
-        return str(value)
-    if isinstance(value, numbers.Integral):
-        return str(int(value))
-    if isinstance(value, numbers.Real):
-        return f"{float(value):.{digits}f}"
-    return str(value)
-
-
 def _cells(frame: pd.DataFrame, digits: int, missing: str = MISSING) -> tuple[list[str], list[list[str]]]:
+    """The header and the cells of ``frame`` as a reader sees it (:func:`~seedscope.report.display.readable`)."""
+    frame = readable(frame, digits)
     header = [str(frame.index.name or "")] + [str(c) for c in frame.columns]
     rows = [[str(index)] + [format_value(v, digits, missing) for v in row] for index, row in zip(frame.index, frame.itertuples(index=False))]
     return header, rows
@@ -119,9 +107,11 @@ def to_rich(frame: pd.DataFrame, title: str | None = None, digits: int = 4) -> T
     # a long title wraps over at most a few lines instead of a narrow table's width
     table = Table(title=None if title is None else Text(title), title_justify="left", header_style="bold",
                   min_width=min(len(title or ""), TITLE_WIDTH))
-    # Headers may wrap on a narrow terminal, values never shrink: each column is at least as
-    # wide as its widest value.
-    widths = [min(max([len(row[i]) for row in rows], default=1), RICH_MIN_WIDTH) for i in range(len(header))]
+    # Headers may wrap on a narrow terminal (between words, never inside one), values never shrink: each column
+    # is at least as wide as its widest value (up to RICH_MIN_WIDTH), and a row's name is never broken.
+    widths = [max(min(max([len(row[i]) for row in rows], default=1), RICH_MIN_WIDTH),
+                  max(map(len, header[i].split()), default=1)) for i in range(len(header))]
+    widths[0] = max([len(row[0]) for row in rows], default=1)
     table.add_column(Text(header[0]), style="bold", min_width=widths[0], overflow="fold")
     for name, width in zip(header[1:], widths[1:]):
         table.add_column(Text(name), justify="right", min_width=width, overflow="fold")
@@ -139,9 +129,7 @@ def analysis_sections(analysis: Analysis, top_k: int = 10) -> dict[str, pd.DataF
     if len(analysis.macro):
         macro = analysis.macro[list(MACRO_HEADERS)].rename(columns=MACRO_HEADERS)
         for name, (low, high) in {"bootstrap": ("ci_low", "ci_high"), "t": ("t_low", "t_high")}.items():
-            macro[f"{level} {name} CI"] = [
-                f"{format_value(a)}–{format_value(b)}" for a, b in zip(analysis.macro[low], analysis.macro[high])
-            ]
+            macro[f"{level} {name} CI"] = [format_interval(a, b) for a, b in zip(analysis.macro[low], analysis.macro[high])]
         title = (
             f"Macro: spread across {n_runs} runs (fractions). VAR = population std as published (÷S), "
             "std = sample std (÷S−1), CV = std/|mean|, percentile bootstrap and Student-t CI of the mean"
@@ -157,14 +145,85 @@ def analysis_sections(analysis: Analysis, top_k: int = 10) -> dict[str, pd.DataF
     dropped = f"; {int(micro['n_dropped'])} examples dropped by --intersect" if micro["n_dropped"] else ""
     if not analysis.aligned.has_labels:
         dropped += "; no gold labels, so CCON is undefined"
-    sections[f"Micro: {n_pairs} run pairs over {n_examples} examples (fractions{dropped})"] = micro_frame
+    if pd.isna(micro["prob_con"]):
+        dropped += "; π needs class probabilities (prob_CLASS columns), so it is —"
+    if analysis.matrix_sampled:
+        micro_frame["pair std SE (sampled)"] = [micro[f"{c}_pair_std_se"] for c in MICRO_ROWS]
+        dropped += (f"; means exact, pair std from {int(micro['n_pairs_sampled']):,} pairs sampled with the seed, "
+                    "± its standard error")
+    sections[f"Micro: {n_pairs} run pairs over {n_examples} examples (fractions; CON: the share of examples two runs "
+             f"answer alike, CCON: alike and right{dropped})"] = micro_frame
+    if analysis.matrix_sampled:  # no S × S matrix: what it would show, summarised
+        sections.update(pair_sections(analysis, top_k))
     if len(analysis.per_run.columns):
         sections["Per run"] = analysis.per_run.rename_axis("run")  # pandas 2.0 may carry a store's "seed" name here
     sections.update(error_bar_sections(analysis))
     unstable = analysis.most_unstable(top_k)
     shown = unstable[[c for c in UNSTABLE_COLUMNS if c in unstable.columns]].rename(columns=UNSTABLE_COLUMNS)
-    sections[f"Most unstable examples (top {len(unstable)})"] = shown
+    defined = ("agreement: the share of run pairs that give the same answer; correct rate: the share of runs that are "
+               "right" if "agreement" in shown.columns else "prediction std: the spread of the runs' predictions")
+    sections[f"Most unstable examples (top {len(unstable)}; {defined})"] = shown
     return sections
+
+
+def pair_sections(analysis: Analysis, top_k: int = 10) -> dict[str, pd.DataFrame]:
+    """The S × S matrices summarised: the distribution of the pairwise values, and the runs that agree least."""
+    n_runs = analysis.aligned.n_runs
+    source = (f"{len(analysis.pair_sample):,} sampled pairs" if analysis.matrix_sampled
+              else f"all {n_runs * (n_runs - 1) // 2:,} pairs")
+    distribution = analysis.pair_distribution().rename(index=MICRO_ROWS)
+    least = analysis.least_agreeing(top_k).rename(columns={"con": "mean CON", "ccon": "mean CCON"})
+    return {
+        f"Pairwise values: distribution over {source} (fractions)": distribution,
+        f"Least-agreeing runs (top {len(least)}): mean CON / CCON with the other {n_runs - 1:,} runs, exact": least,
+    }
+
+
+#: what the compact tables' spread columns hold, said once under them
+SPREAD_LEGEND = ("VAR is the population SD over the seeds (divisor S, as the paper publishes it), std the sample SD "
+                 "(divisor S − 1); CI: the percentile bootstrap interval of the mean over the seeds")
+
+
+#: what the Table 1 layout's rows hold, said once under it
+TABLE1_LEGEND = ("ζ: the primary metric's mean over the seeds; VAR: its population SD; CON / CCON: the share of examples "
+                 "two seeds answer alike / alike and right")
+
+
+def spread_frame(macro: pd.DataFrame, confidence: float) -> pd.DataFrame:
+    """The compact view of a macro summary: per metric the mean, VAR, std and the bootstrap CI of the mean."""
+    level = f"{confidence:.0%}"
+    frame = macro[["mean", "var_published", "std_sample"]].rename(columns=MACRO_HEADERS)
+    frame[f"{level} CI"] = [format_interval(a, b) for a, b in zip(macro["ci_low"], macro["ci_high"])]
+    return frame.rename_axis("metric")
+
+
+def compact_analysis(analysis: Analysis) -> dict[str, pd.DataFrame]:
+    """The one table ``analyze`` prints by default: the spread of each metric over the seeds."""
+    return {f"Spread over the {analysis.aligned.n_runs} seeds (fractions)": spread_frame(analysis.macro,
+                                                                                          analysis.confidence)}
+
+
+def compact_scores(summaries, confidence: float) -> dict[str, pd.DataFrame]:
+    """Per system of per-run scores, the spread of each score over its runs."""
+    return {f"{summary.label}: spread over {len(summary.per_run)} runs": spread_frame(summary.macro, confidence)
+            for summary in summaries}
+
+
+def compact_comparison(comparison) -> dict[str, pd.DataFrame]:
+    """The two tables ``compare`` prints by default: each system's mean over its seeds, each pair's difference."""
+    level = f"{comparison.settings['confidence']:.0%}"
+    systems = comparison.systems[["n_runs", "mean", "std", "ci_low", "ci_high"]]
+    pairs = comparison.pairs
+    adjusted = "p_permutation_holm" if len(pairs) > 1 and "p_permutation_holm" in pairs else "p_permutation"
+    shown = pairs[["delta", "ci_low", "ci_high", "prob_improvement", adjusted]].rename(
+        columns={"delta": "Δ (A − B)", "prob_improvement": "P(A > B)", adjusted: "p"})
+    shown.index = [f"{a} vs {b}" for a, b in pairs.index]
+    return {
+        f"Systems on {comparison.metric}: mean over the seeds, {level} bootstrap CI": systems,
+        f"Pairs: mean difference A − B over the seeds with its {level} CI; P(A > B): one run of A beats one of B; "
+        "p: paired permutation test" + (" (Holm over the pairs)" if adjusted.endswith("holm") else ""):
+            shown.rename_axis("pair"),
+    }
 
 
 def error_bar_sections(analysis: Analysis) -> dict[str, pd.DataFrame]:
@@ -177,9 +236,10 @@ def error_bar_sections(analysis: Analysis) -> dict[str, pd.DataFrame]:
         sections[title] = analysis.error_bars
         split = analysis.variance_split
         frame = pd.DataFrame({"value": split.drop(["dominant", "power"])}).astype(float)
+        frame.index = [header(name) for name in frame.index]
         sections[
             f"Variance of accuracy: seeds (÷S−1) vs example sampling (mean SE²), {split['dominant']} dominate; "
-            f"mdd: smallest difference to a system of equal spread and runs found with power {split['power']:.0%}"
+            f"smallest detectable Δ: to a system of equal spread and runs, found with power {split['power']:.0%}"
         ] = frame
     if analysis.degenerate is not None and len(analysis.degenerate):
         sections[f"Degenerate runs ({len(analysis.degenerate)} of {analysis.aligned.n_runs}): failed to learn"] = (
@@ -196,8 +256,7 @@ def score_sections(summaries, confidence: float) -> dict[str, pd.DataFrame]:
         macro = summary.macro[list(MACRO_HEADERS)].rename(columns=MACRO_HEADERS)
         for name, (low, high) in {"bootstrap": ("ci_low", "ci_high"), "t": ("t_low", "t_high"),
                                   "IQM": ("iqm_ci_low", "iqm_ci_high")}.items():
-            macro[f"{level} {name} CI"] = [f"{format_value(a)}–{format_value(b)}"
-                                           for a, b in zip(summary.macro[low], summary.macro[high])]
+            macro[f"{level} {name} CI"] = [format_interval(a, b) for a, b in zip(summary.macro[low], summary.macro[high])]
         macro.insert(4, "IQM", summary.macro["iqm"])
         sections[f"{summary.label}: spread across {len(summary.per_run)} runs (VAR = population std ÷S, "
                  "std ÷S−1, CV = std/|mean|)"] = macro
@@ -219,7 +278,8 @@ def comparison_sections(comparison) -> dict[str, pd.DataFrame]:
         f"Pairs: mean difference A − B with {level} CI over seeds, P(A > B), ASO ε_min (A better when < 0.5)": pairs[main],
         "Pairs: tests (paired permutation and Wilcoxon signed-rank on matched seeds, joint seed × example bootstrap; Holm / Bonferroni over pairs)": pairs[tests],
         "Expected maximum over n runs (Dodge et al. 2019)": comparison.expected_max,
-        f"Seeds needed: {level} range of the mean and of VAR (population std) with n seeds": comparison.seeds_needed.set_index("system"),
+        f"Seeds needed: {level} range of the mean and of VAR (population std) with n seeds (extrapolated: n above the "
+        "system's own runs, projected from them)": comparison.seeds_needed.set_index("system"),
     }
     if len(comparison.mcnemar):
         mcnemar = comparison.mcnemar.assign(pair=comparison.mcnemar["system_a"] + " vs " + comparison.mcnemar["system_b"])
@@ -244,7 +304,8 @@ def baseline_text(analysis: Analysis) -> str | None:
 
 def analysis_long(analysis: Analysis) -> pd.DataFrame:
     """Every number of an analysis as tidy rows: section, name, statistic, value."""
-    macro = analysis.macro.rename_axis("name").reset_index().melt(id_vars="name", var_name="statistic")
+    numeric = analysis.macro.astype({"t_clipped": float}) if "t_clipped" in analysis.macro else analysis.macro
+    macro = numeric.rename_axis("name").reset_index().melt(id_vars="name", var_name="statistic")  # a number a cell
     macro.insert(0, "section", "macro")
     micro = analysis.micro.melt(var_name="statistic")
     micro.insert(0, "name", "all_pairs")
@@ -266,7 +327,8 @@ def _with_spread(mean, spread, digits: int) -> str:
 
 
 def summary_sections(summary: TaskSummary, digits: int = 4) -> dict[str, pd.DataFrame]:
-    """The paper's Table 1 and Table 7 layouts and the training-size correlation."""
+    """The paper's Table 1 and Table 7 layouts and the training-size correlation — the last only where some r
+    could be computed (3 tasks or more of known, different sizes): a table of blanks is no table."""
     table7 = pd.DataFrame(
         {
             quantity: [
@@ -277,13 +339,15 @@ def summary_sections(summary: TaskSummary, digits: int = 4) -> dict[str, pd.Data
         },
         index=summary.table7.index,
     )
-    return {
+    sections = {
         "Table 1 layout: ζ (primary metric), VAR (population std), CON, CCON (fractions)": summary.table1.rename(
             index={"zeta": "ζ"}
         ),
         "Table 7 layout: mean (± VAR; for CON/CCON ± pair std), fractions; a task scored by another primary metric (CoLA: MCC, STS-B: Pearson) shows it as its Accuracy": table7,
-        "Pearson correlation of training-set size with VAR, CON, CCON across tasks": summary.correlation,
     }
+    if summary.correlation["r"].notna().any():
+        sections["Pearson correlation of training-set size with VAR, CON, CCON across tasks"] = summary.correlation
+    return sections
 
 
 def render_markdown(sections: dict[str, pd.DataFrame], digits: int = 4) -> str:

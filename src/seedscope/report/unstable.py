@@ -4,7 +4,8 @@ The ranking and the categories (robust, consistently wrong, unstable …) are th
 (:meth:`seedscope.analysis.seed_effects.Analysis.most_unstable`, ``Analysis.stability``); this module only
 joins what a reader needs to look at an example: its text (from the prediction table's
 ``text`` column, or the task texts the caller read with :func:`seedscope.io.results.texts.task_texts`)
-and the prediction of each run, one ``pred_<run>`` column per run.
+and the prediction of each run, one ``pred_<run>`` column per run (beyond
+:data:`~seedscope.metrics.pairs.EXACT_PAIR_RUNS` runs, one column counting each answer instead).
 """
 
 from __future__ import annotations
@@ -15,10 +16,13 @@ import numpy as np
 import pandas as pd
 
 from seedscope.analysis.seed_effects import Analysis
+from seedscope.metrics.pairs import EXACT_PAIR_RUNS
 from seedscope.metrics.stability import CATEGORIES
 from seedscope.predictions import TEXT
 
 PRED_PREFIX = "pred_"
+#: the column that counts each answer, in place of one column per run, beyond EXACT_PAIR_RUNS runs
+ANSWERS = "answers (runs)"
 ALWAYS_COUNTED = ("robust", "consistently_wrong")
 TEXTS = (TEXT, "text_pair")
 #: stability columns shown beside each example, in this order, when the analysis has them
@@ -46,11 +50,21 @@ def unstable_examples(analysis: Analysis, k: int = 20, texts: pd.DataFrame | Non
     aligned = analysis.aligned
     position = pd.Index(aligned.example_ids).get_indexer(top.index)
     answers = aligned.predictions[:, position]
+    if aligned.n_runs > EXACT_PAIR_RUNS:  # thousands of runs: how many gave each answer, not a column per run
+        if aligned.task_type == "classification":
+            frame[ANSWERS] = [_answer_counts(column, aligned.classes) for column in answers.T]
+        return frame
     if aligned.task_type == "classification":
         answers = np.asarray(aligned.classes, dtype=object)[answers]
-    for run, row in zip(aligned.runs, answers):
-        frame[f"{PRED_PREFIX}{run}"] = row
-    return frame
+    runs = pd.DataFrame(answers.T, index=frame.index, columns=[f"{PRED_PREFIX}{run}" for run in aligned.runs])
+    return pd.concat([frame, runs], axis=1)  # every run's column at once (one by one costs seconds at 1,000 runs)
+
+
+def _answer_counts(codes: np.ndarray, classes) -> str:
+    """``"entailment 5,123, not_entailment 4,877"``: each answer the runs gave to one example, most frequent first."""
+    counts = np.bincount(codes, minlength=len(classes))
+    order = np.argsort(-counts, kind="stable")
+    return ", ".join(f"{classes[c]} {counts[c]:,}" for c in order if counts[c])
 
 
 def stability_counts(analyses: Mapping[str, Analysis]) -> pd.DataFrame:

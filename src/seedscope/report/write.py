@@ -71,8 +71,7 @@ def _write_outputs(report: Report, *, html, latex_dir, figures_dir, fig_format: 
             folder = staged_dir(figures_dir)
             staged.append((folder, Path(figures_dir)))
             for name, fig in report.figures.items():
-                data = report.png[name] if fig_format == "png" else figs.render(fig, fig_format)
-                (folder / f"{name}.{fig_format}").write_bytes(data)
+                (folder / f"{name}.{fig_format}").write_bytes(figs.render(fig, fig_format))
     except BaseException:
         for path, _ in staged:
             discard(path)

@@ -118,7 +118,7 @@ def check_plan(plan: Mapping[str, Any]) -> list[Mapping[str, Any]]:
         raise SeedscopeError("a plan must hold a non-empty list of runs under 'runs'")
     seen = set()
     for i, run in enumerate(runs):
-        missing = [k for k in _RUN_KEYS if not isinstance(run, Mapping) or k not in run]
+        missing = [k for k in _RUN_KEYS if k not in run] if isinstance(run, Mapping) else list(_RUN_KEYS)
         if missing:
             raise SeedscopeError(f"plan run {i} lacks {', '.join(missing)}")
         if run["run_id"] in seen:
@@ -189,8 +189,10 @@ class Catalog:
     # ---- plumbing ---------------------------------------------------------------------------
 
     @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        with self._lock, self._damage_is_an_error(), self._connect(WRITE_WAIT_S, isolation_level=None) as db:
+    def transaction(self, wait: float | None = None) -> Iterator[sqlite3.Connection]:
+        """One ``BEGIN IMMEDIATE`` transaction, waiting up to ``wait`` seconds for another writer (default a minute)."""
+        wait = WRITE_WAIT_S if wait is None else wait
+        with self._lock, self._damage_is_an_error(), self._connect(wait, isolation_level=None) as db:
             db.execute("PRAGMA synchronous = FULL")
             db.execute("BEGIN IMMEDIATE")
             try:
@@ -255,9 +257,12 @@ class Catalog:
     def plan_hash(self) -> str:
         return self.query("SELECT plan_hash FROM plan")[0][0]
 
-    def task_of(self, run_id: str) -> str:
+    def run_state(self, run_id: str) -> tuple[str, str | None, int]:
+        """A run's task, start time and attempt count (an error when the plan has no such run)."""
         with self._lock, self._damage_is_an_error(), self._connect() as db:
-            return self._require(db, run_id)[0]
+            task, started = self._require(db, run_id)
+            attempts = db.execute("SELECT attempts FROM runs WHERE run_id = ?", (run_id,)).fetchone()[0]
+        return task, started, attempts if isinstance(attempts, int) and not isinstance(attempts, bool) else 0
 
     # ---- run states -------------------------------------------------------------------------
 
@@ -283,23 +288,6 @@ class Catalog:
                 "UPDATE runs SET status = 'running', started_at = ?, finished_at = NULL, error = NULL,"
                 " attempts = attempts + 1 WHERE run_id = ?",
                 (now(), run_id),
-            )
-
-    def finish(self, run_id: str, status: str, timings: Mapping[str, Any] | None, *, metrics, **columns) -> None:
-        """Set a run's final state (done or failed) and its duration, in one transaction."""
-        finished = now()
-        if not self.has_checksums():
-            self.add_checksums({})
-        with self.transaction() as db:
-            started = self._require(db, run_id)[1]
-            duration = (timings or {}).get("total_seconds")
-            if duration is None and started:
-                duration = (datetime.fromisoformat(finished) - datetime.fromisoformat(started)).total_seconds()
-            assignments = ", ".join(f"{name} = ?" for name in columns)
-            db.execute(
-                f"UPDATE runs SET status = ?, finished_at = ?, duration_s = ?, timings_json = ?, metrics_json = ?,"
-                f" {assignments} WHERE run_id = ?",
-                (status, finished, duration, as_json(dict(timings or {})), metrics, *columns.values(), run_id),
             )
 
     def add_checksums(self, digests: Mapping[str, str]) -> None:
@@ -345,6 +333,12 @@ class Catalog:
             "SELECT run_id, task, model, model_name, method, tag, seeds_json, status, attempts, started_at,"
             " finished_at, duration_s, timings_json, metrics_json, n_predictions, error FROM runs ORDER BY position"
         )
+
+    def run_states(self) -> list[tuple]:
+        """(run_id, status, started_at, finished_at, duration_s, error, seeds_json) of every run in plan order: what a
+        glance at a store needs (:func:`seedscope.store.views.run_states_frame`), without its JSON result cells."""
+        return self.query("SELECT run_id, status, started_at, finished_at, duration_s, error, seeds_json FROM runs"
+                          " ORDER BY position")
 
     def environments(self) -> list[tuple[str, str]]:
         """(run_id, environment JSON) of every done run that recorded one, in plan order."""

@@ -5,7 +5,12 @@ answered. Each response is written to ``DIR/responses.sqlite`` (one row per requ
 the SHA-256 of the server's URL, the endpoint, the request and the run's ``rerun`` number) in
 its own transaction the moment it arrives; a resumed or repeated study reads it back instead
 of asking. An identical rerun (``rerun``, ``--repeat``) is a different key on purpose: it asks
-again, which is what measures the server's noise floor.
+again, which is what measures the server's noise floor. On a network file system the file keeps
+SQLite's rollback journal instead of WAL (:func:`journal_mode`).
+
+The cache keeps text and reads nothing into it: what goes in has been checked by the engine,
+and what comes back is checked again before it is used (a row that fails is dropped and asked
+again), so a row written by an older seedscope, or damaged, costs one request, never a result.
 
 The sweep tells the runs where the file is through :data:`RESPONSES_ENV` (set by
 :func:`responses_in`), so that every executor's workers — threads, processes, Ray on this
@@ -22,6 +27,8 @@ import threading
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
+
+from seedscope.store.mounts import network_filesystem
 
 #: the environment variable naming the response cache of the sweep being run
 RESPONSES_ENV = "SEEDSCOPE_RESPONSES"
@@ -49,15 +56,28 @@ def request_key(*parts: Any) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
+def journal_mode(path: str | os.PathLike) -> str:
+    """WAL on a local disk (the runs of a sweep write at once without waiting for each other's readers); the rollback
+    journal on a network or FUSE file system, where WAL's shared memory does not work (:mod:`seedscope.store.mounts`).
+    Set at every opening: a cache made in WAL mode on a local disk and copied to a shared folder is turned back."""
+    return "DELETE" if network_filesystem(path) else "WAL"
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    """The cache's one connection: every setting of how the file is opened and journalled is made here."""
+    connection = sqlite3.connect(path, timeout=60, check_same_thread=False, isolation_level=None)
+    connection.execute(f"PRAGMA journal_mode={journal_mode(path)}")
+    connection.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, response TEXT NOT NULL)")
+    return connection
+
+
 class ResponseCache:
-    """``get``/``put`` of JSON responses by key, safe for the threads of one run and the processes of a sweep."""
+    """``get``/``put``/``drop`` of response texts by key, safe for the threads of one run and the processes of a sweep."""
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
         self._lock = threading.Lock()
-        self._connection = sqlite3.connect(self.path, timeout=60, check_same_thread=False, isolation_level=None)
-        self._connection.execute("PRAGMA journal_mode=WAL")
-        self._connection.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, response TEXT NOT NULL)")
+        self._connection: sqlite3.Connection | None = _connect(self.path)
 
     @classmethod
     def of_sweep(cls) -> "ResponseCache | None":
@@ -65,18 +85,34 @@ class ResponseCache:
         path = os.environ.get(RESPONSES_ENV)
         return cls(path) if path else None
 
-    def get(self, key: str) -> dict | None:
+    def get(self, key: str) -> str | None:
+        """The response kept for ``key`` as it was put, or None (also once the cache is closed)."""
         with self._lock:
+            if self._connection is None:
+                return None
             row = self._connection.execute("SELECT response FROM responses WHERE key = ?", (key,)).fetchone()
-        return None if row is None else json.loads(row[0])
+        return None if row is None else str(row[0])
 
-    def put(self, key: str, response: dict) -> None:
+    def put(self, key: str, response: str) -> None:
+        """Keep ``response`` for ``key`` (nothing, once the cache is closed: a request still in flight when its run
+        ended)."""
         with self._lock:
-            self._connection.execute("INSERT OR REPLACE INTO responses VALUES (?, ?)", (key, json.dumps(response)))
+            if self._connection is not None:
+                self._connection.execute("INSERT OR REPLACE INTO responses VALUES (?, ?)", (key, response))
+
+    def drop(self, key: str) -> None:
+        """Forget the response of ``key`` (one that failed its checks): the next run asks again."""
+        with self._lock:
+            if self._connection is not None:
+                self._connection.execute("DELETE FROM responses WHERE key = ?", (key,))
 
     def __len__(self) -> int:
         with self._lock:
-            return self._connection.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+            return self._connection.execute("SELECT COUNT(*) FROM responses").fetchone()[0] if self._connection else 0
 
     def close(self) -> None:
-        self._connection.close()
+        """Let the file go; a thread still asking (its run ended) finds the cache closed, never a closed connection."""
+        with self._lock:
+            if self._connection is not None:
+                self._connection.close()
+                self._connection = None

@@ -76,7 +76,7 @@ def _read_hub(spec: TaskSpec, split: str) -> Iterator[Record]:
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise SeedscopeError(
             f"could not load {source} ({split}) from the Hugging Face hub: {reason}; offline, pass --data-dir "
-            f"or set {DATA_DIR_ENV} to a folder laid out like glue/<TASK>/dev.tsv (see docs/tasks.md)"
+            f"or set {DATA_DIR_ENV} to a folder laid out like glue/<TASK>/dev.tsv (see docs/reference/tasks.md)"
         ) from error
     return ((f"{source} {split} row {i}", record) for i, record in enumerate(dataset))
 

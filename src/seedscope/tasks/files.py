@@ -29,7 +29,7 @@ def task_file(spec: TaskSpec, split: str, data_dir: Path) -> Path:
     if not path.is_file():
         raise SeedscopeError(
             f"{spec.benchmark.upper()} {spec.display_name} {split} split: {path} not found in data directory "
-            f"{data_dir} (expected {spec.local_path(split)}; see docs/tasks.md for the layout)"
+            f"{data_dir} (expected {spec.local_path(split)}; see docs/reference/tasks.md for the layout)"
         )
     return path
 

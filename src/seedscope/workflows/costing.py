@@ -25,7 +25,7 @@ import pandas as pd
 
 from seedscope.plan import RunSpec
 from seedscope.plan.hparams import FinetuneSettings
-from seedscope.plan.runs import profile, runner_of
+from seedscope.plan.runs import entry_profile, profile, runner_of
 from seedscope.store import ExperimentStore
 
 #: the share of its optimiser steps a calibration run trains (at least MIN_STEPS)
@@ -33,7 +33,7 @@ SHORT_SHARE, MIN_STEPS = 0.25, 4
 #: the H100 SXM's dense bf16 peak (seedscope.runners.peak_flops), FLOP/s
 H100_PEAK = 989.4e12
 #: the MFU an H100-hour figure assumes where no GPU run measured one: the goal for fine-tuning steps that keep the
-#: GPU busy (docs/gpu.md; RoBERTa-large-sized runs measured 1-2 % on an H100 before fused and synchronisation-free
+#: GPU busy (docs/how-to/gpu-cost.md; RoBERTa-large-sized runs measured 1-2 % on an H100 before fused and synchronisation-free
 #: steps)
 ASSUMED_MFU = 0.2
 
@@ -96,11 +96,11 @@ def finished_work(store: ExperimentStore | None) -> dict[str, dict]:
     if store is None:
         return {}
     runs = store.runs()
-    specs = {spec["run_id"]: RunSpec.from_dict(spec) for spec in store.plan()["runs"]}
+    profiles = _profiles(store)
     environment = store.environment()
     devices = dict(zip(environment["run_id"], environment["device"])) if "device" in environment else {}
     done = runs[runs["status"] == "done"]
-    rows = [{"profile": profile(specs[r]), **work_of(t, str(devices.get(r, "")))}
+    rows = [{"profile": profiles[r], **work_of(t, str(devices.get(r, "")))}
             for r, t in zip(done["run_id"], done["timings"])]
     if not rows:
         return {}
@@ -133,16 +133,23 @@ def h100_hours(frame: pd.DataFrame) -> tuple[float, str] | None:
     return hours, "; ".join(parts)
 
 
-def finished_durations(store: ExperimentStore | None) -> dict[str, float]:
-    """Profile → median seconds of the store's done runs (nothing without a store)."""
+def finished_durations(store: ExperimentStore | None, runs: pd.DataFrame | None = None,
+                       profiles: dict[str, str] | None = None) -> dict[str, float]:
+    """Profile → median seconds of the store's done runs (nothing without a store); ``runs`` (its
+    :meth:`~ExperimentStore.runs`) and ``profiles`` (run_id → profile), when the caller has them."""
     if store is None:
         return {}
-    runs = store.runs()
-    specs = {spec["run_id"]: RunSpec.from_dict(spec) for spec in store.plan()["runs"]}
+    runs = store.runs() if runs is None else runs
+    profiles = _profiles(store) if profiles is None else profiles
     done = runs[(runs["status"] == "done") & runs["duration_s"].notna()]
     seconds = pd.Series(done["duration_s"].astype(float).to_numpy(),
-                        index=[profile(specs[run_id]) for run_id in done["run_id"]])
+                        index=[profiles[run_id] for run_id in done["run_id"]])
     return seconds.groupby(level=0).median().to_dict()
+
+
+def _profiles(store: ExperimentStore) -> dict[str, str]:
+    """run_id → the run's profile, from the store's plan."""
+    return {entry["run_id"]: entry_profile(entry) for entry in store.plan()["runs"]}
 
 
 def run_seconds(specs: Sequence[RunSpec], data_dir, *, parallel: int = 1, store: ExperimentStore | None = None,
@@ -227,22 +234,23 @@ def _threads_of_one_worker(parallel: int) -> Iterator[None]:
         torch.set_num_threads(previous)
 
 
-def remaining_seconds(store: ExperimentStore) -> tuple[float, int] | None:
+def remaining_seconds(store: ExperimentStore, runs: pd.DataFrame | None = None) -> tuple[float, int] | None:
     """(seconds the runs not done still need, finished runs the figure rests on); None before any run finished.
 
     Each run to do takes its profile's median duration (the median of all finished runs for
     a profile without one), divided by how many runs went at once so far: the finished runs'
-    summed durations over the wall time from the first start to the last finish.
+    summed durations over the wall time from the first start to the last finish. ``runs``: the
+    store's :meth:`~ExperimentStore.runs`, when the caller has read them.
     """
-    runs = store.runs()
+    runs = store.runs() if runs is None else runs
     done = runs[(runs["status"] == "done") & runs["duration_s"].notna()]
     if done.empty:
         return None
-    known = finished_durations(store)
+    profiles = _profiles(store)
+    known = finished_durations(store, runs, profiles)
     fallback = float(done["duration_s"].median())
-    specs = {spec["run_id"]: RunSpec.from_dict(spec) for spec in store.plan()["runs"]}
     todo = runs.loc[runs["status"] != "done", "run_id"]
-    serial = sum(known.get(profile(specs[run_id]), fallback) for run_id in todo)
+    serial = sum(known.get(profiles[run_id], fallback) for run_id in todo)
     span = (_time(done["finished_at"].max()) - _time(done["started_at"].min())).total_seconds()
     at_once = max(1.0, float(done["duration_s"].sum()) / span) if span > 0 else 1.0
     return serial / at_once, len(done)

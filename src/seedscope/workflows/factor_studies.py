@@ -35,7 +35,7 @@ from seedscope.plan.implementation import check_axes, combinations
 from seedscope.plan.runs import runner_of
 from seedscope.store import ExperimentStore
 from seedscope.store.views import factor_score_table
-from seedscope.workflows.sweeping import execute, execution_of, executor_for, preflight
+from seedscope.workflows.sweeping import execute, execution_of, preflight, refuse_early
 
 #: runs the given specs into the store (an executor bound to its options)
 Execute = Callable[[Sequence[RunSpec]], None]
@@ -258,7 +258,7 @@ def run_factor_study(
     >>> store = run_factor_study(config, out="study-out")  # trains N × M + L models  # doctest: +SKIP
     """
     execution = config.execution_with(ExecutionOptions.from_keywords(execution, deprecated, "run_factor_study"))
-    executor_for(execution)  # an executor that cannot run is refused before anything is written
+    refuse_early(execution)  # an executor that cannot run is refused before anything is written
     if resume:
         ExperimentStore.check_resumable(out)
     plan = config.plan

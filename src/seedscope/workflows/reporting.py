@@ -140,7 +140,7 @@ def build_report(
              if "text" not in analysis.stability.columns}
     report = assemble(summary, environment=environment, factors=factors if factors is not None else found,
                       subsets=subsets, top_k=top_k, texts=texts, title=title, progress=progress)
-    report.notes = notes
+    report.notes = notes + report.notes
     write_outputs(report, html=html, latex_dir=latex_dir, figures_dir=figures_dir, fig_format=fig_format,
                   unstable_csv_path=unstable_csv)
     return report

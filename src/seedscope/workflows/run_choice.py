@@ -7,7 +7,7 @@ Each way's wall time comes from the same per-run estimates as ``--plan-only``'s 
   first), so 8 equal runs at K = 4 are two waves. On a CPU each worker has ``cores // K``
   threads, and the per-run time is timed at that thread count. On a GPU the K runs share one
   device: each is assumed to run ``slowdown`` times slower beside the others, from what was
-  measured (docs/gpu.md): four MiniLM-sized runs (23 M parameters) kept their speed on an H100
+  measured (docs/how-to/gpu-cost.md): four MiniLM-sized runs (23 M parameters) kept their speed on an H100
   (4.0×), two RoBERTa-large-sized ones (355 M) gained nothing on an H200; between the two the
   slowdown is interpolated in the logarithm of the parameter count.
 - **fused K** — up to K runs that differ only in their seeds trained as one stacked model in one

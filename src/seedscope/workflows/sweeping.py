@@ -43,6 +43,8 @@ def execution_of(config: SweepConfig, execution: ExecutionOptions) -> ExecutionO
 
     from seedscope.executors.options import MAX_FUSE
 
+    if execution.executor == "slurm" and execution.slurm == type(execution.slurm)():
+        execution = replace(execution, slurm=config.slurm)  # the config's slurm: block, unless given already
     if config.execution != "fused" or execution.fuse > 1:
         return execution
     return replace(execution, fuse=config.fuse or min(len(config.seeds), MAX_FUSE))
@@ -50,7 +52,8 @@ def execution_of(config: SweepConfig, execution: ExecutionOptions) -> ExecutionO
 
 def preflight(specs: list[RunSpec], data_dir: str | os.PathLike | None, execution: ExecutionOptions | None = None) -> None:
     """Fail before anything is written: the cache writable, data files readable, models found, methods supported,
-    and under ``execution``'s ``--fuse`` every run one that can be fused."""
+    under ``execution``'s ``--fuse`` every run one that can be fused, and on a Ray cluster every node able to read the
+    data files and the models (:mod:`seedscope.executors.ray_nodes`)."""
     from seedscope.runners.checkpoints import load_model_config, model_folder
     from seedscope.runners.environment import check_implementation
     from seedscope.runners.finetune.models import check_method, model_kind
@@ -86,6 +89,11 @@ def preflight(specs: list[RunSpec], data_dir: str | os.PathLike | None, executio
             from seedscope.runners.finetune.fused import check_kind
 
             check_kind(kind, spec.task)
+    if execution is not None and execution.executor == "ray":  # what this machine read, every node of a cluster must
+        from seedscope.executors.ray_nodes import check_nodes
+
+        check_nodes(specs, data_dir, address=execution.ray_address, num_cpus=execution.cpus_per_run,
+                    num_gpus=execution.gpus_per_run)
 
 
 def check_cache(specs: Sequence[RunSpec]) -> None:
@@ -150,14 +158,62 @@ def sweep(
     if out is None:
         raise SeedscopeError("no output directory: pass --out DIR (or set out: in the config)")
     data_dir = data_dir or config.data_dir
-    executor_for(execution)  # an executor that cannot run is refused before anything is written
+    refuse_early(execution)  # an executor that cannot run is refused before anything is written
     if resume:
         ExperimentStore.check_resumable(out)
+    from seedscope.executors.slurm import SubmissionRefused
+    from seedscope.progress import status_shown
+
     specs = list(specs) if specs is not None else config.run_specs()
-    preflight(specs, data_dir, execution)
-    store = ExperimentStore.create(out, plan_to_dict(specs), resume=resume)
-    execute(specs, store, execution, data_dir=data_dir, progress=progress, runner=runner)
+    with status_shown(progress):  # a server's first request says that it waits
+        preflight(specs, data_dir, execution)
+        existed = Path(out).exists()
+        store = ExperimentStore.create(out, plan_to_dict(specs), resume=resume,
+                                       in_flight=in_flight(out, execution, resume))
+        try:
+            execute(specs, store, execution, data_dir=data_dir, progress=progress, runner=runner)
+        except SubmissionRefused:
+            if not resume:  # nothing was submitted: nothing stays
+                discard(Path(out), existed)
+            raise
     return store
+
+
+def refuse_early(execution: ExecutionOptions) -> None:
+    """What can be known before the experiment directory exists: the executor's modules, and for SLURM the jobs as
+    ``sbatch --test-only`` judges them."""
+    executor_for(execution)
+    if execution.executor == "slurm":
+        from seedscope.executors import slurm
+
+        slurm.preflight(execution)
+
+
+def in_flight(out: str | os.PathLike, execution: ExecutionOptions, resume: bool) -> set[str]:
+    """On ``--resume`` of a SLURM sweep, the runs a job still has (queued or running): they are left to it. Resumed
+    with another executor while such jobs run, the sweep is refused (both would run those runs)."""
+    import shutil
+
+    from seedscope.executors.slurm_jobs import in_flight as runs_with_a_job, is_slurm_store
+
+    if not resume or not is_slurm_store(Path(out)) or (execution.executor != "slurm" and not shutil.which("squeue")):
+        return set()
+    busy = runs_with_a_job(ExperimentStore.open(out, take_in=False))
+    if busy and execution.executor != "slurm":
+        raise SeedscopeError(f"{len(busy)} run(s) of {out} still have SLURM jobs (queued or running); resume with "
+                             "--executor slurm, which leaves them to their jobs, or cancel the jobs (scancel) first")
+    return busy
+
+
+def discard(out: Path, existed: bool) -> None:
+    """Remove a new experiment directory again (its folder too, unless it existed, empty, before)."""
+    import shutil
+
+    if not existed:
+        shutil.rmtree(out, ignore_errors=True)
+        return
+    for item in out.iterdir():
+        shutil.rmtree(item, ignore_errors=True) if item.is_dir() else item.unlink(missing_ok=True)
 
 
 def execute(
@@ -165,8 +221,10 @@ def execute(
     data_dir: str | os.PathLike | None = None, progress: Progress | None = None, runner: Runner | None = None,
 ) -> ExecutionSummary:
     """Run the specs into the store with the executor ``execution`` chooses (default: one after another here)."""
+    from seedscope.progress import status_shown
+
     execution = execution or ExecutionOptions()
-    with responses_in(store.path):  # a server's answers are cached in the store as they arrive
+    with responses_in(store.path), status_shown(progress):  # a server's answers are cached in the store as they arrive
         return executor_for(execution)(specs, store, data_dir=data_dir, fail_fast=execution.fail_fast,
                                        progress=progress, runner=runner)
 
@@ -181,14 +239,10 @@ def executor_for(execution: ExecutionOptions) -> Callable[..., ExecutionSummary]
 
         return partial(ray_executor.execute, address=execution.ray_address, num_gpus=execution.gpus_per_run,
                        num_cpus=execution.cpus_per_run, max_retries=execution.max_retries)
-    if execution.fuse > 1:
-        from seedscope.executors import fused
+    if execution.executor == "slurm":
+        from seedscope.executors import slurm
 
-        return partial(fused.execute, fuse=execution.fuse)
-    if execution.parallel > 1:
-        from seedscope.executors import packing
-
-        return partial(packing.execute, parallel=execution.parallel)
+        return partial(slurm.execute, execution=execution)
     from seedscope.executors import local
 
-    return local.execute
+    return local.here(execution.fuse, execution.parallel)

@@ -88,7 +88,7 @@ def test_bad_logs_are_one_message(tmp_path):
 
 
 def test_analyze_and_compare_read_inspect_logs(cli):
-    code, printed, err = cli(["analyze", str(EVAL), "--top", "2"])
+    code, printed, err = cli(["analyze", str(EVAL), "--top", "2", "--details"])
     assert code == 0, err
     assert "CON" in printed and "epoch 5" in printed
     code, printed, err = cli(["compare", str(EVAL), str(OTHER), "--n-boot", "200"])

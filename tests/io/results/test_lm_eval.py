@@ -310,7 +310,7 @@ def test_real_0_4_13_samples_files_are_named_by_their_seed():
 
 
 def test_real_0_4_13_logs_from_the_command_line(cli):
-    code, printed, err = cli(["analyze", str(REAL / "seed1"), str(REAL / "seed2"), str(REAL / "seed3")])
+    code, printed, err = cli(["analyze", str(REAL / "seed1"), str(REAL / "seed2"), str(REAL / "seed3"), "--details"])
     assert code == 0, err
     assert "CON" in printed and "seed3" in printed
 

@@ -241,7 +241,7 @@ def test_lora_members_share_one_frozen_base(tiny_llama, data_dir):
 @pytest.mark.slow
 def test_each_lora_member_of_the_real_smollm2_trains_and_predicts_as_its_sequential_run(smollm2_folder, data_dir,
                                                                                      monkeypatch):
-    # a usual LoRA rate (see docs/gpu.md); 16 examples in batches of 8: 6 steps cross two epochs' reshuffles, as the
+    # a usual LoRA rate (see docs/how-to/gpus.md); 16 examples in batches of 8: 6 steps cross two epochs' reshuffles, as the
     # tiny decoder's 20 do, at a third of the 20 steps' time (the fused pass is checked at every step either way)
     hparams = {**STILL_LORA, "learning_rate": 1e-4, "max_train_examples": 16, "max_steps": 6, "max_eval_examples": 64}
     _lora_fidelity(smollm2_folder, hparams, data_dir, monkeypatch, seeds=SEEDS[1:])  # two members: the suite's time
@@ -266,7 +266,7 @@ def test_with_dropout_ten_fused_seeds_and_ten_sequential_ones_are_statistically_
     """Dropout masks differ (fused members draw their own), so the check is seedscope's own comparison of the two.
 
     The tiny random BERT learns nothing of SST-2 in a few steps (every run scores the majority class), so this runs
-    the real MiniLM, which does: 10 seeds each way, paired by seed (docs/gpu.md gives the figures).
+    the real MiniLM, which does: 10 seeds each way, paired by seed (docs/how-to/gpus.md gives the figures).
     """
     from seedscope.analysis.compare import compare_sweeps
     from seedscope.config import resolve_model

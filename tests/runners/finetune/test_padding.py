@@ -17,7 +17,7 @@ from seedscope.runners.finetune.features import collator
 from seedscope.runners.finetune.padding import RUNGS, BucketPadding, bucket_ladder
 
 #: dropout off: padding then changes nothing but rounding (with dropout on, the masks are drawn over the padded
-#: shape, so buckets draw other masks than dynamic padding: docs/config.md)
+#: shape, so buckets draw other masks than dynamic padding: docs/reference/config.md)
 STILL = {"hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0}
 HPARAMS = {"max_train_examples": 32, "max_eval_examples": 40, "num_train_epochs": 1, "per_device_train_batch_size": 8,
            "per_device_eval_batch_size": 16, "max_seq_length": 128, "learning_rate": 1e-3}

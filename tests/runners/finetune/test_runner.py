@@ -109,7 +109,7 @@ with open(out, "wb") as file:
 def test_a_run_predicts_the_same_first_in_its_process_and_after_another_run(tiny_bert, data_dir, tmp_path):
     """What a process ran before a run changes nothing in it (packed workers run many runs each): a fresh process —
     this one has run other tests — runs STS-B first and again after an SST-2 run, bit-identically (the same
-    predictions from the same seeds at the same thread count; see docs/sweep.md#determinism)."""
+    predictions from the same seeds at the same thread count; see docs/how-to/sweep.md#determinism)."""
     source = str(Path(seedscope.__file__).resolve().parents[1])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [source, os.environ.get("PYTHONPATH")]))}
     out = tmp_path / "runs.pkl"

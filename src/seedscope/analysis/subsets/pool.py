@@ -11,7 +11,7 @@ from seedscope.analysis.significance import adjust_p_values, paired_swap_test
 from seedscope.analysis.subsets.scores import SYSTEM, ScorePool
 from seedscope.analysis.subsets.variance import pair_names
 from seedscope.errors import SeedscopeError
-from seedscope.metrics.resampling import LARGE_N, interval
+from seedscope.metrics.resampling import LARGE_N, clipped, interval
 from seedscope.validation import check_confidence, check_resamples, validate_params
 
 #: values gathered per chunk when a resampling is materialised
@@ -53,7 +53,10 @@ def full_pool_ci(
                 f"{name} on the full pool, so the denominator is zero"
             )
         low, high = _pool_interval(pool.theta, values, n_boot, confidence, seed, method)
-        rows.append({"score": point, "ci_low": low, "ci_high": high})
+        if pool.spec.kind != "ratio":  # a mean lies within its values: the large-pool normal limit may not
+            low, high, _ = clipped(low, high, (float(values.min()), float(values.max())),
+                                   f"{name}: the full-pool interval of the mean score")
+        rows.append({"score": point, "ci_low": float(low), "ci_high": float(high)})
     return pd.DataFrame(rows, index=pd.Index(pool.systems, name=SYSTEM))
 
 

@@ -12,6 +12,7 @@ from typing import Literal, Mapping
 import numpy as np
 import pandas as pd
 
+from seedscope.analysis.checks import check_one_task
 from seedscope.errors import SeedscopeError
 from seedscope.predictions import AlignedRuns, align_runs
 
@@ -179,23 +180,28 @@ def correctness_scores(predictions: Mapping[str, pd.DataFrame | AlignedRuns]) ->
     = mean score on a subset is the system's accuracy there, averaged over its seeds. Needs
     gold labels and class predictions of one task.
     """
-    frames = []
+    frames, systems = [], {}
     for name, table in predictions.items():
+        task = None
         if isinstance(table, AlignedRuns):
             aligned = table
         elif "task" in table.columns and table["task"].nunique() > 1:
             tasks = ", ".join(map(str, table["task"].unique()[:5]))
             raise SeedscopeError(f"system {name} holds several tasks ({tasks}); pick one with --task")
         else:
+            task = table["task"].iloc[0] if "task" in table.columns and len(table) else None
             try:
                 aligned = align_runs(table.drop(columns=[c for c in ("task", "model") if c in table.columns]))
             except SeedscopeError as error:
                 raise SeedscopeError(f"system {name}: {error}") from None
+        systems[name] = aligned, task
         if aligned.task_type != "classification" or not aligned.has_labels or (aligned.labels < 0).any():
             raise SeedscopeError(
                 f"system {name}: per-example correctness needs class predictions with a gold label for every example; "
-                "for other scores pass per-example score files (--score mean:COLUMN)"
+                "for other scores pass per-example score files (--subset-score mean:COLUMN)"
             )
         correct = (aligned.predictions == aligned.labels[None, :]).mean(axis=0)
         frames.append(pd.DataFrame({SYSTEM: name, EXAMPLE_ID: aligned.example_ids, SCORE: correct}))
+    if len(systems) > 1:
+        check_one_task(systems)
     return pd.concat(frames, ignore_index=True)

@@ -36,8 +36,9 @@ def size_for_target_cv(
 
     Returns ``(grid, needed)``: ``grid`` is sizes × systems of CV (NaN where a ratio is
     undefined on some subset); ``needed`` gives per system the smallest grid size from which
-    on every larger grid size also has CV < target (None if no grid size does). At n = N every
-    subset is the whole pool, so CV = 0 there: the answer is at most N.
+    on every larger grid size also has CV < target (None if no grid size below N does). At
+    n = N every subset is the whole pool, so CV = 0 there by construction: a target only the
+    whole pool reaches is unreachable with subsets, and is None too (``reachable`` False).
     """
     if not target_cv > 0:  # also refuses NaN
         raise SeedscopeError(f"the target CV must be positive, not {target_cv}")
@@ -56,5 +57,7 @@ def size_for_target_cv(
     for name in pool.systems:
         below = (grid[name] < target_cv).to_numpy()  # NaN compares False
         tail_ok = np.logical_and.accumulate(below[::-1])[::-1]
-        needed.append(int(sizes[np.argmax(tail_ok)]) if tail_ok.any() else None)
-    return grid, pd.DataFrame({"needed_subset_size": needed}, index=pd.Index(pool.systems, name=SYSTEM))
+        first = int(sizes[np.argmax(tail_ok)]) if tail_ok.any() else None
+        needed.append(None if first is None or first >= pool.n_examples else first)  # n = N: no subset at all
+    return grid, pd.DataFrame({"needed_subset_size": needed, "reachable": [size is not None for size in needed]},
+                              index=pd.Index(pool.systems, name=SYSTEM))

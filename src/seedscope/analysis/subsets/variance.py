@@ -153,7 +153,7 @@ class SubsetVariance:
         return list(self.theta.columns)
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON document (schema in docs/subsets.md). CV is null when the mean is 0."""
+        """The JSON document (schema in docs/how-to/subsets.md). CV is null when the mean is 0."""
         systems = {}
         for name, row in self.summary.iterrows():
             entry = {
@@ -167,8 +167,9 @@ class SubsetVariance:
             }
             if self.pool_ci is not None:
                 entry["full_pool"] = {k: json_ready(v) for k, v in self.pool_ci.loc[name].items()}
-            if self.needed_size is not None:
+            if self.needed_size is not None:  # null and reachable false: only the whole pool reaches the target
                 entry["needed_subset_size"] = json_ready(self.needed_size.loc[name, "needed_subset_size"])
+                entry["target_cv_reachable"] = bool(self.needed_size.loc[name, "reachable"])
             systems[name] = entry
         pairs = []
         for (a, b), row in self.pairs.iterrows():

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from seedscope.errors import IgnoredSettingWarning, ReadingChoiceWarning, SeedscopeError
+from seedscope.errors import IgnoredSettingWarning, ReadingChoiceWarning, SeedscopeError, ServerNoteWarning
 from seedscope.io.common import LINE, ReadOptions, Source
 from seedscope.notes import recorded
 from seedscope.predictions import EXAMPLE_ID, TEXT
@@ -34,17 +34,24 @@ def read_store(paths: list[Path], options: ReadOptions) -> list[Source]:
 
 
 def _say_what_engines_ignored(store: ExperimentStore) -> None:
-    """What a server ignored in the store's runs (their ``engine_ignored`` record), one note per finding."""
+    """What a server ignored or did in the store's runs, one note per finding (:func:`engine_notes`)."""
+    for note, kind in engine_notes(store):
+        warnings.warn(note, kind, stacklevel=3)
+
+
+def engine_notes(store: ExperimentStore) -> list[tuple[str, type]]:
+    """What the servers of the store's runs ignored (``engine_ignored``) and did that the results rest on
+    (``engine_notes``): each finding once, with how many runs it concerns and one of them, and its warning class."""
     environment = store.environment()
-    if "engine_ignored" not in environment.columns:
-        return
-    runs: dict[str, list[str]] = {}
-    for run_id, found in zip(environment["run_id"], environment["engine_ignored"]):
-        for note in found if isinstance(found, list) else []:
-            runs.setdefault(note, []).append(str(run_id))
-    for note, ids in runs.items():
-        warnings.warn(f"{store.path.name}: {len(ids)} run(s) through a server (such as {ids[0]}): {note}",
-                      IgnoredSettingWarning, stacklevel=3)
+    found: dict[tuple[str, type], list[str]] = {}
+    for column, kind in (("engine_ignored", IgnoredSettingWarning), ("engine_notes", ServerNoteWarning)):
+        if column not in environment.columns:
+            continue
+        for run_id, notes in zip(environment["run_id"], environment[column]):
+            for note in notes if isinstance(notes, list) else []:
+                found.setdefault((note, kind), []).append(str(run_id))
+    return [(f"{store.path.name}: {len(ids)} run(s) through a server (such as {ids[0]}): {note}", kind)
+            for (note, kind), ids in found.items()]
 
 
 @dataclass

@@ -38,7 +38,7 @@ def table_format(path: Path, given: str | None = None) -> str:
     if suffix not in TABLE_SUFFIXES:
         raise SeedscopeError(
             f"cannot read {path.name}: score tables must be {', '.join(sorted(TABLE_SUFFIXES))} files "
-            "(or pass --format csv, tsv, jsonl or parquet)"
+            "(or pass --input-format csv, tsv, jsonl or parquet)"
         )
     return TABLE_SUFFIXES[suffix]
 
@@ -123,7 +123,7 @@ def read_system_scores(
             if lacking:
                 raise SeedscopeError(
                     f"{path}: no column {', '.join(lacking)} for the score (available: {', '.join(map(str, present))}); "
-                    "name the score's columns with --score"
+                    "name the score's columns with --subset-score"
                 )
             for column in numeric:
                 finite_numbers(raw, column, path)

@@ -9,7 +9,7 @@ One registry (:data:`SAMPLE_READERS`) maps each format that can hold several gen
 item to its reader; every reader returns the rows of the table (plus ``task`` / ``model`` where
 the file names them), checked here once by :func:`seedscope.samples.check_sample_table`. Items
 that hold different numbers of samples are read as they are, with a note: the estimators use
-each item's own n. See docs/readers.md, "Sampled generations".
+each item's own n. See docs/how-to/inputs.md, "Sampled generations".
 """
 
 from __future__ import annotations

@@ -53,12 +53,6 @@ def _choice_continuations(tokenizer, text: str, choices: list[str], max_length: 
     return {"input_ids": input_ids, "choice_mask": choice_mask}
 
 
-def feature_length(feature: dict) -> int:
-    """Tokens in a feature (longest candidate for multiple choice), for length grouping."""
-    ids = feature["input_ids"]
-    return max(len(i) for i in ids) if ids and isinstance(ids[0], list) else len(ids)
-
-
 def collator(kind: Kind, tokenizer, settings: FinetuneSettings, lengths: Sequence[int] | None = None):
     """The batch collator of the run's ``padding`` on its device; ``buckets`` draws its ladder from ``lengths``
     (the tokens of every example the collator will see, :func:`~seedscope.runners.finetune.padding.example_lengths`)."""

@@ -10,7 +10,7 @@ The ladder is geometric, at most :data:`RUNGS` lengths, from the median length o
 examples (a batch's longest row is nearly always above it) up to its longest (never above
 ``max_seq_length``), rungs below 64 rounded up to a multiple of 8 and those above to 16. It is
 drawn from the run's own examples, so it needs no setting and adapts to short (SST-2) and long
-(RTE) tasks alike; docs/config.md gives the padding it costs against dynamic padding.
+(RTE) tasks alike; docs/reference/config.md gives the padding it costs against dynamic padding.
 """
 
 from __future__ import annotations
@@ -19,10 +19,15 @@ import bisect
 from collections.abc import Callable, Sequence
 from statistics import median
 
-from seedscope.runners.finetune.features import feature_length
-
 #: the most padded lengths a run's batches take
 RUNGS = 8
+
+
+def feature_length(feature: dict) -> int:
+    """Tokens in a feature (longest candidate for multiple choice): what length grouping sorts by and what a
+    batch's rung must hold."""
+    ids = feature["input_ids"]
+    return max(len(i) for i in ids) if ids and isinstance(ids[0], list) else len(ids)
 
 
 def _round_up(length: float) -> int:

@@ -34,8 +34,8 @@ from seedscope.runners.environment import (
     implementation_record,
     resolve_precision,
 )
-from seedscope.runners.finetune.features import collator, feature_length
-from seedscope.runners.finetune.padding import example_lengths
+from seedscope.runners.finetune.features import collator
+from seedscope.runners.finetune.padding import example_lengths, feature_length
 from seedscope.runners.finetune.throughput import TokenMeter, record, throughput
 from seedscope.runners.finetune.models import load_model, model_kind
 from seedscope.runners.finetune.process_cache import features_of, tokenizer_of

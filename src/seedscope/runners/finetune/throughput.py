@@ -16,7 +16,7 @@ Model FLOPs follow PaLM's appendix B (after Kaplan et al. 2020): per real token,
 attention (heads × head size) and T the token's sequence length (its real length, so padding is
 waste, not work). A frozen weight (LoRA's base) needs no weight gradient: it costs 4 FLOPs per
 token instead of 6. Summed over sequences: Σ_seq (6·N_trained + 4·N_frozen)·T + 12·L·H·Q·T².
-A fused group's figures are the whole group's (what the device did), docs/gpu.md.
+A fused group's figures are the whole group's (what the device did), docs/how-to/gpu-cost.md.
 """
 
 from __future__ import annotations

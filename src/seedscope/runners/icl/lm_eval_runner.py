@@ -64,7 +64,7 @@ def variant(spec: RunSpec, settings: ICLSettings) -> str:
     foreign = [f for f in formats if not harness.is_lm_eval_task(f)]
     if foreign:
         raise SeedscopeError(f"prompt format {foreign[0]!r}: an lm-eval task takes its template from the harness; "
-                             "name task variants that share its documents instead, e.g. --format lm-eval:<task>")
+                             "name task variants that share its documents instead, e.g. --prompt-format lm-eval:<task>")
     return formats[0] if len(formats) == 1 else formats[int(spec.seeds.numpy("prompt_format").integers(len(formats)))]
 
 

@@ -147,11 +147,12 @@ def check(spec: RunSpec, data_dir: str | os.PathLike | None = None) -> None:
 def check_server(spec: RunSpec, settings: ICLSettings, prompt: TaskPrompt, demos: pd.DataFrame,
                  tests: pd.DataFrame) -> None:
     """The server answers the first example of every format as the run will ask it (before the store exists, so
-    these answers are not cached: the run asks them again)."""
+    these answers are not cached: the run asks them again). This is the study's first request, so it gives up within
+    a minute unless request_timeout is set (:data:`~seedscope.runners.icl.engines.client.FIRST_REQUEST_SECONDS`)."""
     from seedscope.runners.checkpoints import load_model_config, model_folder
     from seedscope.runners.icl.engines.server import ServerEngine
 
-    engine = ServerEngine(spec.model, settings)
+    engine = ServerEngine(spec.model, settings, first=True)
     try:
         config = load_model_config(model_folder(spec.model), settings.trust_remote_code) if engine.tokenizer else None
         for name in settings.formats:

@@ -13,7 +13,8 @@ from seedscope.plan import FactorSeeds, RunSpec
 from seedscope.plan.hparams import ICLSettings
 from seedscope.prompts import build_prompts, get_format, get_task_prompt
 from seedscope.runners.icl import runner as icl
-from seedscope.runners.icl.engines.server import ServerEngine, choice_texts, continuation_logprob, scoring_payload
+from seedscope.runners.icl.engines.answers import COMPLETIONS, parse_answer
+from seedscope.runners.icl.engines.server import ServerEngine, continuation_logprob, scoring_payload
 from seedscope.runners.icl.sampling import Sampler
 from seedscope.tasks import get_task
 
@@ -21,9 +22,13 @@ from seedscope.tasks import get_task
 RESPONSES = Path(__file__).parent / "fixtures" / "vllm-server"
 
 
+ECHOED = "Review: a gorgeous, witty film.\nSentiment: positive"
+
+
 def test_the_answer_is_the_sum_over_the_tokens_that_start_inside_it():
-    echoed = json.loads((RESPONSES / "echo.json").read_text())  # "Review: a gorgeous, witty film.\nSentiment: positive"
-    logprobs = echoed["choices"][0]["logprobs"]
+    body = (RESPONSES / "echo.json").read_text()  # "Review: a gorgeous, witty film.\nSentiment: positive"
+    echoed = parse_answer(body, COMPLETIONS, scoring_payload(ECHOED, ""))
+    logprobs = json.loads(body)["choices"][0]["logprobs"]
     by_offset = dict(zip(logprobs["text_offset"], logprobs["token_logprobs"]))
     context = "Review: a gorgeous, witty film.\nSentiment:"
     assert continuation_logprob(echoed, context, " positive") == by_offset[42] == pytest.approx(-2.9105634689)
@@ -33,20 +38,25 @@ def test_the_answer_is_the_sum_over_the_tokens_that_start_inside_it():
     assert continuation_logprob(echoed, "Review: a gorgeous, witty film.\nSentiment", ": positive") == pytest.approx(
         by_offset[41] + by_offset[42])
     assert scoring_payload("a", " b") == {"prompt": "a b", "max_tokens": 1, "echo": True, "logprobs": 1, "temperature": 0}
+    assert echoed.raw_size == len(body.encode()) and "top_logprobs" not in echoed.cached()  # only what is read is kept
 
 
 def test_a_sampled_answer_s_choices_are_read_in_order():
-    sampled = json.loads((RESPONSES / "sampled.json").read_text())
-    assert choice_texts(sampled) == [" I'm so", " Incontá"] and sampled["system_fingerprint"].startswith("vllm-0.32.0")
+    sampled = parse_answer((RESPONSES / "sampled.json").read_bytes(), COMPLETIONS,
+                           {"prompt": "Review:", "max_tokens": 3, "n": 2, "temperature": 1.0})
+    assert sampled.texts() == [" I'm so", " Incontá"] and sampled.system_fingerprint.startswith("vllm-0.32.0")
 
 
-@pytest.mark.parametrize("response", [
-    {"choices": [{"index": 0, "text": "!"}]},  # no logprobs at all (transformers serve)
-    {"choices": [{"index": 0, "text": "!", "logprobs": {"text_offset": [], "token_logprobs": []}}]},
-    {"choices": [{"index": 0, "logprobs": {"text_offset": [0, 21], "token_logprobs": [None, None]}}]},
+@pytest.mark.parametrize("logprobs", [
+    None,  # no logprobs at all (transformers serve)
+    {"text_offset": [], "token_logprobs": []},
+    {"text_offset": [0, 21], "token_logprobs": [None, None]},
 ])
-def test_a_response_without_the_answers_log_probabilities_gives_none(response):
-    assert continuation_logprob(response, "Review: fine. Answer:", " yes") is None
+def test_a_response_without_the_answers_log_probabilities_gives_none(logprobs):
+    text = "Review: fine. Answer: yes"
+    answer = parse_answer(json.dumps({"choices": [{"index": 0, "text": text + "!", "logprobs": logprobs}]}), COMPLETIONS,
+                          scoring_payload("Review: fine. Answer:", " yes"))
+    assert continuation_logprob(answer, "Review: fine. Answer:", " yes") is None
 
 
 def _prompts(data_dir, smollm2_folder, fmt="minimal", n=6):

@@ -14,7 +14,10 @@ measured. So the engine checks what it can: a server that returns fewer choices 
 asked one draw per request instead, each with its own seed; draws that all come back identical
 under different seeds mean the server ignored the seed and temperature. Each finding is a
 :class:`~seedscope.errors.IgnoredSettingWarning` and a line of the run's ``engine_ignored`` record,
-which ``seedscope analyze`` prints.
+which ``seedscope analyze`` prints. What else the server did that the results rest on (answers
+cut at ``max_tokens``, another model's id, redirects: :meth:`.ServerClient.notes`) is a
+:class:`~seedscope.errors.ServerNoteWarning` and a line of ``engine_notes``, once per run.
+Every answer read here has passed the checks of :mod:`.answers`.
 """
 
 from __future__ import annotations
@@ -24,9 +27,10 @@ from pathlib import Path
 
 import numpy as np
 
-from seedscope.errors import IgnoredSettingWarning, SeedscopeError
+from seedscope.errors import IgnoredSettingWarning, SeedscopeError, ServerNoteWarning
 from seedscope.prompts import Prompts
-from seedscope.runners.icl.engines.client import CHAT, COMPLETIONS, ServerClient
+from seedscope.runners.icl.engines.answers import CHAT, COMPLETIONS, Answer
+from seedscope.runners.icl.engines.client import ServerClient
 from seedscope.runners.icl.sampling import Sampler
 from seedscope.runners.result import StepHook
 
@@ -45,12 +49,12 @@ def scoring_payload(context: str, continuation: str) -> dict:
     return {"prompt": context + continuation, "max_tokens": 1, "echo": True, "logprobs": 1, "temperature": 0}
 
 
-def continuation_logprob(response: dict, context: str, continuation: str) -> float | None:
+def continuation_logprob(answer: Answer, context: str, continuation: str) -> float | None:
     """The summed log-probabilities of the tokens starting inside ``continuation`` (None: the server gave none)."""
-    logprobs = (response.get("choices") or [{}])[0].get("logprobs") or {}
-    offsets, values = logprobs.get("text_offset"), logprobs.get("token_logprobs")
-    if not offsets or not values:
+    logprobs = answer.choices[0].logprobs
+    if logprobs is None or not logprobs.text_offset:
         return None
+    offsets, values = logprobs.text_offset, logprobs.token_logprobs
     start, end = len(context), len(context) + len(continuation)
     inside = [value for offset, value in zip(offsets, values) if start <= offset < end]
     if not inside or any(value is None for value in inside):
@@ -61,10 +65,10 @@ def continuation_logprob(response: dict, context: str, continuation: str) -> flo
 class ServerEngine:
     """The run's prompts asked of the server at ``settings.base_url``."""
 
-    def __init__(self, model: str, settings):
+    def __init__(self, model: str, settings, *, first: bool = False):
         self.settings = settings
         self.tokenizer = local_tokenizer(model, settings.trust_remote_code)
-        self.client = ServerClient(settings, settings.served_model or model)
+        self.client = ServerClient(settings, settings.served_model or model, first=first)
         self.ignored: list[str] = []
 
     def score(self, prompts: Prompts, *, on_step: StepHook | None = None) -> np.ndarray:
@@ -86,13 +90,10 @@ class ServerEngine:
             scores[i, j] = value
         return scores
 
-    def _probe_scoring(self, context: str, continuation: str) -> dict:
-        """The first scoring request, alone: a server without echoed log-probabilities is refused before the rest."""
-        try:
-            answer = self.client.ask(COMPLETIONS, scoring_payload(context, continuation))
-        except SeedscopeError as error:
-            raise SeedscopeError(f"{error}; scoring needs the prompt's log-probabilities (echo with logprobs), so use "
-                                 "--predict generate with this server") from None
+    def _probe_scoring(self, context: str, continuation: str) -> Answer:
+        """The first scoring request, alone: a server that answers without echoed log-probabilities is refused before
+        the rest (the advice to generate is given only then: a server that fails otherwise fails in its own words)."""
+        answer = self.client.ask(COMPLETIONS, scoring_payload(context, continuation))
         if continuation_logprob(answer, context, continuation) is None:
             raise SeedscopeError(f"the server at {self.client.base_url} returns no log-probabilities of the prompt "
                                  "(echo with logprobs), so it cannot score; use --predict generate with it")
@@ -105,7 +106,7 @@ class ServerEngine:
                   else [{"messages": messages} for messages in prompts.messages])
         if sampler is None:
             requests = [(endpoint, {**body, "max_tokens": max_new_tokens, "temperature": 0}) for body in bodies]
-            return [choice_texts(answer)[0] for answer in self.client.ask_all(requests, on_step)]
+            return [answer.texts()[0] for answer in self.client.ask_all(requests, on_step)]
         return self._sample(endpoint, bodies, max_new_tokens, sampler, example_ids, on_step)
 
     def _sample(self, endpoint: str, bodies: list[dict], max_new_tokens: int, sampler: Sampler, example_ids: list[str],
@@ -115,15 +116,16 @@ class ServerEngine:
                    **({"top_k": sampler.top_k} if sampler.top_k is not None else {})}
         seeds = np.asarray(sampler.seeds(example_ids)).reshape(len(bodies), sampler.samples)
         if sampler.samples > 1:  # one request of n draws per prompt, if the server honours n
-            first = self.client.ask(endpoint, {**bodies[0], **shaping, "n": sampler.samples, "seed": int(seeds[0, 0])})
-            if len(choice_texts(first)) == sampler.samples:
+            first = self.client.ask(endpoint, {**bodies[0], **shaping, "n": sampler.samples, "seed": int(seeds[0, 0])},
+                                    fewer_choices=True)
+            if len(first.choices) == sampler.samples:  # from here on, an answer of fewer choices is a bad one
                 rest = self.client.ask_all([(endpoint, {**body, **shaping, "n": sampler.samples, "seed": int(row[0])})
                                             for body, row in zip(bodies[1:], seeds[1:])], on_step)
-                return self._checked([choice_texts(answer) for answer in [first, *rest]], sampler)
-            self._note(f"the server returned {len(choice_texts(first))} choice(s) when asked for n={sampler.samples}; each "
+                return self._checked([answer.texts() for answer in [first, *rest]], sampler)
+            self._note(f"the server returned {len(first.choices)} choice(s) when asked for n={sampler.samples}; each "
                        "draw was asked for alone, with its own seed")
         requests = [(endpoint, {**body, **shaping, "seed": int(seed)}) for body, row in zip(bodies, seeds) for seed in row]
-        answers = [choice_texts(answer)[0] for answer in self.client.ask_all(requests, on_step)]
+        answers = [answer.texts()[0] for answer in self.client.ask_all(requests, on_step)]
         return self._checked([answers[i: i + sampler.samples] for i in range(0, len(answers), sampler.samples)], sampler)
 
     def _checked(self, drawn: list[list[str]], sampler: Sampler) -> list[list[str]]:
@@ -139,18 +141,20 @@ class ServerEngine:
         warnings.warn(text, IgnoredSettingWarning, stacklevel=3)
 
     def record(self) -> dict:
+        """What the run keeps of the server; what it did that the results rest on is said here, once per run."""
         client = self.client
+        notes = client.notes()
+        for text in notes:
+            warnings.warn(text, ServerNoteWarning, stacklevel=2)
         return {"engine": "openai", "base_url": client.base_url, "served_model": client.served_model,
                 "served_model_ids": sorted(client.served), "system_fingerprints": sorted(client.fingerprints),
-                "requests_asked": client.asked, "responses_cached": client.cached, "engine_ignored": self.ignored,
+                "requests_asked": client.asked, "responses_cached": client.cached,
+                "responses_dropped": client.dropped, "response_bytes": client.response_bytes,
+                "answers_cut": client.cut, "answers_too_long": client.too_long,
+                "redirected_to": sorted(client.redirected), "engine_ignored": self.ignored, "engine_notes": notes,
                 "implementation": {"engine": "openai", "concurrency": self.settings.concurrency,
                                    "rerun": self.settings.rerun}}
 
     def close(self) -> None:
         self.client.close()
 
-
-def choice_texts(response: dict) -> list[str]:
-    """The text of every choice of a completion or chat response, in index order."""
-    choices = sorted(response.get("choices") or [], key=lambda choice: choice.get("index", 0))
-    return [choice["text"] if "text" in choice else (choice.get("message") or {}).get("content") or "" for choice in choices]

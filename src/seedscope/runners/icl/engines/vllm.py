@@ -4,7 +4,9 @@ vLLM is not one of seedscope's requirements: it pins its own torch and transform
 in a separate environment (``bash scripts/install-vllm.sh`` builds ``.venv-vllm`` with vLLM's
 CPU build). Scoring reads vLLM's ``prompt_logprobs`` on exactly the ids the ``hf`` engine reads
 (:func:`~seedscope.runners.icl.lm_tokens.encode_requests`, sent as token prompts, never as text),
-so the two engines' scores differ only by their kernels. Generation sends the prompts' ids too
+so the two engines' scores differ only by their kernels; each answer's log-probabilities are
+checked as a server's are (:func:`answer_logprobs`: the ids scored are those sent, one finite
+value at most 0 per id) before they are summed. Generation sends the prompts' ids too
 and decodes the new ids with the same tokenizer. A sampled answer is one request with its own
 seed (:meth:`~seedscope.runners.icl.sampling.Sampler.seeds`), never vLLM's ``n`` (which seeds
 its draws ``seed``, ``seed + 1``, …), so each draw is its seed's whatever batch it ran in.
@@ -24,6 +26,7 @@ import numpy as np
 
 from seedscope.errors import SeedscopeError
 from seedscope.prompts import Prompts
+from seedscope.runners.icl.engines.answers import BadAnswer, checked_logprobs
 from seedscope.runners.icl.lm_tokens import encode_requests, encode_texts
 from seedscope.runners.icl.sampling import Sampler
 from seedscope.runners.result import StepHook
@@ -72,6 +75,28 @@ def release() -> None:
         llm.llm_engine.engine_core.shutdown()
 
 
+def answer_logprobs(sent: list[int], echoed: list[int], prompt_logprobs, start: int, what: str) -> list[float]:
+    """The log-probabilities of the answer ids ``sent[start:]``, checked as a server's are (:mod:`.answers`): the ids
+    vLLM scored are those sent, it gave one log-probability per id, each a finite number at most 0."""
+    where = f"vLLM's prompt log-probabilities of {what}"
+    if list(echoed) != list(sent):
+        raise BadAnswer(f"{where}: vLLM scored other token ids than those sent ({len(echoed)} ids for {len(sent)})")
+    if prompt_logprobs is None or len(prompt_logprobs) != len(sent):
+        raise BadAnswer(f"{where}: {0 if prompt_logprobs is None else len(prompt_logprobs)} positions for "
+                             f"{len(sent)} ids")
+    values = []
+    for position in range(start, len(sent)):
+        found = prompt_logprobs[position] or {}
+        if sent[position] not in found:
+            raise BadAnswer(f"{where}: none for the id {sent[position]} at position {position}")
+        values.append(found[sent[position]].logprob)
+    try:
+        checked_logprobs(values, "the log-probability of answer token")
+    except BadAnswer as bad:
+        raise BadAnswer(f"{where}: {bad}") from None
+    return values
+
+
 class VLLMEngine:
     """``model`` loaded once into vLLM, with the run's precision and vLLM's settings (eager, batch size, invariance)."""
 
@@ -117,11 +142,12 @@ class VLLMEngine:
         for i, j in pairs:  # an answer with no ids of its own scores 0, as lm-eval's
             scores[i, j] = 0.0
         params = SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=0, detokenize=False)
-        outputs = self._run([tokens.context(i) + tokens.answers[i][j] for i, j in asked], params, on_step)
-        for (i, j), output in zip(asked, outputs):
-            start = len(tokens.context(i))
-            answer = output.prompt_token_ids[start:]
-            scores[i, j] = float(sum(output.prompt_logprobs[start + k][token].logprob for k, token in enumerate(answer)))
+        sent = [tokens.context(i) + tokens.answers[i][j] for i, j in asked]
+        outputs = self._run(sent, params, on_step)
+        for (i, j), ids, output in zip(asked, sent, outputs):
+            values = answer_logprobs(ids, output.prompt_token_ids, output.prompt_logprobs, len(tokens.context(i)),
+                                     f"example {i + 1}'s answer {j + 1}")
+            scores[i, j] = float(sum(values))
         return scores
 
     def generate(self, prompts: Prompts, *, max_new_tokens: int, sampler: Sampler | None, example_ids: list[str],
@@ -140,6 +166,8 @@ class VLLMEngine:
 
     def _decoded(self, outputs) -> list[str]:
         """Each output's new ids as the ``hf`` engine decodes them (special tokens, such as the end, left out)."""
+        if any(not output.outputs for output in outputs):
+            raise SeedscopeError("vLLM returned an output without a completion; nothing was generated for it")
         return self.tokenizer.batch_decode([list(output.outputs[0].token_ids) for output in outputs],
                                            skip_special_tokens=True)
 
