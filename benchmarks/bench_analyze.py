@@ -3,6 +3,7 @@
 Run: .venv/bin/python benchmarks/bench_analyze.py [--runs 20] [--examples 1000000] [--repeat 3] [--skip-analyze]
      .venv/bin/python benchmarks/bench_analyze.py --quick      (6 runs × 100,000 examples: checks that it works)
      .venv/bin/python benchmarks/bench_analyze.py --startup-only [--repeat 10]   (``seedscope --help`` alone)
+     .venv/bin/python benchmarks/bench_analyze.py --plain-only [--repeat 3]   (the plain files alone, below)
 
 Writes S Parquet prediction files (3 classes, gold labels; one run per file, as a seed sweep
 leaves them) twice, once with text example ids (``ex0000001``) and once with integer ids (int64,
@@ -21,6 +22,13 @@ CPU time is then split into stages (import, read + align, metrics + intervals, o
 the micro kernel (mean CON + CCON) on int8 codes, as alignment stores them, against int64, and
 ``analyze`` of free-text answers (tens of thousands of classes, where a dense S × C × C
 confusion array would need tens of GB).
+
+Plain files, as a user's own script writes them: three int64 columns (``example_id``,
+``prediction``, ``label``; 3 classes, 80 % correct) written by ``pyarrow.parquet.write_table``
+with its defaults, 20 files × 10⁶ rows and 10 files × 10⁷ rows; ``seedscope analyze FILES`` as a
+user types it (its defaults: 10,000 bootstrap resamples, the tables on the terminal) against the
+bare read, alternated ``--repeat`` times, fastest against fastest, and the peaks. Their figures
+go to ``benchmarks/results/analyze-plain.json``.
 """
 
 from __future__ import annotations
@@ -107,12 +115,70 @@ def write_files(folder: Path, runs: int, examples: int, ids: str) -> list[str]:
     return paths
 
 
+#: (files, rows each) of the plain layout
+PLAIN = ((20, 1_000_000), (10, 10_000_000))
+
+
+def write_plain(folder: Path, runs: int, examples: int) -> list[str]:
+    """Files of the plain layout: three int64 columns, 3 classes, each run right on 80 % of the examples."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder.mkdir()
+    rng = np.random.default_rng(0)
+    ids = np.arange(examples, dtype=np.int64)
+    labels = rng.integers(0, 3, examples)
+    paths = []
+    for run in range(runs):
+        wrong = (labels + rng.integers(1, 3, examples)) % 3
+        predictions = np.where(rng.random(examples) < 0.8, labels, wrong)
+        path = folder / f"seed{run}.parquet"
+        pq.write_table(pa.table({"example_id": ids, "prediction": predictions, "label": labels}), path)
+        paths.append(str(path))
+    return paths
+
+
+def time_plain(folder: Path, repeat: int, sizes=PLAIN) -> list[dict]:
+    """``seedscope analyze FILES`` (its defaults) against the bare read, on each size of plain files."""
+    found = []
+    for runs, examples in sizes:
+        paths = write_plain(folder / f"plain-{runs}x{examples}", runs, examples)
+        in_child(COMMAND, "analyze", *paths[:2])  # not timed: writes the bytecode cache
+        raws, analyses = [], []
+        for _ in range(repeat):  # alternate, so that both see the same load on a shared machine
+            raws.append(in_child(RAW, *paths))
+            analyses.append(in_child(COMMAND, "analyze", *paths))
+        (raw, raw_peak, raw_cpu, _), (took, peak, cpu, _) = min(raws), min(analyses)
+        row = {"files": runs, "rows": examples, "repeat": repeat, "read_s": raw, "read_cpu_s": raw_cpu,
+               "read_peak_gb": raw_peak, "analyze_s": took, "analyze_cpu_s": cpu, "analyze_peak_gb": peak,
+               "ratio": took / raw, "peak_ratio": max(a[1] for a in analyses) / max(r[1] for r in raws),
+               "ratios": [a[0] / r[0] for r, a in zip(raws, analyses)]}
+        print(f"plain files, {runs} × {examples:,} rows (int64 example_id, prediction, label): "
+              f"bare read {raw:.2f} s (peak {raw_peak:.2f} GB), seedscope analyze {took:.2f} s (peak {peak:.2f} GB): "
+              f"{row['ratio']:.2f}× the read, peak {row['peak_ratio']:.2f}× (fastest of {repeat}; each alternation "
+              + " ".join(f"{r:.2f}×" for r in row["ratios"]) + ")")
+        for path in paths:
+            Path(path).unlink()
+        found.append(row)
+    out = Path(__file__).parent / "results" / "analyze-plain.json"
+    out.write_text(json.dumps({"machine": os.uname().nodename, "cpus": os.cpu_count(),
+                               "bytecode_cache": "PYTHONDONTWRITEBYTECODE" not in CHILD_ENV, "sizes": found},
+                              indent=1) + "\n")
+    return found
+
+
+#: the children's environment: with Python's bytecode cache, as an installed package has it (without it every
+#: start compiles seedscope's modules again, a fifth of a second), unless --no-bytecode-cache
+CHILD_ENV = {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
+
+
 def in_child(code: str, *args: str) -> tuple[float, float, float, str]:
     """(the child's wall time as a whole process, measured from here; its own peak resident memory in GB and
     CPU seconds, user + system, from the kernel's account of it; what it printed)."""
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         start = time.perf_counter()
-        child = subprocess.Popen([sys.executable, "-c", code, *args], stdin=subprocess.DEVNULL, stdout=out, stderr=err)
+        child = subprocess.Popen([sys.executable, "-c", code, *args], stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                                 env=CHILD_ENV)
         _, status, usage = os.wait4(child.pid, 0)
         took = time.perf_counter() - start
         child.returncode = os.waitstatus_to_exitcode(status)
@@ -196,9 +262,19 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="6 runs × 100,000 examples, one alternation")
     parser.add_argument("--skip-analyze", action="store_true")
     parser.add_argument("--startup-only", action="store_true", help="time seedscope --help only")
+    parser.add_argument("--plain-only", action="store_true", help="time the plain files only")
+    parser.add_argument("--no-bytecode-cache", action="store_true",
+                        help="keep PYTHONDONTWRITEBYTECODE for the children, if it is set (each compiles the modules)")
     args = parser.parse_args()
+    if args.no_bytecode_cache:
+        CHILD_ENV.update(os.environ)
+    print(f"children {'compile every module' if 'PYTHONDONTWRITEBYTECODE' in CHILD_ENV else 'with a bytecode cache'}")
     if args.startup_only:
         return time_startup(args.repeat)
+    if args.plain_only:
+        with tempfile.TemporaryDirectory() as folder:
+            time_plain(Path(folder), args.repeat)
+        return
     if args.quick:
         args.runs, args.examples, args.repeat = 6, 100_000, 1
     with tempfile.TemporaryDirectory() as folder:
@@ -225,6 +301,8 @@ def main() -> None:
             took, peak, cpu, _ = in_child(COMMAND, *command)
             print(f"{name:32} {took:6.2f} s   cpu {cpu:5.2f} s   peak {peak:.2f} GB   = {took / raw:.1f}× the bare read")
         time_startup(args.repeat)
+        if not args.quick:
+            time_plain(Path(folder), args.repeat)
     took, peak, _, _ = in_child(FREE_TEXT)
     print(f"free-text answers, 10 runs × 20,000 examples, >30,000 distinct answers: analyze (whole process) "
           f"{took:.2f} s, process peak {peak:.2f} GB")

@@ -141,6 +141,35 @@ def tiny_llama(tmp_path_factory, data_dir: Path) -> Path:
     return folder
 
 
+@pytest.fixture(scope="session")
+def tiny_smollm2(tmp_path_factory, data_dir: Path) -> Path:
+    """A randomly initialised 2-layer decoder shaped as SmolLM2: 9 query heads sharing 3 key/value heads, tied
+    embeddings, its RoPE base (100,000), and a config whose pad id (its end-of-sequence id) is not the pad token of
+    its tokenizer, as the real one's is not at transformers 5.9 (the Trainer makes the config's the tokenizer's)."""
+    import torch
+    from tokenizers import processors
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    folder = tmp_path_factory.mktemp("tiny-smollm2")
+    tokenizer = _byte_bpe(data_dir, ["<unk>", "<s>", "</s>", "<pad>"])
+    bos = tokenizer.token_to_id("<s>")
+    tokenizer.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", bos)])
+    PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer, unk_token="<unk>", bos_token="<s>", eos_token="</s>", pad_token="<pad>",
+        model_input_names=["input_ids", "attention_mask"],
+    ).save_pretrained(folder)
+    eos = tokenizer.token_to_id("</s>")
+    config = LlamaConfig(
+        vocab_size=tokenizer.get_vocab_size(), hidden_size=72, num_hidden_layers=2, num_attention_heads=9,
+        num_key_value_heads=3, intermediate_size=96, max_position_embeddings=256, tie_word_embeddings=True,
+        rope_parameters={"rope_type": "default", "rope_theta": 100_000.0}, bos_token_id=bos, eos_token_id=eos,
+        pad_token_id=eos,
+    )
+    torch.manual_seed(0)
+    LlamaForCausalLM(config).save_pretrained(folder)
+    return folder
+
+
 #: a small chat template: every turn on its own line, the assistant's turn opened by the generation prompt
 CHAT_TEMPLATE = (
     "{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}\n{% endfor %}"

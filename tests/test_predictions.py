@@ -80,11 +80,14 @@ def test_ids_stay_numbers_only_when_every_one_is_a_whole_number_in_a_numeric_col
 
 
 def test_text_order_of_integers_is_the_order_of_their_text():
-    """Against sorting the decimal text itself: signs, lengths (1 < 10 < 9) and the whole int64 range."""
+    """Against sorting the decimal text itself: signs, lengths (1 < 10 < 9) and the whole int64 range; ids in their
+    numeric order (a few runs, which timsort merges) and shuffled (quicksort)."""
     rng = np.random.default_rng(0)
     bounds = np.array([np.iinfo(np.int64).min, np.iinfo(np.int64).max, 0, -1, 1, 9, 10, 99, 100], dtype=np.int64)
+    in_order = np.arange(0, 300_000, 7)
     for ids in (rng.permutation(1000), rng.permutation(1000) * 37 - 5000, rng.integers(0, 10 ** 17, 500),
-                rng.integers(-(2 ** 63), 2 ** 63 - 1, 500, dtype=np.int64), bounds):
+                rng.integers(-(2 ** 63), 2 ** 63 - 1, 500, dtype=np.int64), bounds, in_order, in_order[::-1],
+                np.sort(rng.integers(0, 10 ** 18, 5000)), np.arange(-500, 50_000)):
         ids = np.asarray(ids, dtype=np.int64)
         expected = sorted(range(len(ids)), key=lambda i: str(ids[i]))
         assert text_order(ids).tolist() == expected

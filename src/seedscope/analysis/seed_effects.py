@@ -22,7 +22,7 @@ from seedscope.serialize import json_ready
 from seedscope.metrics import macro as macro_metrics
 from seedscope.metrics import micro as micro_metrics
 from seedscope.metrics.pairs import EXACT_PAIR_RUNS, PAIR_SAMPLE
-from seedscope.metrics.stability import example_stability, most_unstable
+from seedscope.metrics.stability import examples_ahead, most_unstable
 from seedscope.analysis.micro_effects import (
     MICRO_COLUMNS,
     check_matrix_runs,
@@ -125,13 +125,18 @@ class Analysis:
 
     def most_unstable(self, k: int = 10) -> pd.DataFrame:
         """The ``k`` examples whose predictions vary most across runs."""
-        return most_unstable(self.stability, k)
+        return self._once(("most_unstable", k), lambda: most_unstable(self.stability, k))
 
     def category_counts(self) -> pd.Series:
         """How many examples fall in each stability category (classification only)."""
         if "category" not in self.stability.columns:
             return pd.Series(dtype="int64", name="count")
-        return self.stability["category"].value_counts().rename("count")
+        return self._once("categories", lambda: self.stability["category"].value_counts().rename("count"))
+
+    def _once(self, key, make):
+        """A copy of what ``make`` gives, made once: each is a pass over every example (the tables and the JSON ask)."""
+        found = self.__dict__.setdefault("_found", {})
+        return (found[key] if key in found else found.setdefault(key, make())).copy()
 
     def to_dict(self, top_k: int = 10) -> dict:
         """The documented JSON schema (docs/how-to/analyze.md): fractions, NaN written as null."""
@@ -243,11 +248,12 @@ def analyze(
     else:  # per-example values without labels are summarised by their mean; classes without labels by nothing
         primary_metric = macro_metrics.MEAN_SCORE if macro_metrics.MEAN_SCORE in per_run.columns else None
     summary = macro_metrics.summarize_runs(per_run, n_boot=n_boot, confidence=confidence, seed=seed)
-    classes = aligned.task_type == "classification"  # count each example's classes once, for CON and stability
-    agreement = micro_metrics.example_agreement(aligned.predictions, aligned.n_classes) if classes else None
+    examples = examples_ahead(aligned)  # on a second core, for many examples, while the rest is made here
+    baseline = macro_metrics.majority_baseline(aligned)
+    error_bars, split = _error_bars(aligned, clusters, confidence, power)
+    agreement, stability = examples.result()
     micro = micro_effects(aligned, per_run, primary_metric, agreement, matrix_runs=matrix_runs,
                           pair_sample=pair_sample, seed=seed)
-    stability = example_stability(aligned, agreement)
     if texts is not None:
         stability[TEXT] = texts.reindex(stability.index).to_numpy()
     runs = pd.Index(aligned.runs, name="run")
@@ -255,8 +261,6 @@ def analyze(
     def square(matrix):
         return None if matrix is None else pd.DataFrame(matrix, index=runs, columns=runs)
 
-    baseline = macro_metrics.majority_baseline(aligned)
-    error_bars, split = _error_bars(aligned, clusters, confidence, power)
     return Analysis(
         aligned, primary_metric, per_run, summary, micro.row, square(micro.con), square(micro.ccon),
         square(micro.prob), stability, confidence, baseline, error_bars, split,

@@ -16,6 +16,7 @@ absolute error.
 from __future__ import annotations
 
 import re
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 import pandas as pd
@@ -24,6 +25,29 @@ from seedscope.metrics.micro import ExampleAgreement, correct_counts, example_ag
 from seedscope.predictions import AlignedRuns
 
 CATEGORIES = ("robust", "consistently_wrong", "unstable", "wrong_varying", "stable")
+#: runs × examples from which :func:`examples_ahead` makes the table on a second core
+PARALLEL_CELLS = 4_000_000
+
+
+def examples_ahead(aligned: AlignedRuns) -> Future:
+    """(each example's agreement, None for regression; the stability table): from :data:`PARALLEL_CELLS` runs ×
+    examples in a thread, while the caller makes the run-level figures (numpy lets go of the interpreter's lock in
+    its loops, so the two share the cores), below that at once."""
+
+    def make():
+        classes = aligned.task_type == "classification"  # each example's classes counted once, for CON and stability
+        agreement = example_agreement(aligned.predictions, aligned.n_classes) if classes else None
+        return agreement, example_stability(aligned, agreement)
+
+    if aligned.predictions.size < PARALLEL_CELLS:
+        done = Future()
+        done.set_result(make())
+        return done
+    pool = ThreadPoolExecutor(1, thread_name_prefix="seedscope-examples")
+    try:
+        return pool.submit(make)
+    finally:
+        pool.shutdown(wait=False)  # its thread ends once the table is made
 
 
 def example_stability(aligned: AlignedRuns, agreement: ExampleAgreement | None = None) -> pd.DataFrame:
@@ -45,20 +69,27 @@ def example_stability(aligned: AlignedRuns, agreement: ExampleAgreement | None =
             "n_distinct": n_distinct,
         },
         index=index,
-    )
+    )  # the other columns added one by one: built at once, all of them would be copied together (a third more memory)
     robust, consistently_wrong, unstable, wrong_varying, stable = range(len(CATEGORIES))
-    unlabelled = np.where(n_distinct == 1, stable, unstable)
+    one_class = n_distinct == 1
     if aligned.has_labels:
         labelled = aligned.labels >= 0
-        correct = np.where(labelled, correct_counts(aligned.predictions, aligned.labels), 0)
-        frame["label"] = _objects(np.where(labelled, classes[np.maximum(aligned.labels, 0)], None), index)
-        frame["correct_rate"] = np.where(labelled, correct / n_runs, np.nan)
-        category = np.select([correct == n_runs, n_distinct == 1, correct > 0], [robust, consistently_wrong, unstable],
-                             default=wrong_varying)
-        category = np.where(labelled, category, unlabelled)
+        every = bool(labelled.all())  # the common case: no mask to apply
+        correct = correct_counts(aligned.predictions, aligned.labels)
+        correct = correct if every else np.where(labelled, correct, 0)
+        labels = classes[aligned.labels] if every else np.where(labelled, classes[np.maximum(aligned.labels, 0)], None)
+        frame["label"] = _objects(labels, index)
+        frame["correct_rate"] = correct / n_runs if every else np.where(labelled, correct / n_runs, np.nan)
+        # the first that holds, as np.select takes them: all right, one (wrong) class, some right, else wrong_varying
+        category = np.full(len(correct), wrong_varying, dtype=np.int8)
+        category[correct > 0] = unstable
+        category[one_class] = consistently_wrong
+        category[correct == n_runs] = robust
+        if not every:
+            category = np.where(labelled, category, np.where(one_class, stable, unstable).astype(np.int8))
     else:
         frame["correct_rate"] = np.nan
-        category = unlabelled
+        category = np.where(one_class, stable, unstable)
     # chosen as small codes, named once: a million names picked by code, not by comparing strings
     frame["category"] = _objects(np.asarray(CATEGORIES, dtype=object)[category], index)
     return frame

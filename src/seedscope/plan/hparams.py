@@ -15,11 +15,10 @@ from typing import Any, Literal, Mapping
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from seedscope.errors import SeedscopeError
+from seedscope.plan.implementation import ENGINES
 
 Precision = Literal["auto", "fp32", "bf16", "fp16"]
-Engine = Literal["hf", "openai", "vllm"]
-#: what can compute a prompted run's answers (seedscope.runners.icl.engines)
-ENGINES: tuple[str, ...] = Engine.__args__
+Engine = Literal[ENGINES]
 
 
 class _Settings(BaseModel):

@@ -20,10 +20,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from seedscope.errors import SeedscopeError
-from seedscope.plan.hparams import ENGINES
 
 if TYPE_CHECKING:
     from seedscope.plan.runs import RunSpec
+
+#: what can compute a prompted run's answers (seedscope.runners.icl.engines); here, not beside the hyper-parameters'
+#: schemas (pydantic's models), so that reading an implementation tag loads no schema
+ENGINES: tuple[str, ...] = ("hf", "openai", "vllm")
 
 #: each setting and the values it takes (``int`` for a positive whole number)
 SETTINGS: dict[str, tuple | type] = {

@@ -21,7 +21,7 @@ from seedscope.errors import SeedscopeError
 
 CACHE_ENV = "SEEDSCOPE_CACHE"
 #: bumped when the converted folder's layout changes, so that older conversions are redone
-CONVERSION_VERSION = 2
+CONVERSION_VERSION = 3
 
 
 def _offline_hint() -> str:
@@ -90,6 +90,7 @@ def gguf_folder(path: Path) -> Path:
     loaded = from_pretrained_checked("weights", AutoModelForCausalLM.from_pretrained, str(path.parent), gguf_file=path.name,
                    dtype=torch.float32)
     config = loaded.config
+    _gguf_end_of_sequence(tokenizer, config)
     if hasattr(config, "quantization_config"):  # the weights are dequantised: a plain folder, loadable anywhere
         del config.quantization_config
     model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
@@ -106,6 +107,15 @@ def gguf_folder(path: Path) -> Path:
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return target
+
+
+def _gguf_end_of_sequence(tokenizer, config) -> None:
+    """The tokenizer's end-of-sequence token made the one the GGUF file names (the config holds its id):
+    transformers before 5.18 gives a Llama-family GGUF tokenizer its beginning-of-sequence token instead (SmolLM2's
+    ``<|im_start|>`` for ``<|im_end|>``), which generation would stop at and padding would use."""
+    eos = config.eos_token_id
+    if isinstance(eos, int) and tokenizer.eos_token_id != eos:
+        tokenizer.eos_token = tokenizer.convert_ids_to_tokens(eos)
 
 
 def model_folder(model: str) -> str:

@@ -85,6 +85,22 @@ def test_chunked_parquet_with_integer_classes_aligns_exactly(tmp_path, classes, 
     assert_same(read_aligned_runs(paths), align_runs(read_predictions(paths)))
 
 
+def test_a_class_first_predicted_far_into_a_file_is_found(tmp_path):
+    """Classes are looked for in the first rows first: one that only the last row of a run predicts is still found
+    (and one that no row predicts is still absent)."""
+    n = 10_000
+    gold = np.where(np.arange(n) % 2 == 0, 0, 4)
+    frames = []
+    for late in (n - 1, n - 2):
+        prediction = gold.copy()
+        prediction[late] = 2
+        frames.append(pd.DataFrame({"id": np.arange(n), "prediction": prediction, "label": gold}))
+    paths = write_runs(tmp_path, frames, "parquet")
+    fast = read_aligned_runs(paths)
+    assert fast.classes == [0, 2, 4]
+    assert_same(fast, align_runs(read_predictions(paths)))
+
+
 def test_csv_ids_keep_their_leading_zeros(tmp_path):
     a, b = tmp_path / "a.csv", tmp_path / "b.csv"
     a.write_text("\ufeffid,prediction,label\r007,1,1\r8,0,1\r")

@@ -39,6 +39,8 @@ from seedscope.predictions import PROB_PREFIX, AlignedRuns, class_list, code_dty
 LONG_TABLE_OPTIONS = ("run_column", "prob_columns", "cluster_column", "task", "data_dir", "filter", "runs_by", "metric")
 #: integer classes spanning at most this many values are found by comparisons, more by a bincount
 SCANNED_OFFSETS = 32
+#: the offsets looked at first for each class, before all of them
+PREFIX = 4096
 
 
 @dataclass
@@ -247,10 +249,13 @@ def _dictionary(values: pa.ChunkedArray) -> tuple[np.ndarray, list]:
 
 def _seen(offsets: np.ndarray, size: int) -> np.ndarray:
     """Which offsets 0 … size − 1 occur, the smallest and largest known to: a byte comparison for each one
-    between (a bincount casts every offset to 64 bits first, the cost of some forty comparisons)."""
+    between (a bincount casts every offset to 64 bits first, the cost of some forty comparisons), over the first
+    few thousand first (where a class of any size turns up), over all only for a class not found there."""
     if size > SCANNED_OFFSETS:
         return np.bincount(offsets, minlength=size) > 0
-    return np.array([value in (0, size - 1) or bool((offsets == value).any()) for value in range(size)])
+    head = offsets[:PREFIX]
+    return np.array([value in (0, size - 1) or bool((head == value).any()) or bool((offsets == value).any())
+                     for value in range(size)])
 
 
 def _in_order(values: np.ndarray, rows: np.ndarray | None) -> np.ndarray:

@@ -1,7 +1,8 @@
 """The training loop of K fused members: one stacked model, one vmapped forward pass, each member's own run.
 
 :func:`train_members` follows the ``Trainer`` loop of a sequential run step by step, per member:
-the same batches (each member's ``data_order`` sampler, the same collator), the same optimiser
+the same batches (each member's ``data_order`` sampler, the same collator), the model's special
+tokens aligned with the tokenizer's (the ``Trainer``'s ``align_special_tokens``), the same optimiser
 (the ``Trainer``'s own AdamW class and settings, weight decay on the ``Trainer``'s decay
 parameters), the same learning-rate schedule and warm-up, gradient accumulation with the
 ``Trainer``'s loss scaling, and gradient clipping at ``max_grad_norm`` on each member's own
@@ -303,7 +304,10 @@ def train_members(models: Sequence, members: Sequence[Member], args, collate: Ca
     after every optimiser step; ``on_batches(member_batches)`` with each pass's member batches, on the host, before
     they are stacked; ``compiled``: ``torch.compile``'s options for the loss pass (None: run as it is)."""
     from transformers import get_scheduler
+    from transformers.trainer_utils import align_special_tokens
 
+    for model in models:  # as the Trainer does first: the config's pad id becomes the tokenizer's (a decoder's
+        align_special_tokens(model, tokenizer)  # sequence head reads the last token that is not padding)
     fused = FusedModel(models, device, per_pass, compiled)
     optimizer = optimiser(models, fused.params, args)
     plan = Schedule.of(len(members[0].features), args)
