@@ -7,10 +7,11 @@ included) with its own peak memory (the resident set of the one child a small wr
 waits for), against the number of runs, and fits the growth: time ∝ S^k. A second axis holds
 the runs at 1,000 and grows the predictions per run (``--predictions-axis``), for the growth
 against predictions. ``--before SRC`` times the same commands against another checkout's
-sources (``/work/main/src``: the code before) at ``--before-runs`` (1,000 and 2,000; it was
-quadratic), for the ratio before / after in the same run.
+sources (a worktree of the commit before: ``git worktree add ../before <commit>``, then
+``../before/src``) at ``--before-runs`` (1,000 and 2,000; it was quadratic), for the ratio
+before / after in the same run.
 
-Run: .venv/bin/python benchmarks/bench_many_runs.py [--runs 1000,3000,10000] [--before /work/main/src]
+Run: .venv/bin/python benchmarks/bench_many_runs.py [--runs 1000,3000,10000] [--before ../before/src]
      .venv/bin/python benchmarks/bench_many_runs.py --quick        (200 and 400 runs: checks that it works)
 """
 

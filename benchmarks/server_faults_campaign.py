@@ -18,9 +18,9 @@ It counts, against the issue's goals:
   (exit 2 before the run, the run recorded failed, a note) or its words missing, or "--predict generate" advised where
   the server answered nothing (goal ≤ 2).
 
-Run (minutes; heavy jobs one at a time):
+Run (about 20 minutes; with nothing else running on the machine):
 
-    flock /tmp/seedscope-heavy.lock /work/main/.venv/bin/python benchmarks/server_faults_campaign.py \
+    .venv/bin/python benchmarks/server_faults_campaign.py \
         --json benchmarks/results/server-faults-campaign.json [--only NAME ...]
 """
 

@@ -254,7 +254,7 @@ def test_run_executor_mistake_writes_nothing(tmp_path, capsys, monkeypatch):
     out = tmp_path / "out"
     argv = ["factors", "run", "--task", "sst2", "--model", "m", "--factor", "data_order", "-N", "2", "-M", "2",
             "--gpus-per-run", "1", "--out", str(out)]
-    assert "--ray-address and --gpus-per-run need --executor ray" in fail(argv, capsys)
+    assert "--gpus-per-run is what each run asks of a cluster; it needs --executor ray or slurm" in fail(argv, capsys)
     assert not out.exists()
 
 
