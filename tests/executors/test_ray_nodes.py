@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 
-from seedscope.cli import main
 from seedscope.errors import SeedscopeError
 from seedscope.executors import ray_nodes
 from seedscope.plan import seed_sweep
@@ -26,14 +25,6 @@ from .conftest import node_id
 
 TINY = ["--set", "max_train_examples=16", "--set", "max_eval_examples=12", "--set", "max_steps=2",
         "--set", "max_seq_length=48"]
-
-
-def run_cli(args: list[str]) -> int:
-    try:
-        main(args)
-    except SystemExit as done:
-        return int(done.code or 0)
-    return 0
 
 
 def _alive(cluster) -> set[str]:
@@ -66,26 +57,27 @@ def node_without(folder: Path, cluster):
 
 
 def test_a_node_that_cannot_see_the_data_or_the_model_is_named_and_nothing_is_written(
-        tmp_path, tiny_bert, data_dir, ray_cluster, capsys):
+        tmp_path, tiny_bert, data_dir, ray_cluster, cli):
     shared = tmp_path / "shared"
     shutil.copytree(data_dir / "glue" / "RTE", shared / "data" / "glue" / "RTE")
     shutil.copytree(tiny_bert, shared / "model")
     out = tmp_path / "exp"
 
     def sweep(model, data):
-        return run_cli(["sweep", "--task", "rte", "--model", str(model), "--seeds", "1", "--out", str(out),
-                        "--data-dir", str(data), *TINY, "--executor", "ray", "--ray-address", ray_cluster.address])
+        code, _, err = cli(["sweep", "--task", "rte", "--model", str(model), "--seeds", "1", "--out", str(out),
+                            "--data-dir", str(data), *TINY, "--executor", "ray", "--ray-address", ray_cluster.address])
+        return code, err.strip()
 
     with node_without(shared, ray_cluster) as blind:
-        assert sweep(tiny_bert, shared / "data") == 2
-        err = capsys.readouterr().err.strip()
+        code, err = sweep(tiny_bert, shared / "data")
+        assert code == 2
         assert len(err.splitlines()) == 1 and "Traceback" not in err and not out.exists()
         data_file = shared / "data" / "glue" / "RTE" / "train.tsv"
         assert err.startswith("error: Ray node ")
         assert f"id {blind[:8]}) cannot read the data file {data_file} (No such file or directory); every node" in err
 
-        assert sweep(shared / "model", data_dir) == 2
-        err = capsys.readouterr().err.strip()
+        code, err = sweep(shared / "model", data_dir)
+        assert code == 2
         assert len(err.splitlines()) == 1 and not out.exists()
         assert f"id {blind[:8]}) cannot read the model {shared / 'model' / 'config.json'} (No such file" in err
 
@@ -139,7 +131,7 @@ def test_what_the_nodes_must_read(tmp_path, tiny_bert, monkeypatch):
 
 
 def test_an_address_where_nothing_answers_is_one_line_at_once_and_nothing_is_written(tmp_path, tiny_bert, data_dir,
-                                                                                    capsys, monkeypatch):
+                                                                                    cli, monkeypatch):
     import socket
 
     with socket.socket() as closed:  # a port just free: nothing listens there
@@ -147,9 +139,10 @@ def test_an_address_where_nothing_answers_is_one_line_at_once_and_nothing_is_wri
         port = closed.getsockname()[1]
     out = tmp_path / "exp"
     started = time.monotonic()
-    assert run_cli(["sweep", "--task", "rte", "--model", str(tiny_bert), "--seeds", "1", "--out", str(out),
-                    "--data-dir", str(data_dir), *TINY, "--executor", "ray", "--ray-address", f"127.0.0.1:{port}"]) == 2
-    err = capsys.readouterr().err.strip()
+    code, _, err = cli(["sweep", "--task", "rte", "--model", str(tiny_bert), "--seeds", "1", "--out", str(out),
+                        "--data-dir", str(data_dir), *TINY, "--executor", "ray", "--ray-address", f"127.0.0.1:{port}"])
+    err = err.strip()
+    assert code == 2
     assert err == (f"error: cannot join the Ray cluster at 127.0.0.1:{port}: nothing answers at 127.0.0.1:{port} "
                    "(Connection refused); start its head first (`ray start --head` prints the address to join)")
     assert not out.exists() and time.monotonic() - started < 30  # Ray itself would retry for minutes
