@@ -6,6 +6,7 @@ equal to the local executor's, lost and requeued jobs, detached sweeps, failures
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import time
@@ -73,14 +74,22 @@ def test_a_4_run_sweep_as_job_arrays_equals_the_local_executor(tmp_path, slurm_c
     assert {state.state for state in run_states(store).values()} == {"done"}
 
 
-def _wait_for(condition, what: str, limit: float = JOBS_S):
+def _wait_for(condition, what: str, limit: float = JOBS_S, store: ExperimentStore | None = None, cluster=None):
+    """Wait for ``condition``; past ``limit``, fail saying what the runs and the queue were then."""
     deadline = time.monotonic() + limit
     while time.monotonic() < deadline:
         value = condition()
         if value:
             return value
         time.sleep(0.5)
-    raise AssertionError(f"waited {limit:.0f} s for {what}")
+    seen = []
+    if store is not None:
+        runs = ExperimentStore.open(store.path).runs()
+        seen.append("runs: " + ", ".join(f"{run} {status}" for run, status in zip(runs["run_id"], runs["status"])))
+    if cluster is not None:
+        queue = cluster.command("squeue", "-h", "-o", "%i %T %r %S", check=False).stdout.strip()
+        seen.append("queue: " + (queue.replace("\n", "; ") or "empty"))
+    raise AssertionError(f"waited {limit:.0f} s for {what}" + "".join(f"; {line}" for line in seen))
 
 
 def held_runner(hold: dict, spec, data_dir, on_step=None):
@@ -153,10 +162,11 @@ def test_a_preempted_and_a_signalled_job_are_requeued_and_give_the_same_predicti
                           "--wrap", "sleep 2")
     requeued = lambda run_id: _started(store, run_id) and json.loads(  # noqa: E731
         (store.path / "results" / f"{run_id}.started.json").read_text())["environment"]["restart_count"]
-    _release_requeued(slurm_cluster, list(tasks.values()))
-    _wait_for(lambda: requeued(second) == 1, "the second run to start again")
-    slurm_cluster.command("scancel", "--signal=USR2", tasks[second])  # SLURM's warning before a time limit
-    _wait_for(lambda: ExperimentStore.open(store.path).runs()["status"].eq("done").all(), "both runs to finish")
+    with _releasing_requeued(slurm_cluster, list(tasks.values())):
+        _wait_for(lambda: requeued(second) == 1, "the second run to start again")
+        slurm_cluster.command("scancel", "--signal=USR2", tasks[second])  # SLURM's warning before a time limit
+        _wait_for(lambda: ExperimentStore.open(store.path).runs()["status"].eq("done").all(), "both runs to finish",
+                  store=store, cluster=slurm_cluster)
 
     done = ExperimentStore.open(store.path)
     environment = done.environment().set_index("run_id")
@@ -171,24 +181,33 @@ def _node_cpus(cluster) -> int:
     return int(cluster.command("sinfo", "-h", "-N", "-o", "%c").stdout.split()[0])
 
 
-def _release_requeued(cluster, tasks) -> None:
-    """A requeued job waits some two minutes (its BeginTime) before SLURM starts it again: once it has waited
-    ``SETTLE_S`` (its last start fully stopped: started again sooner, SLURM kills it, "credential revoked"), start it."""
+@contextlib.contextmanager
+def _releasing_requeued(cluster, tasks):
+    """A requeued job waits some two minutes (its BeginTime) before SLURM starts it again: while the block runs,
+    once a job has waited ``SETTLE_S`` (its last start fully stopped: started again sooner, SLURM kills it,
+    "credential revoked"), start it. The block may requeue a job more than once; each is released."""
     import threading
+
+    stop = threading.Event()
 
     def release():
         pending_since: dict[str, float] = {}
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:
+        while not stop.is_set():
             for task in tasks:
                 state = cluster.command("squeue", "-h", "-j", task, "-o", "%T|%r", check=False).stdout.strip()
                 if state != "PENDING|BeginTime":
                     pending_since.pop(task, None)
                 elif time.monotonic() - pending_since.setdefault(task, time.monotonic()) >= SETTLE_S:
                     cluster.command("scontrol", "update", f"JobId={task}", "StartTime=now", check=False)
-            time.sleep(1)
+            stop.wait(1)
 
-    threading.Thread(target=release, daemon=True).start()
+    releaser = threading.Thread(target=release, daemon=True)
+    releaser.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        releaser.join()
 
 
 def test_a_run_that_raises_is_recorded_failed_and_not_submitted_again(tmp_path, slurm_cluster, tiny_bert, data_dir):
