@@ -199,6 +199,8 @@ def _releasing_requeued(cluster, tasks):
                     pending_since.pop(task, None)
                 elif time.monotonic() - pending_since.setdefault(task, time.monotonic()) >= SETTLE_S:
                     cluster.command("scontrol", "update", f"JobId={task}", "StartTime=now", check=False)
+                    # its next wait has a clock of its own: a start shorter than a poll is never seen running
+                    del pending_since[task]
             stop.wait(1)
 
     releaser = threading.Thread(target=release, daemon=True)
