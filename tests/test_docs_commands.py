@@ -11,6 +11,10 @@ this checkout's code (``python -m seedscope``), offline, the task data from ``..
   fine-tunes for minutes, and the other this test suite): CI runs them itself, and the test command must
   be the one ``.ci/run`` runs, which :func:`test_the_readme_starts_with_the_set_up_commands` checks.
 
+The first-sweep tutorial continues in the README's copy, as a reader goes on from the README: a block
+whose every command already ran there as written is not run again (its outputs are there; the tutorial
+says so), so the README's sweep is not trained twice. Run alone, the tutorial runs all its blocks.
+
 A ``text`` block right after a ``bash`` block is that block's output, trimmed: every line of it that is
 not ``…`` must be printed by the commands, in that order (spaces aside). Blocks that fine-tune or prompt
 a model (they name ``seedscope sweep`` or ``seedscope demo``), and every block after them in the same
@@ -30,7 +34,12 @@ import pytest
 
 from .conftest import REPO, SHARED
 
+#: the documentation's commands: no dependency of seedscope's (not run at the floors)
+pytestmark = pytest.mark.once
+
 DOCUMENTS = ("README.md", "docs/tutorials/lm-eval-seeds.md", "docs/tutorials/first-sweep.md")
+#: a document that runs in another's copy of the checkout, after it
+CONTINUES = {"docs/tutorials/first-sweep.md": "README.md"}
 TEMPLATE = re.compile(r"<[a-z][a-z0-9-]*>")
 FENCE = re.compile(r"^```([a-z]*)\n(.*?)^```\n", re.S | re.M)
 #: how wide the terminal is for the commands (the README's output was captured so)
@@ -74,6 +83,9 @@ def checkouts(tmp_path_factory) -> dict[str, Path]:
     """One copy of the checkout root per document (its blocks run in order and may use each other's files)."""
     made = {}
     for document in DOCUMENTS:
+        if document in CONTINUES:
+            made[document] = made[CONTINUES[document]]
+            continue
         base = tmp_path_factory.mktemp(Path(document).stem)
         root = base / "checkout"
         root.mkdir()
@@ -97,6 +109,8 @@ def shell_env(tmp_path_factory) -> dict[str, str]:
 
 
 _done: dict[str, int] = {}
+#: every command line run so far in each copy of the checkout
+_ran: dict[Path, set[str]] = {}
 
 
 @pytest.mark.parametrize(("document", "index"), cases())
@@ -108,12 +122,19 @@ def test_the_command_runs_as_written(document, index, checkouts, shell_env):
         if runnable(document, earlier, before):
             _run(before, root, shell_env)
     _done[document] = index + 1
+    if output is None and set(_commands(code)) <= _ran.get(root, set()):
+        return  # it ran as written in this copy already, its outputs are there (a document that continues another)
     printed = _run(code, root, shell_env)
     if output is not None:
         _assert_shown(output, printed)
 
 
+def _commands(code: str) -> list[str]:
+    return [line.strip() for line in code.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+
+
 def _run(code: str, root: Path, env: dict[str, str]) -> str:
+    _ran.setdefault(root, set()).update(_commands(code))
     done = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", code], cwd=root, env=env, capture_output=True,
                           text=True, timeout=1200)
     assert done.returncode == 0, f"exit {done.returncode}:\n{code}\n--- stdout\n{done.stdout[-3000:]}\n--- stderr\n{done.stderr[-3000:]}"

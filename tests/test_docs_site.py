@@ -13,6 +13,9 @@ import pytest
 
 from .conftest import REPO
 
+#: the documentation's site (mkdocs): no dependency of seedscope's (not run at the floors)
+pytestmark = pytest.mark.once
+
 pytest.importorskip("mkdocs", reason="the docs extra is not installed (pip install -e '.[docs]'): the site is not built")
 
 

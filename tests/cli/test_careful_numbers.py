@@ -26,6 +26,22 @@ def test_runs_of_two_tasks_are_refused_in_one_line_naming_both(command, tmp_path
     assert not out.exists()
 
 
+
+def test_a_sweep_holding_two_tasks_is_compared_on_the_one_named(tmp_path, cli):
+    import shutil
+
+    other = tmp_path / "other"  # the demo's store again: SST-2 and STS-B, five seeds
+    shutil.copytree(EXAMPLES / "demo-store", other)
+    out = tmp_path / "c.json"
+    code, printed, err = cli(["compare", str(EXAMPLES / "demo-store"), str(other), "--json", str(out)])
+    assert code == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert " ".join(err.split()) == f"error: {EXAMPLES / 'demo-store'} holds several tasks (sst2, stsb); pick one with --task"
+    assert not out.exists()
+    code, printed, err = cli(["compare", str(EXAMPLES / "demo-store"), str(other), "--task", "sst2", "--n-boot", "200",
+                              "--n-permutations", "99", "--json", str(out)])
+    assert code == 0, err
+    assert json.loads(out.read_text())["pairs"][0]["delta"] == 0  # the same runs
+
 def test_two_runs_give_intervals_in_range_said_unreliable(tmp_path, cli):
     runs = [str(EXAMPLES / "rte" / name) for name in ("seed_42.csv", "seed_52.csv")]  # accuracy 0.76 and 0.70
     out = tmp_path / "a.json"

@@ -21,6 +21,9 @@ import pytest
 from seedscope.cli import main
 from seedscope.store import CATALOG, ExperimentStore
 
+#: seedscope's own handling of SIGKILL and Ctrl-C: no dependency's version changes it (not run at the floors)
+pytestmark = pytest.mark.once
+
 REPO = Path(__file__).resolve().parents[2]
 TINY = ["--set", "max_train_examples=64", "--set", "max_eval_examples=24", "--set", "max_steps=40",
         "--set", "max_seq_length=48"]

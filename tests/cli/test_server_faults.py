@@ -15,6 +15,10 @@ from seedscope.store.responses import RESPONSES_FILE
 
 from ..faulty_server import SAID, SHAPES, STATUSES, TRANSPORTS, FaultyServer
 
+#: not run again at the floors: the openai client's answer to each fault is tested there (test_client.py); what this
+#: campaign adds, the store and --resume around it, is seedscope's own
+pytestmark = pytest.mark.once
+
 KEY = "sk-faults-7c1e-0123456789abcdef"
 #: requests the check before the run asks (the first example's two answers); the run's own come after
 CHECKED = 2

@@ -111,6 +111,7 @@ def test_eight_runs_at_four_go_in_two_waves_and_predict_as_one_after_another(tmp
     assert packed.check() == []
 
 
+@pytest.mark.once  # seedscope's own handling of a killed worker
 def test_a_killed_worker_is_retried_once_then_fails_only_its_run(tmp_path, tiny_bert, data_dir, monkeypatch):
     monkeypatch.setenv(KILL_SEED, "2")  # seed 2 kills its worker every time
     monkeypatch.setenv(KILL_ONCE_SEED, "3")  # seed 3 only the first time
@@ -127,6 +128,7 @@ def test_a_killed_worker_is_retried_once_then_fails_only_its_run(tmp_path, tiny_
     assert (tmp_path / "killed-once").exists() and store.check() == []
 
 
+@pytest.mark.once  # seedscope's own handling of a killed worker
 def test_a_worker_killed_while_sending_blocks_no_other_worker(tmp_path, tiny_bert, data_dir, monkeypatch):
     monkeypatch.setenv(KILL_SEED, "1")  # seed 1's worker is killed in the middle of its messages, twice
     specs, store = _store(tmp_path / "exp", tiny_bert, (1, 2, 3))

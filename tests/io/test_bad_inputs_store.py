@@ -109,6 +109,7 @@ def test_damaged_seeds_still_stop_the_analysis(store, cli):
     assert code == 2 and f"run {second} is damaged in the catalog" in _said(out, err)
 
 
+@pytest.mark.once  # SQLite's locks (the standard library)
 def test_a_store_another_process_writes_is_locked_at_once(store, cli, tiny_bert, data_dir):
     code = (f"import sqlite3, time; db = sqlite3.connect({str(store.path / CATALOG)!r}, isolation_level=None); "
             "db.execute('BEGIN EXCLUSIVE'); print('held', flush=True); time.sleep(60)")

@@ -18,6 +18,9 @@ from seedscope.store import CATALOG, ExperimentStore
 from seedscope.store import catalog as catalog_module
 from seedscope.store.locks import READ_WAIT_S, CatalogLocked, lock_holders
 
+#: SQLite's locks (the standard library's sqlite3): no dependency's version changes them (not run at the floors)
+pytestmark = pytest.mark.once
+
 REPO = Path(__file__).resolve().parents[2]
 #: what a test waits at most for one refused read (the reader's wait, and a margin for a loaded machine)
 PROMPT_S = READ_WAIT_S + 8

@@ -226,7 +226,16 @@ def read_systems(paths: list[Path], reading: Reading, names: list[str] | None) -
     tables, notes = reading.sweeps(paths, _sweep_names(paths, names))
     if len(paths) == 1:  # one store (or table) holding several models: each model is a system
         return _systems_of_one_input(next(iter(tables.values())), paths[0]), notes
+    for path, table in zip(paths, tables.values()):
+        _one_task(table, path)
     return tables, notes
+
+
+def _one_task(table, path: Path) -> None:
+    """A system is compared on one task: an input holding several (a demo's store: SST-2 and STS-B) needs --task."""
+    if "task" in getattr(table, "columns", ()) and table["task"].nunique() > 1:
+        raise SeedscopeError(f"{path} holds several tasks ({', '.join(map(str, table['task'].unique()[:5]))}); "
+                             "pick one with --task")
 
 
 def _systems_of_one_input(table, path: Path) -> dict:
@@ -235,9 +244,7 @@ def _systems_of_one_input(table, path: Path) -> dict:
     if len(models) < 2:
         raise SeedscopeError(f"compare needs at least two sweeps, or one input holding two or more models; {path} "
                              "holds one (or is one score table with one system)")
-    if "task" in table.columns and table["task"].nunique() > 1:
-        raise SeedscopeError(f"{path} holds several tasks ({', '.join(map(str, table['task'].unique()[:5]))}); "
-                             "pick one with --task")
+    _one_task(table, path)
     return {model: rows.drop(columns="model") for model, rows in table.groupby("model", sort=False)}
 
 

@@ -262,24 +262,25 @@ def test_what_fusing_cannot_match_is_refused(tiny_bert, data_dir):
 
 
 @pytest.mark.slow
-def test_with_dropout_ten_fused_seeds_and_ten_sequential_ones_are_statistically_indistinguishable(data_dir):
+def test_with_dropout_eight_fused_seeds_and_eight_sequential_ones_are_statistically_indistinguishable(data_dir):
     """Dropout masks differ (fused members draw their own), so the check is seedscope's own comparison of the two.
 
     The tiny random BERT learns nothing of SST-2 in a few steps (every run scores the majority class), so this runs
-    the real MiniLM, which does: 10 seeds each way, paired by seed (docs/how-to/gpus.md gives the figures).
+    the real MiniLM, which does (accuracies 0.53-0.70 over 200 sentences): 8 seeds each way, paired by seed, 16
+    steps (docs/how-to/gpus.md gives the figures). Eight pairs still reach a sign-flip p of 2/256.
     """
     from seedscope.analysis.compare import compare_sweeps
     from seedscope.config import resolve_model
 
-    hparams = {"max_train_examples": 160, "max_eval_examples": 200, "num_train_epochs": 2,
+    hparams = {"max_train_examples": 128, "max_eval_examples": 200, "num_train_epochs": 2,
                "per_device_train_batch_size": 16, "max_seq_length": 48, "learning_rate": 1e-4}
-    specs = _specs(resolve_model("all-minilm-l6-v2"), hparams, seeds=[FactorSeeds.tied(seed) for seed in range(1, 11)])
+    specs = _specs(resolve_model("all-minilm-l6-v2"), hparams, seeds=[FactorSeeds.tied(seed) for seed in range(1, 9)])
     sequential = pd.concat([finetune.run(spec, data_dir).predictions for spec in specs])
     fused_table = pd.concat([member.predictions for member in fused.run_group(specs, data_dir)])
     assert not np.allclose(fused_table["prob_positive"], sequential["prob_positive"])  # other dropout masks
     comparison = compare_sweeps({"sequential": sequential, "fused": fused_table}, n_boot=2000, n_permutations=1999)
     pair = comparison.pairs.iloc[0]
-    assert pair["paired"] and pair["n_matched"] == 10
+    assert pair["paired"] and pair["n_matched"] == 8
     assert pair["p_permutation"] > 0.05 and pair["p_wilcoxon"] > 0.05
 
 
