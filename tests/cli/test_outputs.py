@@ -84,12 +84,26 @@ class _CtrlCInAFinalizer:
             pass
 
 
-def test_a_ctrl_c_swallowed_by_a_finalizer_still_interrupts(tmp_path):
+def test_a_ctrl_c_in_a_finalizer_interrupts_the_work_after_it_without_a_traceback(tmp_path, capfd):
+    import time
+
     before = signal.getsignal(signal.SIGINT)  # Python's default, or SIG_IGN under a shell's background job
+    started = time.monotonic()
     with pytest.raises(Interrupted, match="--resume"):
         with resumable(tmp_path):
             _CtrlCInAFinalizer()  # collected at once
+            while time.monotonic() - started < 30:  # a run goes on: the Ctrl-C must stop it, not its end
+                time.sleep(0.01)
+    assert time.monotonic() - started < 5
     assert signal.getsignal(signal.SIGINT) is before  # restored after the block
+    err = capfd.readouterr().err
+    assert "Exception ignored" not in err and "Traceback" not in err, err
+
+
+def test_a_ctrl_c_in_a_finalizer_at_the_block_s_end_still_interrupts(tmp_path):
+    with pytest.raises(Interrupted, match="--resume"):
+        with resumable(tmp_path):
+            _CtrlCInAFinalizer()  # the block ends before the Ctrl-C is sent again: it is remembered
 
 
 def test_a_ctrl_c_interrupts_and_a_quiet_block_does_not(tmp_path):

@@ -6,6 +6,7 @@ them, each atomically, so a failing run leaves no file (and never half a file) b
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 from contextlib import contextmanager
@@ -65,13 +66,26 @@ def print_verdict(console: Console, lines) -> None:
 def resumable(out, hint: str = "rerun the same command with --resume") -> Iterator[None]:
     """Ctrl-C during runs into ``out``: say what is kept and how to go on (exit 130), not a silent 0.
 
-    A Ctrl-C is remembered as well as raised: Python ignores the ``KeyboardInterrupt`` of a signal that lands in a
-    finalizer (a ``__del__`` run by the garbage collector), and the command would otherwise end as if never stopped.
+    A Ctrl-C that lands in a finalizer (a ``__del__`` run by the garbage collector) is not raised there, where
+    Python would print "Exception ignored" with a traceback and go on: it is sent again a moment later, when the
+    finalizer is done. It is remembered too, so the command never ends as if never stopped.
     """
     caught: list[int] = []
+    state = {"running": True}
+    sending = threading.Lock()  # a Ctrl-C sent again is sent while the block runs, or not at all
+
+    def send_again(signum):
+        with sending:
+            if state["running"]:
+                os.kill(os.getpid(), signum)
 
     def on_ctrl_c(signum, frame):
         caught.append(signum)
+        if not state["running"]:  # one sent again, handled on the way out: it is remembered
+            return
+        if _in_finalizer(frame):
+            threading.Timer(FINALIZER_RETRY_S, send_again, (signum,)).start()
+            return
         raise KeyboardInterrupt
 
     main = threading.current_thread() is threading.main_thread()
@@ -85,8 +99,22 @@ def resumable(out, hint: str = "rerun the same command with --resume") -> Iterat
             f"interrupted: the finished runs are kept in {out} (the run in progress is redone); {hint} to go on"
         ) from None
     finally:
-        if main:
-            signal.signal(signal.SIGINT, previous)
+        state["running"] = False  # from here a Ctrl-C is only remembered
+        with sending:  # one being sent again has reached on_ctrl_c before the handler is put back
+            if main:
+                signal.signal(signal.SIGINT, previous)
+
+
+#: seconds after which a Ctrl-C that landed in a finalizer is sent again
+FINALIZER_RETRY_S = 0.05
+
+
+def _in_finalizer(frame) -> bool:
+    while frame is not None:
+        if frame.f_code.co_name == "__del__":
+            return True
+        frame = frame.f_back
+    return False
 
 
 def check_outputs(*paths: Path | None) -> None:
